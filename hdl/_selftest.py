@@ -1,0 +1,34 @@
+"""A tiny component that the runner's own tests elaborate (not part of the core)."""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["InitialisedComb"]
+
+
+class InitialisedComb(wiring.Component):
+    """``y`` is a combinational function of a register that keeps its initial value until ``x``
+    is all ones.
+
+    Its value is defined from time 0 (``0x5A ^ 0x0F``), but only if the simulator evaluates the
+    combinational block once at start-up: Icarus does not for Yosys' ``always @*`` (amaranth
+    issue 1629). ``count`` is an ordinary counter, so the design also has a clock.
+    """
+
+    x: In(8)
+    y: Out(8)
+    count: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        held = Signal(8, init=0x5A)  # a real register, written only when x is all ones
+        with m.If(self.x == 0xFF):
+            m.d.sync += held.eq(held + 1)
+        with m.Switch(held):  # a switch on it makes Yosys write an `always @*` process
+            with m.Case(0x5A):
+                m.d.comb += self.y.eq(held ^ 0x0F)
+            with m.Default():
+                m.d.comb += self.y.eq(held)
+        m.d.sync += self.count.eq(self.count + self.x)
+        return m

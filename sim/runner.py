@@ -1,0 +1,236 @@
+"""Elaborate an Amaranth component to Verilog and run a cocotb test module on it.
+
+One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the CLI:
+
+1. :func:`elaborate` converts ``hdl.module:Class(**params)`` to Verilog, cached under
+   ``build/sim/<name>-<hash>/`` where the hash covers the component, its parameters, the source
+   of every ``hdl/`` module and the Amaranth version. The Verilog is post-processed once here
+   (see :func:`_icarus_safe`).
+2. The Verilog is built with ``cocotb_tools.runner`` for Icarus or Verilator, each simulator (and
+   the waveform variant) in its own build directory, reused while the Verilog is unchanged.
+3. The cocotb module runs in a test directory of its own (so parallel runs never share a
+   results file, cf. cocotb issue 5544); the parameters reach the testbench as JSON in
+   ``NCLITE_PARAMS`` and the random seed as ``NCLITE_SEED`` (see :mod:`sim.tbutil`).
+
+``WAVES=1`` in the environment (or ``waves=True``) dumps an FST (Verilator and Icarus) and prints
+its path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import importlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import toolchain
+
+__all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "elaborate", "run"]
+
+SIMULATORS = ("icarus", "verilator")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TIMESCALE = ("1ns", "1ps")
+VERILATOR_WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
+
+
+class SimulationFailed(AssertionError):
+    """A cocotb run failed, or ran no test; the message names the log and the seed."""
+
+
+@dataclass
+class SimResult:
+    simulator: str
+    toplevel: str
+    verilog: Path
+    test_dir: Path
+    results_xml: Path
+    tests: int
+    failed: int
+    waves: Path | None
+    seed: int
+
+
+def build_root() -> Path:
+    return Path(os.environ.get("NCLITE_BUILD_DIR", REPO_ROOT / "build")).resolve()
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive file lock, so pytest-xdist workers never build the same thing at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _hdl_source_digest() -> str:
+    import amaranth
+
+    h = hashlib.sha256(amaranth.__version__.encode())
+    # The post-processing in this file is part of what produced the cached Verilog.
+    for path in [Path(__file__), *sorted((REPO_ROOT / "hdl").rglob("*.py"))]:
+        h.update(path.relative_to(REPO_ROOT).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _resolve(factory: str):
+    module_name, _, attr = factory.partition(":")
+    if not attr:
+        raise ValueError(f"factory must look like 'hdl.module:Class', not {factory!r}")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+_ALWAYS_STAR = re.compile(r"^(\s*)always @\*", re.MULTILINE)
+
+
+def _icarus_safe(verilog_text: str) -> str:
+    """Make Amaranth's Verilog evaluate its combinational blocks at time 0 in Icarus.
+
+    Yosys writes combinational processes as ``always @*``. Icarus 11 only runs such a block when
+    a signal it reads changes, so a block whose inputs are all initialised registers or
+    constants stays at X forever (amaranth issue 1629). ``always_comb`` is defined to run once
+    at time 0; Icarus (``-g2012``, which cocotb's runner passes) and Verilator both honour it.
+    ``tests/test_runner.py`` holds a design that shows X without this rewrite.
+    """
+    return _ALWAYS_STAR.sub(r"\1always_comb", verilog_text)
+
+
+def elaborate(factory: str, params: dict | None = None, *, name: str | None = None) -> Path:
+    """Convert ``factory(**params)`` to Verilog (module name ``name``); return the .v path."""
+    from amaranth.back import verilog
+
+    params = dict(params or {})
+    cls = _resolve(factory)
+    name = name or re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+    key = json.dumps({"factory": factory, "params": params, "name": name},
+                     sort_keys=True, default=repr)
+    digest = hashlib.sha256((key + _hdl_source_digest()).encode()).hexdigest()[:12]
+    out_dir = build_root() / "sim" / f"{name}-{digest}"
+    out = out_dir / f"{name}.v"
+    with _locked(out_dir / ".lock"):
+        if not out.exists():
+            component = cls(**params)
+            text = verilog.convert(component, name=name, emit_src=False)
+            (out_dir / "params.json").write_text(key + "\n")
+            tmp = out.with_suffix(".tmp")
+            tmp.write_text(_icarus_safe(text))
+            tmp.replace(out)
+    return out
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:120]
+
+
+def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
+    """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant."""
+    from cocotb_tools.runner import VerilatorControlFile, get_runner
+
+    runner = get_runner(simulator)
+    build_dir = verilog_file.parent / (simulator + ("-waves" if waves else ""))
+    sources: list = [verilog_file]
+    build_args: list[str] = []
+    if simulator == "verilator":
+        sources.insert(0, VerilatorControlFile(VERILATOR_WAIVERS))
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    with _locked(verilog_file.parent / f".{simulator}.lock"):
+        runner.build(
+            sources=sources,
+            hdl_toplevel=toplevel,
+            build_args=build_args,
+            build_dir=build_dir,
+            timescale=TIMESCALE,
+            waves=waves,
+            log_file=build_dir / "build.log",
+        )
+    return runner, build_dir
+
+
+def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
+        name: str | None = None, testcase: str | None = None, seed: int | None = None,
+        extra_env: dict[str, str] | None = None, waves: bool | None = None,
+        run_tag: str | None = None, quiet: bool = False) -> SimResult:
+    """Elaborate, build and run cocotb ``test_module`` against ``factory(**params)``.
+
+    Raises :class:`SimulationFailed` if any cocotb test fails or none ran. ``seed`` defaults to
+    ``NCLITE_SEED`` from the environment, else 1; it is passed to the testbench and printed.
+    """
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {SIMULATORS}, not {simulator!r}")
+    toolchain.activate()
+    if waves is None:
+        waves = os.environ.get("WAVES", "0") not in ("", "0")
+    if seed is None:
+        seed = int(os.environ.get("NCLITE_SEED", "1"))
+    params = dict(params or {})
+    verilog_file = elaborate(factory, params, name=name)
+    toplevel = verilog_file.stem
+    runner, build_dir = _build(simulator, verilog_file, toplevel, waves)
+
+    tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
+    test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results_xml = test_dir / "results.xml"
+    env = {
+        "NCLITE_PARAMS": json.dumps(params, default=repr),
+        "NCLITE_SEED": str(seed),
+        "NCLITE_SIMULATOR": simulator,
+        "PYTHONPATH": os.pathsep.join(
+            [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                if p]),
+    }
+    env.update(extra_env or {})
+    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we check the results ourselves
+    try:
+        with contextlib.suppress(SystemExit):
+            runner.test(
+                test_module=test_module,
+                hdl_toplevel=toplevel,
+                hdl_toplevel_lang="verilog",
+                testcase=testcase,
+                seed=seed,
+                extra_env=env,
+                waves=waves,
+                build_dir=build_dir,
+                test_dir=test_dir,
+                results_xml=str(results_xml),
+                timescale=TIMESCALE,
+                log_file=test_dir / "sim.log",
+            )
+    finally:
+        if saved is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved
+    from cocotb_tools.check_results import get_results
+
+    log = test_dir / "sim.log"
+    try:
+        tests, failed = get_results(results_xml)
+    except RuntimeError as exc:
+        raise SimulationFailed(
+            f"{simulator}: {test_module} on {toplevel} {params} produced no results "
+            f"(simulator crashed?); seed {seed}; log: {log}") from exc
+    wave_file = None
+    if waves:
+        wave_file = (test_dir / "dump.fst") if simulator == "verilator" else (
+            build_dir / f"{toplevel}.fst")
+        print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
+    if tests == 0 or failed:
+        raise SimulationFailed(
+            f"{simulator}: {failed} of {tests} cocotb tests failed in {test_module} on "
+            f"{toplevel} {params}; seed {seed} (rerun with NCLITE_SEED={seed}); log: {log}")
+    if not quiet:
+        print(f"nclite: {simulator} {test_module} on {toplevel}: {tests} passed (seed {seed})",
+              file=sys.stderr)
+    return SimResult(simulator, toplevel, verilog_file, test_dir, results_xml, tests, failed,
+                     wave_file, seed)

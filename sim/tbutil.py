@@ -1,0 +1,46 @@
+"""Small helpers shared by the cocotb testbenches (run inside the simulator process)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, RisingEdge
+
+__all__ = ["params", "seed", "rng", "simulator", "start_clock", "reset", "hexs"]
+
+
+def params() -> dict:
+    """The component parameters the runner elaborated this design with."""
+    return json.loads(os.environ.get("NCLITE_PARAMS", "{}"))
+
+
+def seed() -> int:
+    return int(os.environ.get("NCLITE_SEED", "1"))
+
+
+def rng(salt: int = 0) -> np.random.Generator:
+    """The testbench's random generator; every failure message should name :func:`seed`."""
+    return np.random.default_rng([seed(), salt])
+
+
+def simulator() -> str:
+    return os.environ.get("NCLITE_SIMULATOR", "?")
+
+
+async def start_clock(dut, period_ns: int = 10) -> None:
+    Clock(dut.clk, period_ns, unit="ns").start()
+    await RisingEdge(dut.clk)
+
+
+async def reset(dut, cycles: int = 2) -> None:
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, cycles)
+    dut.rst.value = 0
+
+
+def hexs(values, width: int = 8) -> str:
+    """Format an iterable of integers as hex, for failure messages."""
+    return "[" + ", ".join(f"0x{int(v):0{width}x}" for v in values) + "]"

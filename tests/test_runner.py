@@ -1,0 +1,40 @@
+"""The simulation runner: both simulators, the Icarus time-0 fix, caching, failure reporting."""
+
+import pytest
+
+from sim import runner
+
+
+def test_comb_defined_at_time_zero(simulator):
+    runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", simulator)
+
+
+def test_icarus_rewrite_is_needed():
+    """Without the always_comb rewrite the generated code has `always @*` blocks to fix."""
+    from amaranth.back import verilog
+
+    from hdl._selftest import InitialisedComb
+
+    raw = verilog.convert(InitialisedComb(), name="t", emit_src=False)
+    assert "always @*" in raw
+    fixed = runner._icarus_safe(raw)
+    assert "always @*" not in fixed and "always_comb" in fixed
+
+
+def test_elaborate_is_cached_and_keyed_by_params():
+    a = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_a")
+    b = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_a")
+    c = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_c")
+    assert a == b and a != c
+    assert "/home/" not in a.read_text() and "/work/" not in a.read_text()
+
+
+def test_failing_cocotb_test_is_reported(simulator):
+    with pytest.raises(runner.SimulationFailed, match="seed 7"):
+        runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest_fails", simulator,
+                   seed=7)
+
+
+def test_unknown_simulator():
+    with pytest.raises(ValueError, match="simulator"):
+        runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", "modelsim")
