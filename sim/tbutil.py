@@ -9,7 +9,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-__all__ = ["params", "seed", "rng", "simulator", "start_clock", "reset", "hexs"]
+__all__ = ["params", "seed", "rng", "simulator", "has_clock", "start_clock", "reset", "hexs"]
 
 
 def params() -> dict:
@@ -30,15 +30,28 @@ def simulator() -> str:
     return os.environ.get("NCLITE_SIMULATOR", "?")
 
 
+def has_clock(dut) -> bool:
+    """Whether the design has a ``sync`` domain (a purely combinational one has no clk)."""
+    try:
+        dut.clk  # noqa: B018 - probing the handle
+    except AttributeError:
+        return False
+    return True
+
+
 async def start_clock(dut, period_ns: int = 10) -> None:
-    Clock(dut.clk, period_ns, unit="ns").start()
-    await RisingEdge(dut.clk)
+    """Start ``clk`` (if the design has one) and wait for its first rising edge."""
+    if has_clock(dut):
+        Clock(dut.clk, period_ns, unit="ns").start()
+        await RisingEdge(dut.clk)
 
 
 async def reset(dut, cycles: int = 2) -> None:
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, cycles)
-    dut.rst.value = 0
+    """Hold ``rst`` for ``cycles`` clock cycles (no-op for a design without a clock)."""
+    if has_clock(dut):
+        dut.rst.value = 1
+        await ClockCycles(dut.clk, cycles)
+        dut.rst.value = 0
 
 
 def hexs(values, width: int = 8) -> str:

@@ -70,7 +70,7 @@ def special_bits(fmt) -> np.ndarray:
     exps = [f.emin, f.emin + 1, -1, 1, 2, 3, f.emax - 1, f.emax]
     if f.name == "fp32":
         exps += [-149, -148, -127, -64, -63, -25, -24, -23, 23, 24, 63, 64, 103]
-        mags += [(127 - 24) << 23 | 1 << 22]  # 3 * 2**-24
+        mags += [(127 - 23) << 23 | 1 << 22]  # 3 * 2**-24
     mags += [b for b in (_pow2_bits(f, e) for e in exps) if b is not None]
     if f.inf_bits is not None:
         mags.append(f.inf_bits)
