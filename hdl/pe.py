@@ -1,0 +1,182 @@
+"""The processing element of the weight-stationary systolic array, and a column of them.
+
+Dataflow (ARCHITECTURE.md §2): a PE at row k, column m holds the stationary weight a[k, m].
+Moving data b[k, f] enters row k from the left and passes one PE to the right per cycle;
+partial sums flow down a column, each PE adding its product: ``s = s + a[k, m] * b[k, f]``,
+k in PE-row order, exactly as the numerics contract orders the adds.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .formats import Fmt, parse_formats
+from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from .fp_mul import FpMultiplier
+
+__all__ = ["Weight", "Moving", "PE", "PEColumn", "check_stages"]
+
+
+class Weight(data.Struct):
+    """A stationary weight: 16 bits of operand (fp8 in the low 8) and its format tag."""
+
+    data: 16
+    fmt: Fmt
+
+
+class Moving(data.Struct):
+    """A moving operand: 16 bits (fp8 in the low 8), its format tag, and the ``swap`` flag.
+
+    ``swap`` marks the first operand of a new stationary tile: the PE it reaches switches to its
+    shadow weight before multiplying it. Travelling with the data, the switch sweeps through the
+    array on the same skewed wavefront as the moving tile, so no PE changes weights early.
+    """
+
+    data: 16
+    fmt: Fmt
+    swap: 1
+
+
+def check_stages(value, name: str, maximum: int) -> int:
+    """Validate a pipeline-depth parameter; the error message names it."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
+        raise ValueError(f"{name} must be an integer between 0 and {maximum}, not {value!r}")
+    return value
+
+
+class PE(wiring.Component):
+    """One processing element: ``psum_out = psum_in + w * x`` with a double-buffered weight.
+
+    Parameters (keyword-only): ``mul_stages`` and ``add_stages``, the pipeline depths of the
+    :class:`~hdl.fp_mul.FpMultiplier` and :class:`~hdl.fp32_add.Fp32Adder`; ``formats``, the
+    operand formats the multiplier is built for.
+
+    Ports and timing (all registers advance only on cycles with ``en`` = 1, except the shadow
+    weight, which loads whenever ``w_shift`` = 1 so a tile can load while the array stalls):
+
+    * ``w_in`` / ``w_out`` and ``w_shift``: the weight-load chain of a column. With ``w_shift``
+      the shadow weight takes ``w_in``; ``w_out`` always shows the shadow weight, for the PE
+      below. A shift must not coincide with a ``swap`` operand reaching this PE.
+    * ``x_in`` / ``x_out``: the moving operand, passed right through one register.
+      ``x_in.swap`` first copies the shadow weight into the active one (the operand is
+      multiplied by the new weight).
+    * ``psum_in`` / ``psum_out``: the partial sum. ``psum_in`` must arrive ``mul_stages`` cycles
+      after the ``x_in`` it goes with; ``psum_out`` follows ``psum_in`` by ``add_stages``
+      cycles. So in a column the operand for row k + 1 is presented ``add_stages`` cycles after
+      the one for row k (:attr:`row_skew`).
+
+    Numerics: the product is :class:`FpMultiplier`'s (operands widened to fp32 exactly, fp32
+    RNE product), the sum :class:`Fp32Adder`'s (IEEE binary32 RNE, subnormals kept, canonical
+    NaN 0x7FC00000). Throughput: one multiply-accumulate per enabled cycle.
+    """
+
+    def __init__(self, *, mul_stages: int = 1, add_stages: int = 2,
+                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.formats = parse_formats(formats, param="formats")
+        self.row_skew = self.add_stages
+        super().__init__({
+            "en": In(1),
+            "w_shift": In(1),
+            "w_in": In(Weight),
+            "w_out": Out(Weight),
+            "x_in": In(Moving),
+            "x_out": Out(Moving),
+            "psum_in": In(32),
+            "psum_out": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = FpMultiplier(stages=self.mul_stages, formats=self.formats)
+        m.submodules.add = add = Fp32Adder(stages=self.add_stages)
+
+        shadow = Signal(Weight)
+        active = Signal(Weight)
+        with m.If(self.w_shift):
+            m.d.sync += shadow.eq(self.w_in)
+        m.d.comb += self.w_out.eq(shadow)
+
+        # The weight this operand meets: the shadow one if it starts a new tile.
+        weight = Signal(Weight)
+        m.d.comb += weight.eq(Mux(self.x_in.swap, shadow, active))
+        with m.If(self.en):
+            m.d.sync += self.x_out.eq(self.x_in)
+            with m.If(self.x_in.swap):
+                m.d.sync += active.eq(shadow)
+
+        m.d.comb += [
+            mul.en.eq(self.en),
+            mul.a.eq(weight.data),
+            mul.a_fmt.eq(weight.fmt),
+            mul.b.eq(self.x_in.data),
+            mul.b_fmt.eq(self.x_in.fmt),
+            add.en.eq(self.en),
+            # psum_in is the left operand: s = s + w*x, the contract's order.
+            add.a.eq(self.psum_in),
+            add.b.eq(mul.result),
+            self.psum_out.eq(add.result),
+        ]
+        return m
+
+
+class PEColumn(wiring.Component):
+    """A column of ``rows`` PEs computing one dot product per cycle: ``+0 + w[0]*x[0] + ...``.
+
+    This is one column of the systolic array with the input skew built in, so a whole vector
+    enters at once. Used by ``nclite demo`` and as the PE-chain benchmark.
+
+    * Weights load through ``w_in`` with ``w_shift``: after ``rows`` shifts the first weight
+      shifted sits in the last row (PE k holds the weight shifted in at shift ``rows - 1 - k``).
+    * ``x`` (one :class:`Moving` operand per row; format and ``swap`` are taken from
+      ``x_fmt``/``x_swap`` for the whole vector) enters on each cycle with ``en`` = 1.
+      ``x_swap`` on a vector makes it (and the vectors after it) use the weights loaded since
+      the previous swap.
+    * ``result`` shows, :attr:`latency` enabled cycles later, the fp32 dot product in the
+      contract's order (k = 0 first, starting from +0.0). Throughput: one dot product
+      (``rows`` MACs) per enabled cycle.
+    """
+
+    def __init__(self, *, rows: int, mul_stages: int = 1, add_stages: int = 2,
+                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 256:
+            raise ValueError(f"rows must be an integer between 1 and 256, not {rows!r}")
+        self.rows = rows
+        self.pe_params = dict(mul_stages=check_stages(mul_stages, "mul_stages", 3),
+                              add_stages=check_stages(add_stages, "add_stages",
+                                                      FP32_ADD_MAX_STAGES),
+                              formats=parse_formats(formats, param="formats"))
+        self.row_skew = add_stages  # = PE.row_skew
+        self.latency = mul_stages + rows * add_stages
+        super().__init__({
+            "en": In(1),
+            "w_shift": In(1),
+            "w_in": In(Weight),
+            "x": In(data.ArrayLayout(16, rows)),
+            "x_fmt": In(Fmt),
+            "x_swap": In(1),
+            "result": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        pes = [PE(**self.pe_params) for _ in range(self.rows)]
+        for k, pe in enumerate(pes):
+            m.submodules[f"pe{k}"] = pe
+            m.d.comb += [pe.en.eq(self.en), pe.w_shift.eq(self.w_shift)]
+            # Row k's operand is delayed k * row_skew enabled cycles, so that it meets the
+            # partial sum coming down from row k - 1 (the systolic skew, here inside the column).
+            operand = Signal(Moving, name=f"x_row{k}")
+            m.d.comb += [operand.data.eq(self.x[k]), operand.fmt.eq(self.x_fmt),
+                         operand.swap.eq(self.x_swap)]
+            for d in range(k * self.row_skew):
+                delayed = Signal(Moving, name=f"x_row{k}_d{d + 1}")
+                with m.If(self.en):
+                    m.d.sync += delayed.eq(operand)
+                operand = delayed
+            m.d.comb += pe.x_in.eq(operand)
+            m.d.comb += pe.w_in.eq(self.w_in if k == 0 else pes[k - 1].w_out)
+            m.d.comb += pe.psum_in.eq(Const(0, 32) if k == 0 else pes[k - 1].psum_out)
+        m.d.comb += self.result.eq(pes[-1].psum_out)
+        return m
