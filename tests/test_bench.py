@@ -1,0 +1,68 @@
+"""`nclite bench`: Yosys generic cell counts, and the results.json / results.md writer."""
+
+import json
+
+import pytest
+
+from sim import bench
+from synth.yosys import cell_class, generic_cells
+
+GATES = {"$_AND_", "$_OR_", "$_XOR_", "$_NAND_", "$_NOR_", "$_XNOR_", "$_ANDNOT_", "$_ORNOT_",
+         "$_NOT_"}
+
+
+def test_generic_cells_of_the_fp32_adder():
+    comb = generic_cells("hdl.fp32_add:Fp32Adder", {"stages": 0})
+    piped = generic_cells("hdl.fp32_add:Fp32Adder", {"stages": 2})
+    for r in (comb, piped):
+        assert r["cells"] > 100, r
+        assert r["cells"] == sum(r["by_type"].values()) == sum(r["by_class"].values())
+        assert GATES & set(r["by_type"]), r
+        assert r["yosys_version"].startswith("Yosys ")
+    assert comb["by_class"]["ff"] == 0, comb
+    assert piped["by_class"]["ff"] > 0, piped
+    # Cached: a second call returns the same figures.
+    assert generic_cells("hdl.fp32_add:Fp32Adder", {"stages": 0}) == comb
+
+
+def test_cell_class():
+    assert cell_class("$_SDFFE_PP0P_") == cell_class("$_DFF_P_") == "ff"
+    assert cell_class("$_MUX_") == "mux"
+    assert cell_class("$_XOR_") == cell_class("$_NOT_") == "logic"
+
+
+def test_bench_writes_json_and_md(tmp_path):
+    # A small subset of the real run (the full --quick run is the slow test below).
+    results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
+                            synth_designs=bench.SYNTH_DESIGNS[:1])
+    assert bench.failures(results) == []
+    path_json, path_md = bench.write_results(results, tmp_path / "out")
+    data = json.loads(path_json.read_text())
+    assert {"schema", "date", "git", "tools", "sim_speed", "synth"} <= set(data)
+    assert {"yosys", "verilator", "iverilog"} <= set(data["tools"])
+    (sim,) = data["sim_speed"]
+    assert sim["simulator"] == "icarus" and sim["vectors"] == 16 and sim["bit_exact"]
+    assert {"cycles", "sim_cycles_per_s", "utilization"} <= set(sim)
+    (syn,) = data["synth"]
+    assert syn["cells"] > 100 and set(syn["by_class"]) == {"logic", "mux", "ff"}
+    md = path_md.read_text()
+    assert "## Simulation speed of the PE chain" in md and "## Yosys generic cell counts" in md
+    assert "wall-clock figure of this machine" in md
+    assert "| icarus | 16 |" in md and "| Fp32Adder stages=0 |" in md
+
+
+def test_failed_items_are_reported():
+    results = {"sim_speed": [{"simulator": "icarus", "vectors": 4, "error": "boom\nmore"}],
+               "synth": [{"design": "X", "error": "YosysFailed: bad"}]}
+    md = bench.render_md(results)
+    assert "FAILED: boom" in md and "FAILED: YosysFailed: bad" in md
+    assert len(bench.failures(results)) == 2
+
+
+@pytest.mark.slow
+def test_run_all_quick(tmp_path):
+    path_json, path_md = bench.run_all(tmp_path, quick=True)
+    data = json.loads(path_json.read_text())
+    assert len(data["sim_speed"]) == len(bench.SIM_RUNS)
+    assert len(data["synth"]) == len(bench.SYNTH_DESIGNS)
+    assert path_md.exists()
