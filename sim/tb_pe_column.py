@@ -37,7 +37,8 @@ async def column_matches_golden(dut):
     latency = p.get("mul_stages", 1) + rows * skew
     enabled = p.get("formats", list(FORMAT_CODES))
     rng = tbutil.rng(3)
-    n_target = int(os.environ.get("NCLITE_VECTORS", "3000"))
+    # At least 10^4 multiply-accumulates per configuration (one per PE and vector).
+    n_target = int(os.environ.get("NCLITE_VECTORS", max(3000, -(-10000 // rows))))
 
     tiles = []  # (weights, weight format)
     x_cols, fmt_col, swap_col, tile_col, expected = [], [], [], [], []

@@ -38,3 +38,13 @@ def test_failing_cocotb_test_is_reported(simulator):
 def test_unknown_simulator():
     with pytest.raises(ValueError, match="simulator"):
         runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", "modelsim")
+
+
+def test_waves_written_and_path_reported(simulator, capfd):
+    r = runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", simulator,
+                   waves=True, run_tag="waves")
+    assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
+    assert str(r.waves) in capfd.readouterr().err
+    text = r.waves.read_bytes()
+    if simulator == "verilator":  # VCD: the ports are in it by name
+        assert b"$var" in text and b" y " in text
