@@ -7,7 +7,10 @@ array and that command descriptors carry. They are mirrored by name in ``golden/
 
 from amaranth.lib import enum as amaranth_enum
 
-__all__ = ["Fmt", "parse_formats"]
+__all__ = ["Fmt", "parse_formats", "FP32_CANONICAL_NAN"]
+
+#: The only NaN the arithmetic units emit: positive quiet NaN, zero payload (the contract, §4).
+FP32_CANONICAL_NAN = 0x7FC0_0000
 
 class Fmt(amaranth_enum.Enum, shape=2):
     """Input format of a multiplier operand (an operand is 16 bits; fp8 uses the low 8)."""

@@ -4,10 +4,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .formats import FP32_CANONICAL_NAN
+
 __all__ = ["Fp32Adder", "FP32_ADD_MAX_STAGES", "FP32_CANONICAL_NAN"]
 
-#: The only NaN encoding the adder emits (positive quiet NaN, zero payload).
-FP32_CANONICAL_NAN = 0x7FC0_0000
 
 #: The largest supported ``stages``: one register per phase boundary of the datapath.
 FP32_ADD_MAX_STAGES = 5

@@ -6,12 +6,10 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .formats import Fmt, parse_formats
+from .formats import FP32_CANONICAL_NAN, Fmt, parse_formats
 
 __all__ = ["FpMultiplier", "FP32_CANONICAL_NAN"]
 
-#: The only NaN encoding the arithmetic units emit (positive quiet NaN, zero payload).
-FP32_CANONICAL_NAN = 0x7FC0_0000
 
 _FP32_BIAS = 127
 _FP32_EMIN = 1 - _FP32_BIAS  # -126: exponent of the smallest normal

@@ -16,8 +16,6 @@ from cocotb.triggers import FallingEdge
 from golden.fp32 import dot
 from sim import tbutil, vectors
 
-FORMAT_CODES = {"bf16": 0, "fp8_e4m3": 1, "fp8_e5m2": 2}
-
 
 @cocotb.test()
 async def demo(dut):
@@ -43,14 +41,14 @@ async def demo(dut):
     # LoadStationary: one weight per cycle down the column (the last row's first).
     for k in reversed(range(rows)):
         dut.w_shift.value = 1
-        dut.w_in.value = int(w[k]) | FORMAT_CODES[fmt] << 16
+        dut.w_in.value = int(w[k]) | tbutil.FORMAT_CODES[fmt] << 16
         await FallingEdge(dut.clk)
         cycle += 1
     dut.w_shift.value = 0
     load_cycles = cycle
     # MultiplyMoving: one vector per cycle; results appear `latency` cycles later.
     dut.en.value = 1
-    dut.x_fmt.value = FORMAT_CODES[fmt]
+    dut.x_fmt.value = tbutil.FORMAT_CODES[fmt]
     results = []
     issued = 0
     while len(results) < n:

@@ -16,13 +16,11 @@ from golden.fp32 import widen_mul
 from sim import tbutil, vectors
 from sim.pipeline_tb import PipelineTB
 
-FORMAT_CODES = {"bf16": 0, "fp8_e4m3": 1, "fp8_e5m2": 2}
-
 
 @cocotb.test()
 async def multiplier_matches_golden(dut):
     p = tbutil.params()
-    enabled = p.get("formats", list(FORMAT_CODES))
+    enabled = p.get("formats", list(tbutil.FORMAT_CODES))
     n = int(os.environ.get("NCLITE_VECTORS", "10000"))
     rng = tbutil.rng(2)
     cols = {"a": [], "a_fmt": [], "b": [], "b_fmt": []}
@@ -32,16 +30,16 @@ async def multiplier_matches_golden(dut):
         a, b = vectors.operand_pairs(fa, fb, rng, max(1, n // len(pairs)))
         cols["a"].append(a.astype(np.uint32))
         cols["b"].append(b.astype(np.uint32))
-        cols["a_fmt"].append(np.full(a.size, FORMAT_CODES[fa]))
-        cols["b_fmt"].append(np.full(b.size, FORMAT_CODES[fb]))
+        cols["a_fmt"].append(np.full(a.size, tbutil.FORMAT_CODES[fa]))
+        cols["b_fmt"].append(np.full(b.size, tbutil.FORMAT_CODES[fb]))
         expected.append(widen_mul(a, fa, b, fb))
     # Formats the unit was not built for, and the reserved tag 3: canonical NaN.
-    for code in sorted(set(range(4)) - {FORMAT_CODES[f] for f in enabled}):
+    for code in sorted(set(range(4)) - {tbutil.FORMAT_CODES[f] for f in enabled}):
         k = 64
         cols["a"].append(rng.integers(0, 1 << 16, k).astype(np.uint32))
         cols["b"].append(rng.integers(0, 1 << 16, k).astype(np.uint32))
         cols["a_fmt"].append(np.full(k, code))
-        cols["b_fmt"].append(np.full(k, FORMAT_CODES[enabled[0]]))
+        cols["b_fmt"].append(np.full(k, tbutil.FORMAT_CODES[enabled[0]]))
         expected.append(np.full(k, FP32_CANONICAL_NAN, dtype=np.uint32))
     ops = {key: np.concatenate(v) for key, v in cols.items()}
     expected = np.concatenate(expected)
@@ -53,7 +51,7 @@ async def multiplier_matches_golden(dut):
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
     tb = PipelineTB(dut, p.get("stages", 1))
-    names = {v: k for k, v in FORMAT_CODES.items()}
+    names = {v: k for k, v in tbutil.FORMAT_CODES.items()}
     dut._log.info("multiplier: %d operations, formats %s, seed %d", expected.size, enabled,
                   tbutil.seed())
 

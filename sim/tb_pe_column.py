@@ -16,8 +16,6 @@ from golden.fp32 import dot
 from sim import tbutil, vectors
 from sim.pipeline_tb import BUBBLE, PipelineTB
 
-FORMAT_CODES = {"bf16": 0, "fp8_e4m3": 1, "fp8_e5m2": 2}
-
 
 def _operands(fmt: str, rng: np.random.Generator, shape) -> np.ndarray:
     """Random operands of ``fmt``, about one in eight a special value (NaN, inf, 0, ...)."""
@@ -35,7 +33,7 @@ async def column_matches_golden(dut):
     rows = p["rows"]
     skew = p.get("add_stages", 2)
     latency = p.get("mul_stages", 1) + rows * skew
-    enabled = p.get("formats", list(FORMAT_CODES))
+    enabled = p.get("formats", list(tbutil.FORMAT_CODES))
     rng = tbutil.rng(3)
     # At least 10^4 multiply-accumulates per configuration (one per PE and vector).
     n_target = int(os.environ.get("NCLITE_VECTORS", max(3000, -(-10000 // rows))))
@@ -58,7 +56,7 @@ async def column_matches_golden(dut):
                 exp[sel] = dot(w, wf, x[sel], f)
         packed = [sum(int(v) << (16 * k) for k, v in enumerate(vec)) for vec in x]
         x_cols += packed
-        fmt_col += [FORMAT_CODES[f] for f in xf]
+        fmt_col += [tbutil.FORMAT_CODES[f] for f in xf]
         swap_col += [1] + [0] * (count - 1)
         tile_col += [len(tiles) - 1] * count
         expected += exp.tolist()
@@ -98,7 +96,7 @@ async def column_matches_golden(dut):
         shift = state["shifted"] < rows and prev_passed and tb.rng.random() < 0.7
         if shift:
             w, wf = tiles[t]
-            dut.w_in.value = int(w[rows - 1 - state["shifted"]]) | FORMAT_CODES[wf] << 16
+            dut.w_in.value = int(w[rows - 1 - state["shifted"]]) | tbutil.FORMAT_CODES[wf] << 16
             state["shifted"] += 1
         else:
             dut.w_in.value = int(tb.rng.integers(0, 1 << 18))  # ignored without w_shift
@@ -106,7 +104,7 @@ async def column_matches_golden(dut):
 
     def describe(i):
         w, wf = tiles[tile_col[i]]
-        names = {v: k for k, v in FORMAT_CODES.items()}
+        names = {v: k for k, v in tbutil.FORMAT_CODES.items()}
         xs = [(int(ops["x"][i]) >> (16 * k)) & 0xFFFF for k in range(rows)]
         return (f"tile {tile_col[i]} w ({wf}) = {tbutil.hexs(w, 4)}, "
                 f"x ({names[int(fmt_col[i])]}) = {tbutil.hexs(xs, 4)}")

@@ -9,7 +9,14 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-__all__ = ["params", "seed", "rng", "simulator", "has_clock", "start_clock", "reset", "hexs"]
+from hdl.formats import Fmt
+
+__all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
+           "reset", "hexs"]
+
+
+#: Format name (as golden/ spells it) -> the 2-bit tag the hardware takes.
+FORMAT_CODES = {f.golden_name: f.value for f in Fmt}
 
 
 def params() -> dict:

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The PE (as a column of PEs, the dot-product chain) in cocotb, Icarus and Verilator."""
 
 import pytest
