@@ -1,0 +1,86 @@
+"""The N×N weight-stationary systolic array (without its controller and PSUM)."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .formats import parse_formats
+from .fp32_add import FP32_ADD_MAX_STAGES
+from .pe import PE, Moving, Weight, check_stages
+
+__all__ = ["SystolicArray", "check_array_size"]
+
+
+def check_array_size(n) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128:
+        raise ValueError(f"Array size n must be an integer between 1 and 128, not {n!r}")
+    return n
+
+
+class SystolicArray(wiring.Component):
+    """``n`` × ``n`` :class:`~hdl.pe.PE` s: stationary weights, moving operands, fp32 sums.
+
+    PE (k, m) sits in row k, column m. Moving operand k (``x_in[k]``) enters row k and moves one
+    column right per cycle; partial sums move down; column m's bottom PE yields
+    ``+0 + w[0,m]·x[0] + w[1,m]·x[1] + ...`` in row order (the contract's order).
+
+    * ``x_in``: one operand per row, all of one moving column at once (unskewed). The array
+      delays row k by ``k · add_stages`` cycles itself (the systolic skew).
+    * ``result``: the fp32 sums of all ``n`` columns for that moving column, together (the
+      array delays column m by ``n − 1 − m`` cycles to undo the column skew), :attr:`latency`
+      cycles after its ``x_in``: ``latency = n · add_stages + mul_stages + n − 1``.
+      Throughput: one moving column (``n²`` MACs) per cycle.
+    * ``w_in`` / ``w_shift``: the weight-load chains feed the **bottom** row and shift up, one
+      row per ``w_shift`` (independent of ``en``), into the PEs' shadow weights. After ``n``
+      shifts the first row shifted is in row 0. A ``swap`` operand (``x_in[k].swap``) makes
+      each PE copy its shadow weight into the active one as the operand reaches it; shifts must
+      not overlap the swap wavefront (it reaches PE (k, m) ``k · add_stages + m`` cycles after
+      entering) — :class:`~hdl.tensor_engine.TensorEngine` ensures that.
+    * ``en``: clock enable of everything but the weight shift.
+    """
+
+    def __init__(self, *, n: int, mul_stages: int = 1, add_stages: int = 2,
+                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        self.n = check_array_size(n)
+        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.formats = parse_formats(formats, param="formats")
+        self.latency = n * add_stages + mul_stages + n - 1
+        super().__init__({
+            "en": In(1),
+            "w_shift": In(1),
+            "w_in": In(data.ArrayLayout(Weight, n)),
+            "x_in": In(data.ArrayLayout(Moving, n)),
+            "result": Out(data.ArrayLayout(32, n)),
+        })
+
+    def _delay(self, m, value, cycles, name):
+        """``value`` delayed by ``cycles`` enabled cycles (a shift register)."""
+        for i in range(cycles):
+            reg = Signal.like(value, name=f"{name}_d{i + 1}")
+            with m.If(self.en):
+                m.d.sync += reg.eq(value)
+            value = reg
+        return value
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n
+        pes = [[PE(mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
+                for _ in range(n)] for _ in range(n)]
+        for k in range(n):
+            row_in = self._delay(m, self.x_in[k], k * self.add_stages, f"x_row{k}")
+            for col in range(n):
+                pe = pes[k][col]
+                m.submodules[f"pe_{k}_{col}"] = pe
+                m.d.comb += [
+                    pe.en.eq(self.en),
+                    pe.w_shift.eq(self.w_shift),
+                    pe.x_in.eq(row_in if col == 0 else pes[k][col - 1].x_out),
+                    pe.w_in.eq(self.w_in[col] if k == n - 1 else pes[k + 1][col].w_out),
+                    pe.psum_in.eq(0 if k == 0 else pes[k - 1][col].psum_out),
+                ]
+        for col in range(n):
+            out = self._delay(m, pes[n - 1][col].psum_out, n - 1 - col, f"sum_col{col}")
+            m.d.comb += self.result[col].eq(out)
+        return m

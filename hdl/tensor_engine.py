@@ -1,0 +1,284 @@
+"""The tensor engine: a systolic array, its controller and the PSUM accumulation buffer."""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .formats import Fmt, parse_formats
+from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from .pe import check_stages
+from .systolic import SystolicArray, check_array_size
+
+__all__ = ["Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
+
+
+class Opcode(enum.Enum, shape=1):
+    LOAD_STATIONARY = 0
+    MULTIPLY_MOVING = 1
+
+
+def _check_positive(value, name, maximum):
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= maximum:
+        raise ValueError(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
+    return value
+
+
+def command_layout(n: int, banks: int, bank_words: int) -> data.StructLayout:
+    """One tensor-engine command (see :class:`TensorEngine`)."""
+    return data.StructLayout({
+        "op": Opcode,
+        "fmt": Fmt,  # LS: the stationary tile's format; MM: the moving tile's
+        "k": range(n + 1),  # rows used, 1..n (LS and MM; an MM's k is its LS's k)
+        "m": range(n + 1),  # LS: stationary columns used = PSUM partitions written, 1..n
+        "f": range(bank_words + 1),  # MM: moving columns, 1..bank_words
+        "bank": range(max(banks, 2)),  # MM: PSUM bank
+        "addr": range(max(bank_words, 2)),  # MM: first PSUM word; addr + f <= bank_words
+        "accumulate": 1,  # MM: 0 overwrite, 1 read-accumulate-write
+    })
+
+
+def drain_request_layout(banks: int, bank_words: int) -> data.StructLayout:
+    return data.StructLayout({"bank": range(max(banks, 2)), "addr": range(max(bank_words, 2))})
+
+
+class TensorEngine(wiring.Component):
+    """Weight-stationary tensor engine with PSUM, as ``nc_matmul`` on a NeuronCore.
+
+    Parameters (keyword-only): ``n`` (array size), ``psum_banks``, ``psum_words`` (fp32 words
+    per bank and partition; the largest moving tile), ``mul_stages``, ``add_stages``,
+    ``formats`` (operand formats the PEs are built for).
+
+    Streams (``amaranth.lib.stream``, valid/ready; any of them may pause at any time):
+
+    * ``cmd`` — :func:`command_layout` commands, executed in order:
+
+      - ``LOAD_STATIONARY`` (k, m, fmt): takes k beats from ``weights`` — beat i is row i of
+        the K×M stationary tile, lane j its column j (lanes ≥ m ignored) — and shifts them,
+        padded with +0 to n×n, into the PEs' shadow weights. It runs while the previous
+        multiplication still streams (double buffering); it waits only until the previous
+        tile's ``swap`` wavefront has left the array.
+      - ``MULTIPLY_MOVING`` (k, f, fmt, bank, addr, accumulate): takes f beats from
+        ``moving`` — beat j is moving column j, lane i its row i (lanes ≥ k read as +0) — and
+        multiplies them by the most recently loaded stationary tile. Column j produces
+        ``s[mm] = +0 + Σ_i stat[i, mm]·mov[i, j]`` (row order; the padded rows add +0, which
+        leaves a sum unchanged since it is never −0) for every stationary column mm < m of that
+        tile, written to PSUM partition mm, word ``addr + j`` of ``bank``: ``p = s``, or with
+        ``accumulate`` ``p = p + s`` (the contract's read-accumulate-write).
+      - A command with a field out of range (k or m not in 1..n, f = 0, addr + f beyond the
+        bank, bank ≥ psum_banks, a format the PEs are not built for) is dropped without taking
+        data, and sets the sticky ``error`` flag. The host driver rejects such commands before.
+    * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
+      ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured.
+    * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
+      issued while ``busy`` may see old values.
+
+    Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
+    :attr:`latency` cycles after that. When the streams never pause, one moving column is taken
+    per cycle (n² MACs per cycle), and a LOAD_STATIONARY between two multiplications costs no
+    cycles if the first one has at least :attr:`load_hidden_after` columns. An accumulating
+    MULTIPLY_MOVING starts at least :attr:`accumulate_gap` cycles after the previous
+    multiplication's last column, so a read-accumulate-write never reads a word whose previous
+    write is still in flight.
+    """
+
+    def __init__(self, *, n: int, psum_banks: int = 4, psum_words: int | None = None,
+                 mul_stages: int = 1, add_stages: int = 2,
+                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        self.n = check_array_size(n)
+        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.formats = parse_formats(formats, param="formats")
+        self.psum_banks = _check_positive(psum_banks, "psum_banks", 64)
+        self.psum_words = _check_positive(4 * n if psum_words is None else psum_words,
+                                          "psum_words", 1 << 16)
+        self.array_latency = n * add_stages + mul_stages + n - 1  # = SystolicArray.latency
+        # Issue register (1) + array + PSUM read (1) + accumulate adder (add_stages).
+        self.latency = 1 + self.array_latency + 1 + add_stages
+        # Cycles after a swap operand enters until no PE can still be waiting to swap.
+        self.swap_clear = 1 + (n - 1) * (add_stages + 1) + 2
+        self.load_hidden_after = self.swap_clear + n
+        self.accumulate_gap = add_stages + 3
+        self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words)
+        super().__init__({
+            "cmd": In(stream.Signature(self.cmd_layout)),
+            "weights": In(stream.Signature(data.ArrayLayout(16, n))),
+            "moving": In(stream.Signature(data.ArrayLayout(16, n))),
+            "drain_req": In(stream.Signature(drain_request_layout(self.psum_banks,
+                                                                  self.psum_words))),
+            "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
+            "busy": Out(1),
+            "error": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, words = self.n, self.psum_words
+        m.submodules.array = array = SystolicArray(
+            n=n, mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
+        m.d.comb += array.en.eq(1)  # PSUM always takes a row: the array never needs to stall
+
+        cmd = self.cmd.payload
+        error = Signal()
+        m.d.comb += self.error.eq(error)
+
+        # --- Legality of the command at the head of the queue. -------------------------------
+        fmt_ok = Signal()
+        with m.Switch(cmd.fmt):
+            for fmt in self.formats:
+                with m.Case(fmt):
+                    m.d.comb += fmt_ok.eq(1)
+        k_ok = (cmd.k >= 1) & (cmd.k <= n)
+        ls_ok = fmt_ok & k_ok & (cmd.m >= 1) & (cmd.m <= n)
+        mm_ok = (fmt_ok & k_ok & (cmd.f >= 1) & (cmd.addr + cmd.f <= words)
+                 & (cmd.bank < self.psum_banks))
+        legal = Mux(cmd.op == Opcode.LOAD_STATIONARY, ls_ok, mm_ok)
+
+        # --- Loader: LOAD_STATIONARY shifts n rows (k from `weights`, then zeros). -----------
+        ld_busy = Signal()
+        ld_row = Signal(range(n + 1))
+        ld_k = Signal(range(n + 1))
+        ld_m = Signal(range(n + 1))
+        ld_fmt = Signal(Fmt)
+        last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
+
+        # --- Mover: MULTIPLY_MOVING issues f columns from `moving`. --------------------------
+        mv_busy = Signal()
+        mv = Signal(self.cmd_layout)  # the command being executed
+        mv_col = Signal(range(words + 1))
+        mv_mask = Signal(n)  # PSUM partitions written: the tile's m columns
+        mv_first = Signal()
+
+        # Swap wavefront bookkeeping, and the gap an accumulating multiplication needs.
+        swap_pending = Signal()  # an MM was dispatched but its swap column has not entered yet
+        since_swap = Signal(range(self.swap_clear + 1), init=self.swap_clear)
+        since_col = Signal(range(self.accumulate_gap + 1), init=self.accumulate_gap)
+        with m.If(since_swap < self.swap_clear):
+            m.d.sync += since_swap.eq(since_swap + 1)
+        with m.If(since_col < self.accumulate_gap):
+            m.d.sync += since_col.eq(since_col + 1)
+
+        # --- Dispatch, in order. -------------------------------------------------------------
+        with m.If(self.cmd.valid):
+            with m.If(~legal):
+                m.d.comb += self.cmd.ready.eq(1)
+                m.d.sync += error.eq(1)
+            with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
+                with m.If(~ld_busy):
+                    m.d.comb += self.cmd.ready.eq(1)
+                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k), ld_m.eq(cmd.m),
+                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m)]
+            with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
+                with m.If(~ld_busy & ~mv_busy):
+                    m.d.comb += self.cmd.ready.eq(1)
+                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_first.eq(1),
+                                 swap_pending.eq(1)]
+                    for i in range(n):
+                        m.d.sync += mv_mask[i].eq(last_m > i)
+
+        # Loader datapath: shift when the previous swap has cleared the array.
+        shift_row = Signal(data.ArrayLayout(array.w_in.shape().elem_shape, n))
+        wave_clear = ~swap_pending & (since_swap >= self.swap_clear)
+        with m.If(ld_busy & wave_clear):
+            with m.If(ld_row < ld_k):
+                m.d.comb += self.weights.ready.eq(1)
+                with m.If(self.weights.valid):
+                    m.d.comb += array.w_shift.eq(1)
+                    for j in range(n):
+                        m.d.comb += [
+                            shift_row[j].data.eq(Mux(ld_m > j, self.weights.payload[j], 0)),
+                            shift_row[j].fmt.eq(ld_fmt),
+                        ]
+            with m.Else():
+                m.d.comb += array.w_shift.eq(1)  # padding rows: +0
+                for j in range(n):
+                    m.d.comb += shift_row[j].fmt.eq(ld_fmt)
+            with m.If(array.w_shift):
+                m.d.sync += ld_row.eq(ld_row + 1)
+                with m.If(ld_row == n - 1):
+                    m.d.sync += ld_busy.eq(0)
+        m.d.comb += array.w_in.eq(shift_row)
+
+        # Mover datapath: the issue register feeding the array, and the row's PSUM metadata.
+        meta_layout = data.StructLayout({
+            "valid": 1, "bank": range(max(self.psum_banks, 2)), "addr": range(max(words, 2)),
+            "accumulate": 1, "mask": n,
+        })
+        x_reg = Signal(array.x_in.shape())
+        meta = Signal(meta_layout)
+        gap_ok = ~mv.accumulate | (since_col >= self.accumulate_gap) | ~mv_first
+        take = mv_busy & gap_ok & self.moving.valid
+        m.d.comb += self.moving.ready.eq(mv_busy & gap_ok)
+        m.d.sync += [x_reg.eq(0), meta.eq(0)]  # a bubble unless a column is taken
+        with m.If(take):
+            for i in range(n):
+                m.d.sync += [
+                    x_reg[i].data.eq(Mux(mv.k > i, self.moving.payload[i], 0)),
+                    x_reg[i].fmt.eq(mv.fmt),
+                    x_reg[i].swap.eq(mv_first),
+                ]
+            m.d.sync += [
+                meta.valid.eq(1), meta.bank.eq(mv.bank), meta.addr.eq(mv.addr + mv_col),
+                meta.accumulate.eq(mv.accumulate), meta.mask.eq(mv_mask),
+                mv_col.eq(mv_col + 1), mv_first.eq(0), since_col.eq(0),
+            ]
+            with m.If(mv_first):
+                m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
+            with m.If(mv_col + 1 == mv.f):
+                m.d.sync += mv_busy.eq(0)
+        m.d.comb += array.x_in.eq(x_reg)
+
+        # The metadata travels beside the array, then through the read and the add stage.
+        meta_out = meta
+        for i in range(self.array_latency):
+            reg = Signal(meta_layout, name=f"meta_d{i + 1}")
+            m.d.sync += reg.eq(meta_out)
+            meta_out = reg
+
+        # --- PSUM: read (for accumulate), add, write. -----------------------------------------
+        m.submodules.psum = psum = memory.Memory(
+            shape=data.ArrayLayout(32, n), depth=self.psum_banks * words, init=[])
+        acc_rd = psum.read_port(transparent_for=())
+        drain_rd = psum.read_port(transparent_for=())
+        wr = psum.write_port(granularity=1)
+
+        m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(meta_out.bank * words + meta_out.addr)]
+        row_a = Signal(data.ArrayLayout(32, n))
+        meta_a = Signal(meta_layout)
+        m.d.sync += [row_a.eq(array.result), meta_a.eq(meta_out)]
+        adders = []
+        for i in range(n):
+            add = Fp32Adder(stages=self.add_stages)
+            m.submodules[f"acc_add{i}"] = add
+            # The contract's accumulate: p = p + s (the old PSUM value is the left operand).
+            m.d.comb += [add.en.eq(1), add.a.eq(acc_rd.data[i]), add.b.eq(row_a[i])]
+            adders.append(add)
+        row_w, meta_w = row_a, meta_a
+        for i in range(self.add_stages):
+            row_next = Signal.like(row_w, name=f"row_w_d{i + 1}")
+            meta_next = Signal(meta_layout, name=f"meta_w_d{i + 1}")
+            m.d.sync += [row_next.eq(row_w), meta_next.eq(meta_w)]
+            row_w, meta_w = row_next, meta_next
+        m.d.comb += wr.addr.eq(meta_w.bank * words + meta_w.addr)
+        for i in range(n):
+            m.d.comb += [
+                wr.data[i].eq(Mux(meta_w.accumulate, adders[i].result, row_w[i])),
+                wr.en[i].eq(meta_w.valid & meta_w.mask[i]),
+            ]
+
+        # In-flight columns, for `busy`.
+        in_flight = Signal(range(self.latency + 2))
+        m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
+        m.d.comb += self.busy.eq(ld_busy | mv_busy | (in_flight != 0))
+
+        # --- Drain port: one PSUM row per cycle, with back-pressure. -------------------------
+        resp_valid = Signal()
+        m.d.comb += [
+            self.drain_req.ready.eq(~resp_valid | self.drain_resp.ready),
+            drain_rd.en.eq(self.drain_req.ready),
+            drain_rd.addr.eq(self.drain_req.payload.bank * words + self.drain_req.payload.addr),
+            self.drain_resp.valid.eq(resp_valid),
+            self.drain_resp.payload.eq(drain_rd.data),
+        ]
+        with m.If(self.drain_req.ready):
+            m.d.sync += resp_valid.eq(self.drain_req.valid)
+        return m
