@@ -1,0 +1,165 @@
+"""Host side of the tensor engine: check commands, encode them and their data as stream beats.
+
+A :class:`TensorEngineProgram` is built from commands (``load_stationary`` /
+``multiply_moving`` / ``drain``) and is run twice: on ``golden.tensor.TensorEngineModel``
+here, at build time, which gives the expected PSUM rows of every drain; and on the RTL by the
+cocotb testbench, which sends the encoded beats. Bad commands (a tile larger than the array or
+the bank, a format the engine was not built for, …) raise :class:`ValueError` here, before
+any simulation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from amaranth.hdl import Const
+
+from golden.tensor import LoadStationary, TensorEngineModel, gemm_schedule
+from hdl.formats import Fmt
+from hdl.tensor_engine import Opcode, command_layout, drain_request_layout
+
+__all__ = ["EngineConfig", "Phase", "TensorEngineProgram", "gemm_program"]
+
+_FMT = {f.golden_name: f for f in Fmt}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The build parameters of a ``TensorEngine`` that the host needs to know."""
+
+    n: int
+    psum_banks: int = 4
+    psum_words: int | None = None
+    formats: tuple[str, ...] = ("bf16", "fp8_e4m3", "fp8_e5m2")
+
+    @classmethod
+    def from_params(cls, params: dict) -> EngineConfig:
+        n = params["n"]
+        return cls(n=n, psum_banks=params.get("psum_banks", 4),
+                   psum_words=params.get("psum_words") or 4 * n,
+                   formats=tuple(params.get("formats", cls.formats)))
+
+    @property
+    def words(self) -> int:
+        return self.psum_words or 4 * self.n
+
+
+@dataclass
+class Phase:
+    """Beats to send, then (once the engine is idle) PSUM rows to drain and check."""
+
+    cmds: list[int] = field(default_factory=list)
+    weights: list[int] = field(default_factory=list)
+    moving: list[int] = field(default_factory=list)
+    drains: list[int] = field(default_factory=list)  # encoded drain requests
+    expected: list[np.ndarray] = field(default_factory=list)  # (n,) uint32 per drain
+    where: list[str] = field(default_factory=list)  # a label per drain, for messages
+    macs: int = 0  # useful multiply-accumulates of the phase's commands
+
+
+def _pack(values, width: int) -> int:
+    out = 0
+    for i, v in enumerate(values):
+        out |= (int(v) & ((1 << width) - 1)) << (width * i)
+    return out
+
+
+class TensorEngineProgram:
+    """A sequence of phases for one engine configuration, with golden expectations."""
+
+    def __init__(self, cfg: EngineConfig):
+        self.cfg = cfg
+        self.model = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.words)
+        self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words)
+        self._drain_layout = drain_request_layout(cfg.psum_banks, cfg.words)
+        self.phases: list[Phase] = [Phase()]
+        self._stationary_k: int | None = None
+
+    @property
+    def _phase(self) -> Phase:
+        return self.phases[-1]
+
+    def _format(self, fmt: str, param: str) -> Fmt:
+        if fmt not in self.cfg.formats:
+            raise ValueError(f"{param} must be one of the formats the engine was built for "
+                             f"{list(self.cfg.formats)}, not {fmt!r}")
+        return _FMT[fmt]
+
+    def _cmd(self, **fields) -> int:
+        base = {"op": Opcode.LOAD_STATIONARY, "fmt": Fmt.BF16, "k": 0, "m": 0, "f": 0,
+                "bank": 0, "addr": 0, "accumulate": 0}
+        return Const.cast(self._cmd_layout.const(base | fields)).value
+
+    def load_stationary(self, tile, fmt: str) -> None:
+        """LOAD_STATIONARY of a K×M tile of ``fmt`` bit patterns."""
+        tile = np.asarray(tile)
+        n = self.cfg.n
+        if tile.ndim != 2 or not (1 <= tile.shape[0] <= n and 1 <= tile.shape[1] <= n):
+            raise ValueError(f"stationary tile must be K×M with 1 <= K, M <= n = {n}, "
+                             f"not shape {tile.shape}")
+        code = self._format(fmt, "fmt")
+        self.model.load_stationary(tile, fmt)
+        k, m = tile.shape
+        ph = self._phase
+        ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
+        ph.weights += [_pack(row, 16) for row in tile]
+        self._stationary_k = k
+
+    def multiply_moving(self, moving, fmt: str, *, bank: int, addr: int,
+                        accumulate: bool) -> None:
+        """MULTIPLY_MOVING of a K×F tile of ``fmt`` bit patterns into PSUM (bank, addr)."""
+        moving = np.asarray(moving)
+        cfg = self.cfg
+        if moving.ndim != 2 or not 1 <= moving.shape[1]:
+            raise ValueError(f"moving tile must be K×F with F >= 1, not shape {moving.shape}")
+        k, f = moving.shape
+        if self._stationary_k is None:
+            raise ValueError("multiply_moving needs a load_stationary first")
+        if k != self._stationary_k:
+            raise ValueError(f"moving tile has K = {k} rows but the stationary tile has "
+                             f"{self._stationary_k}")
+        if not 0 <= bank < cfg.psum_banks:
+            raise ValueError(f"bank must be in 0..{cfg.psum_banks - 1}, not {bank}")
+        if not (0 <= addr and addr + f <= cfg.words):
+            raise ValueError(f"moving tile of F = {f} columns at addr {addr} does not fit the "
+                             f"PSUM bank of {cfg.words} words")
+        code = self._format(fmt, "fmt")
+        self.model.multiply_moving(moving, fmt, bank, addr, accumulate)
+        ph = self._phase
+        ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
+                                 addr=addr, accumulate=int(accumulate)))
+        ph.moving += [_pack(col, 16) for col in moving.T]
+        ph.macs += k * f * self.model.stationary_shape[1]
+
+    def drain(self, bank: int, addr: int, count: int, label: str = "") -> None:
+        """Read ``count`` PSUM words per partition after the engine is idle; check them."""
+        ph = self._phase
+        expected = self.model.drain(bank, addr, count)  # (n, count)
+        for j in range(count):
+            ph.drains.append(Const.cast(self._drain_layout.const(
+                {"bank": bank, "addr": addr + j})).value)
+            ph.expected.append(expected[:, j].astype(np.uint32))
+            ph.where.append(f"{label} bank {bank} word {addr + j}")
+        self.phases.append(Phase())
+
+
+def gemm_program(cfg: EngineConfig, a_bits, a_fmt: str, b_bits, b_fmt: str,
+                 prog: TensorEngineProgram | None = None) -> TensorEngineProgram:
+    """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor.gemm_schedule``)."""
+    a_bits, b_bits = np.asarray(a_bits), np.asarray(b_bits)
+    if a_bits.ndim != 2 or b_bits.ndim != 2 or a_bits.shape[0] != b_bits.shape[0]:
+        raise ValueError(f"A must be K×M and B K×F, not {a_bits.shape} and {b_bits.shape}")
+    prog = prog or TensorEngineProgram(cfg)
+    (k, m), f = a_bits.shape, b_bits.shape[1]
+    for rnd in gemm_schedule(m, k, f, n=cfg.n, banks=cfg.psum_banks, bank_words=cfg.words):
+        for c in rnd.commands:
+            if isinstance(c, LoadStationary):
+                prog.load_stationary(a_bits[c.k0:c.k1, c.m0:c.m1], a_fmt)
+            else:
+                prog.multiply_moving(b_bits[c.k0:c.k1, c.f0:c.f1], b_fmt, bank=c.bank,
+                                     addr=c.addr, accumulate=c.accumulate)
+        for blk in rnd.blocks:
+            prog.drain(blk.bank, blk.addr, blk.f1 - blk.f0,
+                       label=f"C[{blk.m0}:{blk.m1}, {blk.f0}:{blk.f1}]")
+    return prog
