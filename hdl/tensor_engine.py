@@ -53,7 +53,8 @@ class TensorEngine(wiring.Component):
     * ``cmd`` — :func:`command_layout` commands, executed in order:
 
       - ``LOAD_STATIONARY`` (k, m, fmt): takes k beats from ``weights`` — beat i is row i of
-        the K×M stationary tile, lane j its column j (lanes ≥ m ignored) — and shifts them,
+        the K×M stationary tile, lane j its column j (lanes ≥ m are loaded but their columns'
+        sums never written) — and shifts them,
         padded with +0 to n×n, into the PEs' shadow weights. It runs while the previous
         multiplication still streams (double buffering); it waits only until the previous
         tile's ``swap`` wavefront has left the array.
@@ -137,7 +138,6 @@ class TensorEngine(wiring.Component):
         ld_busy = Signal()
         ld_row = Signal(range(n + 1))
         ld_k = Signal(range(n + 1))
-        ld_m = Signal(range(n + 1))
         ld_fmt = Signal(Fmt)
         last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
 
@@ -165,7 +165,7 @@ class TensorEngine(wiring.Component):
             with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
                 with m.If(~ld_busy):
                     m.d.comb += self.cmd.ready.eq(1)
-                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k), ld_m.eq(cmd.m),
+                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
                                  ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m)]
             with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
                 with m.If(~ld_busy & ~mv_busy):
@@ -184,10 +184,9 @@ class TensorEngine(wiring.Component):
                 with m.If(self.weights.valid):
                     m.d.comb += array.w_shift.eq(1)
                     for j in range(n):
-                        m.d.comb += [
-                            shift_row[j].data.eq(Mux(ld_m > j, self.weights.payload[j], 0)),
-                            shift_row[j].fmt.eq(ld_fmt),
-                        ]
+                        # Lanes >= m load too: their columns' sums are never written.
+                        m.d.comb += [shift_row[j].data.eq(self.weights.payload[j]),
+                                     shift_row[j].fmt.eq(ld_fmt)]
             with m.Else():
                 m.d.comb += array.w_shift.eq(1)  # padding rows: +0
                 for j in range(n):

@@ -54,6 +54,9 @@ class Phase:
     moving: list[int] = field(default_factory=list)
     drains: list[int] = field(default_factory=list)  # encoded drain requests
     expected: list[np.ndarray] = field(default_factory=list)  # (n,) uint32 per drain
+    # Which partitions of each drained row this program wrote: PSUM is not cleared by reset,
+    # so the others hold whatever an earlier program left there and are not compared.
+    defined: list[np.ndarray] = field(default_factory=list)  # (n,) bool per drain
     where: list[str] = field(default_factory=list)  # a label per drain, for messages
     macs: int = 0  # useful multiply-accumulates of the phase's commands
 
@@ -65,16 +68,35 @@ def _pack(values, width: int) -> int:
     return out
 
 
+_JUNK16 = np.array([0x7F80, 0xFF80, 0x7FC0, 0x007F, 0x00FF, 0x007C, 0x00FC, 0x7E00, 0x3F80],
+                   dtype=np.int64)  # bf16 ±inf/NaN, e4m3 NaN, e5m2 ±inf/NaN, …
+
+
 class TensorEngineProgram:
     """A sequence of phases for one engine configuration, with golden expectations."""
 
-    def __init__(self, cfg: EngineConfig):
+    def __init__(self, cfg: EngineConfig, junk: np.random.Generator | None = None):
+        """``junk``: if given, lanes the engine must ignore (beyond K or M) carry random bits,
+        NaNs and infinities included, instead of zeros."""
         self.cfg = cfg
+        self.junk = junk
         self.model = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.words)
         self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words)
         self._drain_layout = drain_request_layout(cfg.psum_banks, cfg.words)
         self.phases: list[Phase] = [Phase()]
         self._stationary_k: int | None = None
+        self._written = np.zeros((cfg.n, cfg.psum_banks, cfg.words), dtype=bool)
+
+    def _beat(self, values) -> int:
+        """One stream beat: ``values`` in the first lanes, the rest zero or junk."""
+        values = [int(v) for v in values]
+        n = self.cfg.n
+        if self.junk is not None and len(values) < n:
+            pad = self.junk.integers(0, 1 << 16, n - len(values))
+            specials = self.junk.random(pad.size) < 0.5
+            pad[specials] = self.junk.choice(_JUNK16, int(specials.sum()))
+            values += pad.tolist()
+        return _pack(values, 16)
 
     @property
     def _phase(self) -> Phase:
@@ -103,7 +125,7 @@ class TensorEngineProgram:
         k, m = tile.shape
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
-        ph.weights += [_pack(row, 16) for row in tile]
+        ph.weights += [self._beat(row) for row in tile]
         self._stationary_k = k
 
     def multiply_moving(self, moving, fmt: str, *, bank: int, addr: int,
@@ -129,8 +151,9 @@ class TensorEngineProgram:
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
                                  addr=addr, accumulate=int(accumulate)))
-        ph.moving += [_pack(col, 16) for col in moving.T]
+        ph.moving += [self._beat(col) for col in moving.T]
         ph.macs += k * f * self.model.stationary_shape[1]
+        self._written[:self.model.stationary_shape[1], bank, addr:addr + f] = True
 
     def drain(self, bank: int, addr: int, count: int, label: str = "") -> None:
         """Read ``count`` PSUM words per partition after the engine is idle; check them."""
@@ -140,6 +163,7 @@ class TensorEngineProgram:
             ph.drains.append(Const.cast(self._drain_layout.const(
                 {"bank": bank, "addr": addr + j})).value)
             ph.expected.append(expected[:, j].astype(np.uint32))
+            ph.defined.append(self._written[:, bank, addr + j].copy())
             ph.where.append(f"{label} bank {bank} word {addr + j}")
         self.phases.append(Phase())
 
