@@ -1,6 +1,6 @@
 """The tensor engine: a systolic array, its controller and the PSUM accumulation buffer."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -77,9 +77,9 @@ class TensorEngine(wiring.Component):
     :attr:`latency` cycles after that. When the streams never pause, one moving column is taken
     per cycle (n² MACs per cycle), and a LOAD_STATIONARY between two multiplications costs no
     cycles if the first one has at least :attr:`load_hidden_after` columns. An accumulating
-    MULTIPLY_MOVING starts at least :attr:`accumulate_gap` cycles after the previous
-    multiplication's last column, so a read-accumulate-write never reads a word whose previous
-    write is still in flight.
+    column waits (at most :attr:`hazard_window` cycles) only while a column taken less than
+    :attr:`hazard_window` cycles before it targets the same PSUM word, so its read never misses
+    a write still in flight; otherwise multiplications follow each other without a gap.
     """
 
     def __init__(self, *, n: int, psum_banks: int = 4, psum_words: int | None = None,
@@ -98,7 +98,10 @@ class TensorEngine(wiring.Component):
         # Cycles after a swap operand enters until no PE can still be waiting to swap.
         self.swap_clear = 1 + (n - 1) * (add_stages + 1) + 2
         self.load_hidden_after = self.swap_clear + n
-        self.accumulate_gap = add_stages + 3
+        # A column taken at t reads PSUM at t + array_latency + 1 and writes at
+        # t + array_latency + 2 + add_stages: a read must come >= add_stages + 2 cycles after a
+        # write to the same word was taken.
+        self.hazard_window = add_stages + 2
         self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words)
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
@@ -151,11 +154,8 @@ class TensorEngine(wiring.Component):
         # Swap wavefront bookkeeping, and the gap an accumulating multiplication needs.
         swap_pending = Signal()  # an MM was dispatched but its swap column has not entered yet
         since_swap = Signal(range(self.swap_clear + 1), init=self.swap_clear)
-        since_col = Signal(range(self.accumulate_gap + 1), init=self.accumulate_gap)
         with m.If(since_swap < self.swap_clear):
             m.d.sync += since_swap.eq(since_swap + 1)
-        with m.If(since_col < self.accumulate_gap):
-            m.d.sync += since_col.eq(since_col + 1)
 
         # --- Dispatch, in order. -------------------------------------------------------------
         with m.If(self.cmd.valid):
@@ -204,7 +204,19 @@ class TensorEngine(wiring.Component):
         })
         x_reg = Signal(array.x_in.shape())
         meta = Signal(meta_layout)
-        gap_ok = ~mv.accumulate | (since_col >= self.accumulate_gap) | ~mv_first
+        # Columns taken in the last hazard_window cycles, for the read-after-write check.
+        recent_layout = data.StructLayout({"valid": 1, "bank": meta_layout["bank"].shape,
+                                           "addr": meta_layout["addr"].shape})
+        recent = [Signal(recent_layout, name=f"recent{i}") for i in range(self.hazard_window)]
+        col_addr = Signal.like(mv.addr)
+        m.d.comb += col_addr.eq(mv.addr + mv_col)
+        m.d.sync += recent[0].eq(0)
+        for prev, cur in zip(recent, recent[1:], strict=False):
+            m.d.sync += cur.eq(prev)
+        conflict = Signal()
+        m.d.comb += conflict.eq(Cat(
+            r.valid & (r.bank == mv.bank) & (r.addr == col_addr) for r in recent).any())
+        gap_ok = ~mv.accumulate | ~conflict
         take = mv_busy & gap_ok & self.moving.valid
         m.d.comb += self.moving.ready.eq(mv_busy & gap_ok)
         m.d.sync += [x_reg.eq(0), meta.eq(0)]  # a bubble unless a column is taken
@@ -216,9 +228,10 @@ class TensorEngine(wiring.Component):
                     x_reg[i].swap.eq(mv_first),
                 ]
             m.d.sync += [
-                meta.valid.eq(1), meta.bank.eq(mv.bank), meta.addr.eq(mv.addr + mv_col),
+                meta.valid.eq(1), meta.bank.eq(mv.bank), meta.addr.eq(col_addr),
                 meta.accumulate.eq(mv.accumulate), meta.mask.eq(mv_mask),
-                mv_col.eq(mv_col + 1), mv_first.eq(0), since_col.eq(0),
+                mv_col.eq(mv_col + 1), mv_first.eq(0),
+                recent[0].valid.eq(1), recent[0].bank.eq(mv.bank), recent[0].addr.eq(col_addr),
             ]
             with m.If(mv_first):
                 m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
