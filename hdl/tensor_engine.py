@@ -82,7 +82,7 @@ class TensorEngine(wiring.Component):
     a write still in flight; otherwise multiplications follow each other without a gap.
     """
 
-    def __init__(self, *, n: int, psum_banks: int = 4, psum_words: int | None = None,
+    def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,
                  mul_stages: int = 1, add_stages: int = 2,
                  formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         self.n = check_array_size(n)
@@ -157,24 +157,6 @@ class TensorEngine(wiring.Component):
         with m.If(since_swap < self.swap_clear):
             m.d.sync += since_swap.eq(since_swap + 1)
 
-        # --- Dispatch, in order. -------------------------------------------------------------
-        with m.If(self.cmd.valid):
-            with m.If(~legal):
-                m.d.comb += self.cmd.ready.eq(1)
-                m.d.sync += error.eq(1)
-            with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
-                with m.If(~ld_busy):
-                    m.d.comb += self.cmd.ready.eq(1)
-                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
-                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m)]
-            with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
-                with m.If(~ld_busy & ~mv_busy):
-                    m.d.comb += self.cmd.ready.eq(1)
-                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_first.eq(1),
-                                 swap_pending.eq(1)]
-                    for i in range(n):
-                        m.d.sync += mv_mask[i].eq(last_m > i)
-
         # Loader datapath: shift when the previous swap has cleared the array.
         shift_row = Signal(data.ArrayLayout(array.w_in.shape().elem_shape, n))
         wave_clear = ~swap_pending & (since_swap >= self.swap_clear)
@@ -218,6 +200,8 @@ class TensorEngine(wiring.Component):
             r.valid & (r.bank == mv.bank) & (r.addr == col_addr) for r in recent).any())
         gap_ok = ~mv.accumulate | ~conflict
         take = mv_busy & gap_ok & self.moving.valid
+        mv_last = Signal()  # this cycle takes the multiplication's last column
+        m.d.comb += mv_last.eq(take & (mv_col + 1 == mv.f))
         m.d.comb += self.moving.ready.eq(mv_busy & gap_ok)
         m.d.sync += [x_reg.eq(0), meta.eq(0)]  # a bubble unless a column is taken
         with m.If(take):
@@ -235,9 +219,30 @@ class TensorEngine(wiring.Component):
             ]
             with m.If(mv_first):
                 m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
-            with m.If(mv_col + 1 == mv.f):
+            with m.If(mv_last):
                 m.d.sync += mv_busy.eq(0)
         m.d.comb += array.x_in.eq(x_reg)
+
+        # --- Dispatch, in order. -------------------------------------------------------------
+        # After the mover's statements, so that a multiplication dispatched in the cycle the
+        # previous one takes its last column wins over that column's bookkeeping.
+        with m.If(self.cmd.valid):
+            with m.If(~legal):
+                m.d.comb += self.cmd.ready.eq(1)
+                m.d.sync += error.eq(1)
+            with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
+                with m.If(~ld_busy):
+                    m.d.comb += self.cmd.ready.eq(1)
+                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
+                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m)]
+            with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
+                with m.If(~ld_busy & (~mv_busy | mv_last)):
+                    m.d.comb += self.cmd.ready.eq(1)
+                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_first.eq(1),
+                                 swap_pending.eq(1)]
+                    for i in range(n):
+                        m.d.sync += mv_mask[i].eq(last_m > i)
+
 
         # The metadata travels beside the array, then through the read and the add stage.
         meta_out = meta

@@ -61,24 +61,87 @@ def doctor(as_json, quiet):
         sys.exit(1)
 
 
+_DTYPES = click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"])
+_SIMS = click.Choice(["verilator", "icarus"])
+
+
+def _gemm_options(f):
+    for opt in reversed([
+        click.option("--m", "m", type=click.IntRange(1), default=64, show_default=True,
+                     help="Rows of C = columns of the stationary A (K x M)."),
+        click.option("--k", "k", type=click.IntRange(1), default=64, show_default=True,
+                     help="Contraction length: rows of A and B."),
+        click.option("--n", "f", type=click.IntRange(1), default=64, show_default=True,
+                     help="Columns of C = columns of the moving B (K x N)."),
+        click.option("--dtype", type=_DTYPES, default="bf16", show_default=True,
+                     help="Format of A and B."),
+        click.option("--a-dtype", type=_DTYPES, default=None,
+                     help="Format of A (stationary) if it differs from --dtype."),
+        click.option("--b-dtype", type=_DTYPES, default=None,
+                     help="Format of B (moving) if it differs from --dtype."),
+        click.option("--array", "n", type=click.IntRange(1, 16), default=8, show_default=True,
+                     help="Tensor-engine array size N (N x N PEs)."),
+        click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+                     help="Simulator to run the RTL in."),
+        click.option("--seed", type=int, default=1, show_default=True, help="Random seed."),
+        click.option("--gaps", type=click.FloatRange(0, 0.9), default=0.0, show_default=True,
+                     help="Probability of a gap on each input stream per cycle (and of "
+                          "back-pressure on the drain)."),
+        click.option("--waves", is_flag=True,
+                     help="Write a waveform (VCD from Verilator, FST from Icarus)."),
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _run_gemm(m, k, f, dtype, a_dtype, b_dtype, n, simulator, seed, gaps, waves, as_json):
+    from . import gemm as gemm_mod
+
+    result = gemm_mod.run_gemm(m=m, k=k, f=f, a_fmt=a_dtype or dtype, b_fmt=b_dtype or dtype,
+                               n=n, simulator=simulator, seed=seed, gaps=gaps, waves=waves)
+    click.echo(json.dumps(result, indent=2) if as_json else gemm_mod.format_gemm(result))
+    if not result["bit_exact"]:
+        sys.exit(1)
+
+
 @main.command()
-@click.option("--sim", "simulator", type=click.Choice(["verilator", "icarus"]),
-              default="verilator", show_default=True, help="Simulator to run the RTL in.")
+@_gemm_options
+def gemm(**kw):
+    """Run C = A.T @ B through the tensor engine in RTL simulation, bit-exact against golden.
+
+    A is K x M (the stationary operand), B is K x N (moving); the GEMM is tiled to the array
+    and PSUM exactly as golden/tensor.py's schedule says. Prints cycles, utilization
+    (useful MACs / (N_array^2 x cycles)) and the error against float64.
+    """
+    _run_gemm(**kw)
+
+
+@main.command()
+@_gemm_options
+def demo(**kw):
+    """The main job: a GEMM (default 64x64x64 bf16 on an 8x8 array) in Verilator.
+
+    The same as `nclite gemm` with its defaults.
+    """
+    _run_gemm(**kw)
+
+
+@main.command("pe-chain")
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator to run the RTL in.")
 @click.option("-k", "length", type=click.IntRange(1, 64), default=8, show_default=True,
               help="Dot-product length = number of PEs in the chain.")
 @click.option("--vectors", type=click.IntRange(1, 100000), default=256, show_default=True,
               help="How many dot products to stream through the chain.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
-              show_default=True, help="Format of weights and inputs.")
+@click.option("--dtype", type=_DTYPES, default="bf16", show_default=True,
+              help="Format of weights and inputs.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
 @click.option("--waves", is_flag=True,
               help="Write a waveform (VCD from Verilator, FST from Icarus); print its path.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def demo(simulator, length, vectors, dtype, seed, waves, as_json):
-    """Stream dot products through a chain of PEs in RTL simulation; check them against golden.
-
-    Prints the cycle count, the throughput and the MAC utilization of the chain.
-    """
+def pe_chain(simulator, length, vectors, dtype, seed, waves, as_json):
+    """Stream dot products through a chain of PEs (one array column); check against golden."""
     from . import demo as demo_mod
 
     result = demo_mod.run_pe_chain_demo(simulator=simulator, length=length, vectors=vectors,

@@ -29,6 +29,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
 
+from golden.formats import to_bits
 from sim import tbutil, vectors
 from sim.te_driver import EngineConfig, TensorEngineProgram, gemm_program
 
@@ -256,8 +257,10 @@ async def gemm(dut):
     rng = tbutil.rng(7)
     m, k, f = spec.get("m", 2 * cfg.n), spec.get("k", 2 * cfg.n), spec.get("f", 4 * cfg.n)
     afmt, bfmt = spec.get("a_fmt", "bf16"), spec.get("b_fmt", "bf16")
-    a = vectors.random_bits(afmt, rng, k * m).reshape(k, m).astype(np.int64)
-    b = vectors.random_bits(bfmt, rng, k * f).reshape(k, f).astype(np.int64)
+    # Data as a GEMM in a model would have it: normally distributed, finite (the special
+    # values are the random tests' business).
+    a = to_bits(rng.standard_normal((k, m)), afmt).astype(np.int64)
+    b = to_bits(rng.standard_normal((k, f)), bfmt).astype(np.int64)
     prog = gemm_program(cfg, a, afmt, b, bfmt)
     tb = TensorEngineTB(dut, float(spec.get("gaps", 0.0)))
     await tb.start()

@@ -29,14 +29,14 @@ class EngineConfig:
     """The build parameters of a ``TensorEngine`` that the host needs to know."""
 
     n: int
-    psum_banks: int = 4
+    psum_banks: int = 8
     psum_words: int | None = None
     formats: tuple[str, ...] = ("bf16", "fp8_e4m3", "fp8_e5m2")
 
     @classmethod
     def from_params(cls, params: dict) -> EngineConfig:
         n = params["n"]
-        return cls(n=n, psum_banks=params.get("psum_banks", 4),
+        return cls(n=n, psum_banks=params.get("psum_banks", 8),
                    psum_words=params.get("psum_words") or 4 * n,
                    formats=tuple(params.get("formats", cls.formats)))
 

@@ -1,0 +1,113 @@
+"""Run one GEMM through the tensor engine in RTL simulation; check it; measure it.
+
+``C = A.T @ B`` with A K×M (stationary) and B K×F (moving), tiled by
+``golden.tensor.gemm_schedule``, sent by ``sim/tb_tensor_engine.py`` (test ``gemm``), every PSUM
+word drained and compared bit for bit with the golden model. Used by ``nclite gemm``,
+``nclite demo`` and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from golden.formats import to_fp32
+from golden.tensor import gemm_schedule
+from golden.tensor import run_gemm as golden_gemm
+
+from . import runner
+from .te_driver import EngineConfig
+
+__all__ = ["engine_params", "ideal_cycles", "run_gemm", "format_gemm"]
+
+
+def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None) -> dict:
+    return {"n": n, "psum_banks": psum_banks, "psum_words": psum_words or 4 * n}
+
+
+def ideal_cycles(m: int, k: int, f: int, n: int, banks: int, words: int) -> int:
+    """Cycles of a perfect engine: one moving column per multiplication and cycle."""
+    return sum(c.f1 - c.f0 for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=words)
+               for c in rnd.commands if hasattr(c, "f0"))
+
+
+def _check_shape(m, k, f, n, a_fmt, b_fmt, formats):
+    for name, v in (("m", m), ("k", k), ("f", f)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, not {v!r}")
+    for name, fmt in (("a_fmt", a_fmt), ("b_fmt", b_fmt)):
+        if fmt not in formats:
+            raise ValueError(f"{name} must be one of {list(formats)}, not {fmt!r}")
+
+
+def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16", n: int = 8,
+             simulator: str = "verilator", seed: int = 1, gaps: float = 0.0,
+             psum_banks: int = 8, psum_words: int | None = None, waves: bool = False,
+             error_vs_float64: bool = True) -> dict:
+    """Simulate one GEMM; return its figures (cycles, utilization, bit_exact, errors)."""
+    params = engine_params(n, psum_banks=psum_banks, psum_words=psum_words)
+    cfg = EngineConfig.from_params(params)
+    _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
+    tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}"
+    out = runner.build_root() / "gemm" / f"{simulator}-n{n}-{tag}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,
+            "return_data": error_vs_float64}
+    env = {"NCLITE_GEMM": json.dumps(spec), "NCLITE_GEMM_OUT": str(out)}
+    result = None
+    try:
+        result = runner.run("hdl.tensor_engine:TensorEngine", params, "sim.tb_tensor_engine",
+                            simulator, testcase="gemm", seed=seed, extra_env=env, waves=waves,
+                            run_tag=tag, quiet=True)
+    except runner.SimulationFailed:
+        if not out.exists():
+            raise
+    r = json.loads(out.read_text())
+    r["ideal_cycles"] = ideal_cycles(m, k, f, n, cfg.psum_banks, cfg.words)
+    r["waves"] = str(result.waves) if result and result.waves else None
+    a, b = r.pop("a_bits"), r.pop("b_bits")
+    if error_vs_float64 and a is not None:
+        a, b = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+        c = golden_gemm(a, a_fmt, b, b_fmt, n=n, banks=cfg.psum_banks, bank_words=cfg.words)
+        c64 = c.astype(np.uint32).view(np.float32).astype(np.float64)
+        a64 = to_fp32(a, a_fmt).astype(np.float64)
+        b64 = to_fp32(b, b_fmt).astype(np.float64)
+        exact = a64.T @ b64
+        mag = np.abs(a64).T @ np.abs(b64)
+        finite = np.isfinite(c64) & np.isfinite(exact)
+        err = np.abs(c64 - exact)[finite]
+        u = 2.0 ** -24
+        gamma = k * u / (1 - k * u)
+        r["max_abs_error"] = float(err.max()) if err.size else 0.0
+        r["max_error_over_bound"] = float((err / np.maximum(gamma * mag[finite], 1e-300)).max()
+                                          ) if err.size else 0.0
+        r["nonfinite_outputs"] = int((~finite).sum())
+    return r
+
+
+def format_gemm(r: dict) -> str:
+    verdict = "bit-exact with golden" if r["bit_exact"] else f"MISMATCH: {r['error']}"
+    lines = [
+        f"nclite gemm: C[{r['m']}x{r['f']}] = A[{r['k']}x{r['m']}].T @ B[{r['k']}x{r['f']}] "
+        f"({r['a_fmt']} x {r['b_fmt']} -> fp32) on a {r['n']}x{r['n']} tensor engine in "
+        f"{r['simulator']}",
+        f"  result        : {verdict} (seed {r['seed']})",
+        f"  compute       : {r['compute_cycles']} cycles (ideal {r['ideal_cycles']}: one moving "
+        f"column per cycle), {r['macs']} MACs",
+        f"  utilization   : {100 * r['utilization']:.1f} % = MACs / ({r['n']}² x cycles)",
+        f"  PSUM drain    : {r['drain_cycles']} cycles",
+    ]
+    if "max_abs_error" in r:
+        lines.append(
+            f"  vs float64    : max |error| {r['max_abs_error']:.3g}, at most "
+            f"{r['max_error_over_bound']:.3f} of the bound gamma_K * sum|a*b|"
+            + (f" ({r['nonfinite_outputs']} non-finite outputs skipped)"
+               if r["nonfinite_outputs"] else ""))
+    lines.append(f"  sim speed     : {r['sim_cycles_per_s']:.0f} simulated cycles per wall second")
+    if r.get("waves"):
+        lines.append(f"  waveform      : {r['waves']}")
+    return "\n".join(lines)
+
+
