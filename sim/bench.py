@@ -1,6 +1,11 @@
 """``nclite bench``: the benchmarks, written to ``<out>/results.json`` and ``<out>/results.md``.
 
-Two sections:
+Three sections:
+
+* **gemm** - GEMMs through the tensor engine in Verilator (``sim.gemm.run_gemm``), per array
+  size N, dtype pair and shape (small, square, tall-skinny with F = 16·N): compute cycles
+  beside the ideal (one moving column per cycle) and utilization = useful MACs / (N² x
+  cycles); plus the simulation speed of the 8x8 engine in Verilator and Icarus.
 
 * **sim_speed** - the PE-chain demo (``sim.demo.run_pe_chain_demo``) in Verilator and in Icarus:
   simulated cycles per wall second (a figure of this machine, the one wall-time figure reported),
@@ -25,9 +30,22 @@ from pathlib import Path
 
 from .runner import REPO_ROOT
 
-__all__ = ["SIM_RUNS", "SYNTH_DESIGNS", "collect", "write_results", "render_md", "run_all"]
+__all__ = ["GEMM_SIZES", "GEMM_DTYPES", "GEMM_SPEED_RUNS", "SIM_RUNS", "SYNTH_DESIGNS",
+           "collect", "write_results", "render_md", "run_all"]
 
-SCHEMA = 1
+SCHEMA = 2
+# GEMMs: array sizes, (A, B) formats, shapes as functions of N: (label, m, k, f).
+GEMM_SIZES = [4, 8]
+GEMM_DTYPES = [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("fp8_e4m3", "fp8_e5m2")]
+
+
+def gemm_shapes(n: int) -> list[tuple[str, int, int, int]]:
+    return [("small", n, n, n), ("square", 4 * n, 4 * n, 4 * n),
+            ("tall-skinny", n, 8 * n, 16 * n)]
+
+
+# Simulation speed of the 8x8 engine: (simulator, m, k, f); quick runs use the first shape.
+GEMM_SPEED_RUNS = [("verilator", 64, 64, 64), ("icarus", 8, 8, 16)]
 # (simulator, vectors, vectors with quick=True)
 SIM_RUNS = [("verilator", 2000, 200), ("icarus", 500, 100)]
 SIM_LENGTH = 8
@@ -102,7 +120,32 @@ def bench_synth(label: str, factory: str, params: dict, name: str | None) -> dic
             "by_class": r["by_class"], "by_type": r["by_type"]}
 
 
-def collect(*, quick: bool = False, sim_runs=None, synth_designs=None) -> dict:
+def _guard(fn, keys: dict, label: str | None = None) -> dict:
+    try:
+        item = fn()
+        _progress(f"  {item['compute_cycles']} cycles (ideal {item['ideal_cycles']}), "
+                  f"{100 * item['utilization']:.1f} %, bit_exact={item['bit_exact']}, "
+                  f"{item['sim_cycles_per_s']:.0f} cycles/s")
+    except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+        item = dict(keys, error=f"{type(exc).__name__}: {exc}")
+        _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+    if label:
+        item["shape"] = label
+    return item
+
+
+def bench_gemm(n, a_fmt, b_fmt, m, k, f, simulator) -> dict:
+    from .gemm import run_gemm
+
+    r = run_gemm(m=m, k=k, f=f, a_fmt=a_fmt, b_fmt=b_fmt, n=n, simulator=simulator,
+                 error_vs_float64=False)
+    keep = ("n", "m", "k", "f", "a_fmt", "b_fmt", "simulator", "bit_exact", "macs",
+            "compute_cycles", "ideal_cycles", "drain_cycles", "utilization", "sim_cycles_per_s")
+    return {key: r[key] for key in keep}
+
+
+def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
+            gemm: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run.
@@ -118,6 +161,24 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None) -> dict:
         "tools": tool_versions(),
         "sim_speed": [], "synth": [],
     }
+    results["gemm"] = [] if gemm else None
+    for n in (GEMM_SIZES[:1] if quick else GEMM_SIZES) if gemm else []:
+        for a_fmt, b_fmt in (GEMM_DTYPES[:1] if quick else GEMM_DTYPES):
+            for label, m, k, f in gemm_shapes(n):
+                _progress(f"gemm: N={n} {a_fmt}x{b_fmt} {label} {m}x{k}x{f} ...")
+                results["gemm"].append(_guard(
+                    lambda n=n, a=a_fmt, b=b_fmt, m=m, k=k, f=f: bench_gemm(
+                        n, a, b, m, k, f, "verilator"),
+                    {"n": n, "a_fmt": a_fmt, "b_fmt": b_fmt, "m": m, "k": k, "f": f},
+                    label=label))
+    results["gemm_speed"] = [] if gemm else None
+    for simulator, m, k, f in (GEMM_SPEED_RUNS if gemm else []):
+        if quick:
+            m, k, f = 8, 8, 8
+        _progress(f"sim speed: 8x8 engine, GEMM {m}x{k}x{f} in {simulator} ...")
+        results["gemm_speed"].append(_guard(
+            lambda s=simulator, m=m, k=k, f=f: bench_gemm(8, "bf16", "bf16", m, k, f, s),
+            {"n": 8, "simulator": simulator, "m": m, "k": k, "f": f}))
     for simulator, vectors, quick_vectors in sim_runs:
         n = quick_vectors if quick else vectors
         _progress(f"sim speed: PE chain k={SIM_LENGTH}, {n} vectors in {simulator} ...")
@@ -183,6 +244,46 @@ def render_md(results: dict) -> str:
             f"| {r['simulator']} | {r['vectors']} | {_fmt_int(r['cycles'])} | "
             f"{100 * r['utilization']:.1f} % | {'yes' if r['bit_exact'] else '**NO**'} | "
             f"{_fmt_int(round(r['sim_cycles_per_s']))} |")
+    if results.get("gemm"):
+        lines += [
+            "",
+            "## GEMMs through the tensor engine",
+            "",
+            "`C = A.T @ B` (A: K x M stationary, B: K x F moving), tiled by the golden "
+            "schedule, streams never paused, every PSUM word checked bit-exact against the "
+            "golden model. *Ideal* = one moving column per cycle; *utilization* = useful MACs "
+            "/ (N² x compute cycles); the PSUM drain is counted apart.",
+            "",
+            "| N | A x B | shape | M x K x F | cycles | ideal | utilization | drain | "
+            "bit-exact |",
+            "|---:|---|---|---|---:|---:|---:|---:|---|",
+        ]
+        for r in results["gemm"]:
+            head = (f"| {r['n']} | {r['a_fmt']} x {r['b_fmt']} | {r.get('shape', '')} | "
+                    f"{r['m']} x {r['k']} x {r['f']} |")
+            if "error" in r:
+                lines.append(f"{head} FAILED: {r['error'].splitlines()[0][:100]} | | | | |")
+                continue
+            lines.append(f"{head} {_fmt_int(r['compute_cycles'])} | "
+                         f"{_fmt_int(r['ideal_cycles'])} | {100 * r['utilization']:.1f} % | "
+                         f"{_fmt_int(r['drain_cycles'])} | "
+                         f"{'yes' if r['bit_exact'] else '**NO**'} |")
+    if results.get("gemm_speed"):
+        lines += [
+            "",
+            "## Simulation speed of the 8x8 tensor engine",
+            "",
+            "| simulator | GEMM M x K x F | cycles | sim speed (cycles/s) |",
+            "|---|---|---:|---:|",
+        ]
+        for r in results["gemm_speed"]:
+            if "error" in r:
+                lines.append(f"| {r['simulator']} | {r['m']} x {r['k']} x {r['f']} | "
+                             f"FAILED: {r['error'].splitlines()[0][:100]} | |")
+                continue
+            lines.append(f"| {r['simulator']} | {r['m']} x {r['k']} x {r['f']} | "
+                         f"{_fmt_int(r['compute_cycles'] + r['drain_cycles'])} | "
+                         f"{_fmt_int(round(r['sim_cycles_per_s']))} |")
     lines += [
         "",
         "## Yosys generic cell counts",
@@ -223,6 +324,12 @@ def failures(results: dict) -> list[str]:
             for r in results["sim_speed"] if "error" not in r and not r["bit_exact"]]
     bad += [f"yosys {r['design']}: {r['error'].splitlines()[0]}"
             for r in results["synth"] if "error" in r]
+    for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
+        if "error" in r:
+            bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "
+                       f"{r['error'].splitlines()[0]}")
+        elif not r["bit_exact"]:
+            bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: not bit-exact")
     return bad
 
 

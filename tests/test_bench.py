@@ -34,7 +34,7 @@ def test_cell_class():
 def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
-                            synth_designs=bench.SYNTH_DESIGNS[:1])
+                            synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False)
     assert bench.failures(results) == []
     path_json, path_md = bench.write_results(results, tmp_path / "out")
     data = json.loads(path_json.read_text())
@@ -66,3 +66,17 @@ def test_run_all_quick(tmp_path):
     assert len(data["sim_speed"]) == len(bench.SIM_RUNS)
     assert len(data["synth"]) == len(bench.SYNTH_DESIGNS)
     assert path_md.exists()
+
+
+def test_gemm_section_rendering_and_failures():
+    item = {"n": 4, "m": 16, "k": 16, "f": 16, "a_fmt": "bf16", "b_fmt": "bf16",
+            "simulator": "verilator", "bit_exact": True, "macs": 4096, "compute_cycles": 80,
+            "ideal_cycles": 64, "drain_cycles": 20, "utilization": 0.8,
+            "sim_cycles_per_s": 1000.0, "shape": "square"}
+    results = {"sim_speed": [], "synth": [], "gemm": [item, dict(item, bit_exact=False)],
+               "gemm_speed": [dict(item, error="RuntimeError: boom")]}
+    md = bench.render_md(results)
+    assert "| 4 | bf16 x bf16 | square | 16 x 16 x 16 | 80 | 64 | 80.0 % | 20 | yes |" in md
+    assert "**NO**" in md and "FAILED: RuntimeError: boom" in md
+    bad = bench.failures(results)
+    assert len(bad) == 2 and any("not bit-exact" in b for b in bad)

@@ -1,0 +1,21 @@
+"""The nclite CLI: gemm end to end on a small engine, errors as one line."""
+
+import json
+
+from click.testing import CliRunner
+
+from sim.cli import main
+
+
+def test_gemm_json_is_bit_exact():
+    r = CliRunner().invoke(main, ["gemm", "--array", "2", "--m", "3", "--k", "3", "--n", "5",
+                                  "--dtype", "fp8_e5m2", "--sim", "icarus", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["bit_exact"] and out["macs"] == 3 * 3 * 5 and out["n"] == 2
+    assert out["compute_cycles"] >= out["ideal_cycles"] > 0
+
+
+def test_errors_are_one_line():
+    r = CliRunner().invoke(main, ["gemm", "--m", "0"])
+    assert r.exit_code != 0 and "Traceback" not in r.output
