@@ -179,20 +179,21 @@ async def random_commands(dut):
     n, fmts = cfg.n, list(cfg.formats)
     prog = TensorEngineProgram(cfg, junk=rng)
     count = int(os.environ.get("NCLITE_TE_COMMANDS", "24"))
-    written: set[tuple[int, int, int]] = set()
-    for _ in range(count):
-        k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
-        sfmt = str(rng.choice(fmts))
+    pairs = [(a, b) for a in fmts for b in fmts]  # every (stationary, moving) format pair
+    for i in range(count):
+        # The first commands take the edge shapes: K = 1, M = 1, F = 1, then a full tile.
+        k = [1, n, 1, n][i] if i < 4 else int(rng.integers(1, n + 1))
+        m = [1, 1, n, n][i] if i < 4 else int(rng.integers(1, n + 1))
+        sfmt, mfmt = pairs[i % len(pairs)]
         prog.load_stationary(_operands(sfmt, rng, (k, m), 0.1), sfmt)
-        for _ in range(int(rng.choice([1, 1, 2, 3]))):  # several MMs per stationary tile
-            f = int(rng.choice([1, int(rng.integers(1, cfg.words + 1))]))
+        for j in range(int(rng.choice([1, 1, 2, 3]))):  # several MMs per stationary tile
+            f = 1 if i < 2 and j == 0 else int(rng.choice(
+                [1, int(rng.integers(1, cfg.words + 1))]))
             addr = int(rng.integers(0, cfg.words - f + 1))
             bank = int(rng.integers(0, cfg.psum_banks))
-            mfmt = str(rng.choice(fmts))
             acc = bool(rng.random() < 0.5)
             prog.multiply_moving(_operands(mfmt, rng, (k, f), 0.1), mfmt, bank=bank,
                                  addr=addr, accumulate=acc)
-            written |= {(bank, addr + j, 0) for j in range(f)}
         if rng.random() < 0.25:  # drain part of PSUM mid-way, then keep going
             bank = int(rng.integers(0, cfg.psum_banks))
             prog.drain(bank, 0, cfg.words, label="mid-way")
