@@ -7,6 +7,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import FP32_CANONICAL_NAN, Fmt, parse_formats
+from .pipeline import delay
 
 __all__ = ["FpMultiplier", "FP32_CANONICAL_NAN"]
 
@@ -161,15 +162,6 @@ class FpMultiplier(wiring.Component):
             "result": Out(32),
         })
 
-    def _registers(self, m, value, count, name):
-        """``value`` delayed by ``count`` clock-enabled register stages."""
-        for i in range(count):
-            reg = Signal.like(value, name=f"{name}_q{i}" if count > 1 else f"{name}_q")
-            with m.If(self.en):
-                m.d.sync += reg.eq(value)
-            value = reg
-        return value
-
     def elaborate(self, platform):
         # Design note.
         #
@@ -205,7 +197,7 @@ class FpMultiplier(wiring.Component):
                         _unpack(m, op, raw, f)
                 with m.Default():  # reserved tag, or a format not built
                     m.d.comb += op.nan.eq(1)
-            ops.append(self._registers(m, op, cut_unpack, f"{name}_op"))
+            ops.append(delay(m, op, cut_unpack, name=f"{name}_op", en=self.en))
         a_op, b_op = ops
 
         # Multiply: exact 16-bit significand product in [1, 4) * 2^14, normalised to [1, 2).
@@ -221,7 +213,7 @@ class FpMultiplier(wiring.Component):
             prod.exp.eq(a_op.exp + b_op.exp + carry),
             prod.sig.eq(Mux(carry, sig_prod, sig_prod << 1)),
         ]
-        p = self._registers(m, prod, cut_product, "prod")
+        p = delay(m, prod, cut_product, name="prod", en=self.en)
 
         # Pack to fp32, rounding results below the normal range.
         result = Signal(_Fp32)
@@ -254,5 +246,5 @@ class FpMultiplier(wiring.Component):
             round_up = round_bit & (sticky | trunc[0])
             m.d.comb += result.as_value()[:31].eq(trunc + round_up)
 
-        m.d.comb += self.result.eq(self._registers(m, result, cut_output, "result"))
+        m.d.comb += self.result.eq(delay(m, result, cut_output, name="result", en=self.en))
         return m

@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp_mul import FpMultiplier
+from .pipeline import delay
 
 __all__ = ["Weight", "Moving", "PE", "PEColumn", "check_stages"]
 
@@ -170,12 +171,8 @@ class PEColumn(wiring.Component):
             operand = Signal(Moving, name=f"x_row{k}")
             m.d.comb += [operand.data.eq(self.x[k]), operand.fmt.eq(self.x_fmt),
                          operand.swap.eq(self.x_swap)]
-            for d in range(k * self.row_skew):
-                delayed = Signal(Moving, name=f"x_row{k}_d{d + 1}")
-                with m.If(self.en):
-                    m.d.sync += delayed.eq(operand)
-                operand = delayed
-            m.d.comb += pe.x_in.eq(operand)
+            m.d.comb += pe.x_in.eq(delay(m, operand, k * self.row_skew, name=f"x_row{k}",
+                                         en=self.en))
             m.d.comb += pe.w_in.eq(self.w_in if k == 0 else pes[k - 1].w_out)
             m.d.comb += pe.psum_in.eq(Const(0, 32) if k == 0 else pes[k - 1].psum_out)
         m.d.comb += self.result.eq(pes[-1].psum_out)

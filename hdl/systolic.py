@@ -1,12 +1,13 @@
 """The N×N weight-stationary systolic array (without its controller and PSUM)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .pe import PE, Moving, Weight, check_stages
+from .pipeline import delay
 
 __all__ = ["SystolicArray", "check_array_size"]
 
@@ -54,22 +55,13 @@ class SystolicArray(wiring.Component):
             "result": Out(data.ArrayLayout(32, n)),
         })
 
-    def _delay(self, m, value, cycles, name):
-        """``value`` delayed by ``cycles`` enabled cycles (a shift register)."""
-        for i in range(cycles):
-            reg = Signal.like(value, name=f"{name}_d{i + 1}")
-            with m.If(self.en):
-                m.d.sync += reg.eq(value)
-            value = reg
-        return value
-
     def elaborate(self, platform):
         m = Module()
         n = self.n
         pes = [[PE(mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
                 for _ in range(n)] for _ in range(n)]
         for k in range(n):
-            row_in = self._delay(m, self.x_in[k], k * self.add_stages, f"x_row{k}")
+            row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}", en=self.en)
             for col in range(n):
                 pe = pes[k][col]
                 m.submodules[f"pe_{k}_{col}"] = pe
@@ -81,6 +73,7 @@ class SystolicArray(wiring.Component):
                     pe.psum_in.eq(0 if k == 0 else pes[k - 1][col].psum_out),
                 ]
         for col in range(n):
-            out = self._delay(m, pes[n - 1][col].psum_out, n - 1 - col, f"sum_col{col}")
+            out = delay(m, pes[n - 1][col].psum_out, n - 1 - col, name=f"sum_col{col}",
+                        en=self.en)
             m.d.comb += self.result[col].eq(out)
         return m

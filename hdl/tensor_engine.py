@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .pe import check_stages
+from .pipeline import delay
 from .systolic import SystolicArray, check_array_size
 
 __all__ = ["Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
@@ -245,11 +246,7 @@ class TensorEngine(wiring.Component):
 
 
         # The metadata travels beside the array, then through the read and the add stage.
-        meta_out = meta
-        for i in range(self.array_latency):
-            reg = Signal(meta_layout, name=f"meta_d{i + 1}")
-            m.d.sync += reg.eq(meta_out)
-            meta_out = reg
+        meta_out = delay(m, meta, self.array_latency, name="meta")
 
         # --- PSUM: read (for accumulate), add, write. -----------------------------------------
         m.submodules.psum = psum = memory.Memory(
@@ -269,12 +266,8 @@ class TensorEngine(wiring.Component):
             # The contract's accumulate: p = p + s (the old PSUM value is the left operand).
             m.d.comb += [add.en.eq(1), add.a.eq(acc_rd.data[i]), add.b.eq(row_a[i])]
             adders.append(add)
-        row_w, meta_w = row_a, meta_a
-        for i in range(self.add_stages):
-            row_next = Signal.like(row_w, name=f"row_w_d{i + 1}")
-            meta_next = Signal(meta_layout, name=f"meta_w_d{i + 1}")
-            m.d.sync += [row_next.eq(row_w), meta_next.eq(meta_w)]
-            row_w, meta_w = row_next, meta_next
+        row_w = delay(m, row_a, self.add_stages, name="row_w")
+        meta_w = delay(m, meta_a, self.add_stages, name="meta_w")
         m.d.comb += wr.addr.eq(meta_w.bank * words + meta_w.addr)
         for i in range(n):
             m.d.comb += [

@@ -23,10 +23,15 @@ def test_tensor_engine(simulator, config, testcase):
 
 
 def test_tensor_engine_8x8(simulator):
-    """The 8×8 array: fewer commands (Icarus runs it at tens of cycles per second)."""
+    """The 8×8 array: fewer commands (9: one per dtype pair) and GEMMs (Icarus runs it at
+    ~150 cycles per second).
+    GEMMs: 1×1×1, 9×17×3 and 8×8×33 (K > N, M not a multiple of N, F beyond a bank), plus
+    random shapes in Verilator."""
+    icarus = simulator == "icarus"
     runner.run("hdl.tensor_engine:TensorEngine", engine_params(8), "sim.tb_tensor_engine",
-               simulator, testcase="random_commands", run_tag="n8",
-               extra_env={"NCLITE_TE_COMMANDS": "3" if simulator == "icarus" else "12"})
+               simulator, testcase="random_commands,random_gemms", run_tag="n8",
+               extra_env={"NCLITE_TE_COMMANDS": "9" if icarus else "12",
+                          "NCLITE_TE_GEMMS": "0" if icarus else "2"})
 
 
 def test_full_rate_gemm_utilization():
