@@ -67,8 +67,10 @@ class TensorEngine(wiring.Component):
         tile, written to PSUM partition mm, word ``addr + j`` of ``bank``: ``p = s``, or with
         ``accumulate`` ``p = p + s`` (the contract's read-accumulate-write).
       - A command with a field out of range (k or m not in 1..n, f = 0, addr + f beyond the
-        bank, bank ≥ psum_banks, a format the PEs are not built for) is dropped without taking
-        data, and sets the sticky ``error`` flag. The host driver rejects such commands before.
+        bank, bank ≥ psum_banks, a format the PEs are not built for, a MULTIPLY_MOVING whose k
+        is not its LOAD_STATIONARY's, or before any) is dropped without taking data, and sets
+        the sticky ``error`` flag. So does a drain request outside PSUM (it returns zeros).
+        The host driver rejects all of these before they reach the engine.
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
       ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured.
     * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
@@ -78,7 +80,7 @@ class TensorEngine(wiring.Component):
     :attr:`latency` cycles after that. When the streams never pause, one moving column is taken
     per cycle (n² MACs per cycle), and a LOAD_STATIONARY between two multiplications costs no
     cycles if the first one has at least :attr:`load_hidden_after` columns. An accumulating
-    column waits (at most :attr:`hazard_window` cycles) only while a column taken less than
+    column waits (at most :attr:`hazard_window` cycles) only while a column taken at most
     :attr:`hazard_window` cycles before it targets the same PSUM word, so its read never misses
     a write still in flight; otherwise multiplications follow each other without a gap.
     """
@@ -98,11 +100,14 @@ class TensorEngine(wiring.Component):
         self.latency = 1 + self.array_latency + 1 + add_stages
         # Cycles after a swap operand enters until no PE can still be waiting to swap.
         self.swap_clear = 1 + (n - 1) * (add_stages + 1) + 2
-        self.load_hidden_after = self.swap_clear + n
-        # A column taken at t reads PSUM at t + array_latency + 1 and writes at
-        # t + array_latency + 2 + add_stages: a read must come >= add_stages + 2 cycles after a
-        # write to the same word was taken.
-        self.hazard_window = add_stages + 2
+        # The loader finishes swap_clear + n cycles after the first column; one more cycle to
+        # leave busy, one for the dispatch of the next multiplication (measured).
+        self.load_hidden_after = self.swap_clear + n + 2
+        # A column taken at t reads PSUM at the edge ending cycle t + 1 + array_latency and
+        # writes at the edge ending t + 2 + array_latency + add_stages: an accumulating column
+        # must be taken >= add_stages + 2 cycles after an earlier one to the same word, i.e.
+        # not while one taken in the last add_stages + 1 cycles targets it.
+        self.hazard_window = add_stages + 1
         self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words)
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
@@ -126,6 +131,14 @@ class TensorEngine(wiring.Component):
         error = Signal()
         m.d.comb += self.error.eq(error)
 
+        # --- Loader: LOAD_STATIONARY shifts n rows (k from `weights`, then zeros). -----------
+        ld_busy = Signal()
+        ld_row = Signal(range(n + 1))
+        ld_k = Signal(range(n + 1))
+        ld_fmt = Signal(Fmt)
+        last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
+        last_k = Signal(range(n + 1))  # its k (0: none yet, so no MULTIPLY_MOVING is legal)
+
         # --- Legality of the command at the head of the queue. -------------------------------
         fmt_ok = Signal()
         with m.Switch(cmd.fmt):
@@ -134,16 +147,9 @@ class TensorEngine(wiring.Component):
                     m.d.comb += fmt_ok.eq(1)
         k_ok = (cmd.k >= 1) & (cmd.k <= n)
         ls_ok = fmt_ok & k_ok & (cmd.m >= 1) & (cmd.m <= n)
-        mm_ok = (fmt_ok & k_ok & (cmd.f >= 1) & (cmd.addr + cmd.f <= words)
-                 & (cmd.bank < self.psum_banks))
+        mm_ok = (fmt_ok & k_ok & (cmd.k == last_k) & (cmd.f >= 1)
+                 & (cmd.addr + cmd.f <= words) & (cmd.bank < self.psum_banks))
         legal = Mux(cmd.op == Opcode.LOAD_STATIONARY, ls_ok, mm_ok)
-
-        # --- Loader: LOAD_STATIONARY shifts n rows (k from `weights`, then zeros). -----------
-        ld_busy = Signal()
-        ld_row = Signal(range(n + 1))
-        ld_k = Signal(range(n + 1))
-        ld_fmt = Signal(Fmt)
-        last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
 
         # --- Mover: MULTIPLY_MOVING issues f columns from `moving`. --------------------------
         mv_busy = Signal()
@@ -235,7 +241,7 @@ class TensorEngine(wiring.Component):
                 with m.If(~ld_busy):
                     m.d.comb += self.cmd.ready.eq(1)
                     m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
-                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m)]
+                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m), last_k.eq(cmd.k)]
             with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
                 with m.If(~ld_busy & (~mv_busy | mv_last)):
                     m.d.comb += self.cmd.ready.eq(1)
@@ -282,13 +288,19 @@ class TensorEngine(wiring.Component):
 
         # --- Drain port: one PSUM row per cycle, with back-pressure. -------------------------
         resp_valid = Signal()
+        req = self.drain_req.payload
+        req_ok = (req.bank < self.psum_banks) & (req.addr < words)
+        req_bad_q = Signal()  # the response in the register is for a request outside PSUM
         m.d.comb += [
             self.drain_req.ready.eq(~resp_valid | self.drain_resp.ready),
             drain_rd.en.eq(self.drain_req.ready),
             drain_rd.addr.eq(self.drain_req.payload.bank * words + self.drain_req.payload.addr),
             self.drain_resp.valid.eq(resp_valid),
-            self.drain_resp.payload.eq(drain_rd.data),
+            self.drain_resp.payload.eq(Mux(req_bad_q, 0, drain_rd.data)),
         ]
         with m.If(self.drain_req.ready):
-            m.d.sync += resp_valid.eq(self.drain_req.valid)
+            m.d.sync += [resp_valid.eq(self.drain_req.valid),
+                         req_bad_q.eq(self.drain_req.valid & ~req_ok)]
+            with m.If(self.drain_req.valid & ~req_ok):
+                m.d.sync += error.eq(1)
         return m

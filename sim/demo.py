@@ -22,7 +22,7 @@ def run_pe_chain_demo(*, simulator: str = "verilator", length: int = 8, vectors:
     tag = f"demo-{dtype}-{vectors}-{seed}"
     out_dir = runner.build_root() / "demo"
     out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{simulator}-{length}-{tag}.json"
+    out = out_dir / f"{simulator}-{length}-m{mul_stages}-a{add_stages}-{tag}.json"
     out.unlink(missing_ok=True)
     env = {"NCLITE_DEMO_VECTORS": str(vectors), "NCLITE_DEMO_DTYPE": dtype,
            "NCLITE_DEMO_OUT": str(out)}

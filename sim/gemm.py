@@ -50,7 +50,8 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
     cfg = EngineConfig.from_params(params)
     _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
     tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}"
-    out = runner.build_root() / "gemm" / f"{simulator}-n{n}-{tag}.json"
+    out = (runner.build_root() / "gemm"
+           / f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,

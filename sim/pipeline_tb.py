@@ -52,6 +52,7 @@ class PipelineTB:
         pyops = {k: [int(v) for v in np.asarray(col).tolist()] for k, col in ops.items()}
         pyexp = {k: [int(v) for v in np.asarray(col).tolist()] for k, col in expected.items()}
         inputs = {k: getattr(dut, k) for k in ops}
+        widths = {k: len(handle) for k, handle in inputs.items()}
         outputs = {k: getattr(dut, k) for k in expected}
         bubble = dict(bubble or {})
         clocked = tbutil.has_clock(dut)
@@ -98,7 +99,12 @@ class PipelineTB:
                 else:
                     driven = BUBBLE
             dut.en.value = int(en)
-            if driven != BUBBLE:
+            if not en:
+                # The operation on the inputs already entered: they are don't-care now, so
+                # drive noise; a DUT that ignored `en` would capture it.
+                for k, handle in inputs.items():
+                    handle.value = int(self.rng.integers(0, 1 << min(widths[k], 62)))
+            elif driven != BUBBLE:
                 for k, handle in inputs.items():
                     handle.value = pyops[k][driven]
             else:

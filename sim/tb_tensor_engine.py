@@ -13,6 +13,7 @@ Tests (selected by the runner's ``testcase``):
   random K, M, F (1 included, partial tiles), banks, addresses, overwrite and accumulate,
   several multiplications per stationary tile, special values; PSUM drained and compared.
 * ``back_to_back`` — no gaps: accumulate read-after-write and load-after-swap hazards.
+* ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
 * ``random_gemms`` — tiled GEMMs of random shapes (1 and non-multiples of n included) and
   dtype pairs, back to back without reset.
 * ``gemm`` — one GEMM given by ``NCLITE_GEMM`` (JSON: m, k, f, a_fmt, b_fmt, gaps); writes
@@ -142,14 +143,15 @@ class TensorEngineTB:
         self.drain_cycles += self.cycles - start
         return errors
 
-    async def run(self, prog: TensorEngineProgram) -> None:
+    async def run(self, prog: TensorEngineProgram, *, expect_error: bool = False) -> None:
         errors: list[str] = []
         for ph in prog.phases:
             errors += await self.run_phase(ph, prog.cfg.n)
             if len(errors) >= 6:
                 break
-        if int(self.dut.error.value):
-            errors.append("the engine flagged a command error")
+        if int(self.dut.error.value) != expect_error:
+            errors.append("the engine flagged a command error" if not expect_error
+                          else "the engine did not flag the illegal commands")
         if errors:
             raise AssertionError(f"PSUM differs from golden in {tbutil.simulator()} "
                                  f"(seed {tbutil.seed()}):\n  " + "\n  ".join(errors))
@@ -208,26 +210,68 @@ async def random_commands(dut):
 
 @cocotb.test()
 async def back_to_back(dut):
-    """No gaps: the hazards only a full-rate stream shows. Accumulating multiplications of one
-    or two columns into the word just written (read-after-write through the adder), and a
-    LOAD_STATIONARY right after a short multiplication (the swap wavefront must leave first)."""
+    """No gaps, one phase: the hazards only a full-rate stream shows. Accumulating
+    multiplications of one or two columns into the words just written (read-after-write
+    through the adder), and a LOAD_STATIONARY right after a one-column multiplication (its
+    shifts must wait for the swap wavefront to leave the array)."""
     cfg = _config()
     rng = tbutil.rng(8)
     n, fmts = cfg.n, list(cfg.formats)
     prog = TensorEngineProgram(cfg, junk=rng)
+    written = []
     for rep in range(6):
         k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
         sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
         prog.load_stationary(_operands(sfmt, rng, (k, m), 0.05), sfmt)
         f = 1 + rep % 2
-        addr = int(rng.integers(0, cfg.words - f + 1))
+        bank, addr = rep % cfg.psum_banks, int(rng.integers(0, cfg.words - f + 1))
         for i in range(4):
-            prog.multiply_moving(_operands(mfmt, rng, (k, f), 0.05), mfmt, bank=0, addr=addr,
-                                 accumulate=i > 0)
-        prog.drain(0, addr, f, label=f"back-to-back {rep}")
+            prog.multiply_moving(_operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+                                 addr=addr, accumulate=i > 0)
+        written.append((bank, addr, f))
+    for bank, addr, f in written:
+        prog.drain(bank, addr, f, label="back-to-back")
     tb = TensorEngineTB(dut, 0.0)
     await tb.start()
     await tb.run(prog)
+
+
+@cocotb.test()
+async def illegal_commands(dut):
+    """Illegal commands (and drain requests outside PSUM) set ``error`` and are dropped without
+    taking data: a valid program around them still gives the golden PSUM."""
+    cfg = _config()
+    rng = tbutil.rng(9)
+    n, words, banks = cfg.n, cfg.words, cfg.psum_banks
+    prog = TensorEngineProgram(cfg, junk=rng)
+    from hdl.tensor_engine import Opcode
+
+    mm = Opcode.MULTIPLY_MOVING
+    bad = [prog.raw_command(op=mm, fmt=0, k=1, f=1)]  # before any LOAD_STATIONARY
+    prog.phases[-1].cmds += bad
+    prog.load_stationary(_operands("bf16", rng, (n, n), 0.0), "bf16")
+    prog.phases[-1].cmds += [
+        prog.raw_command(k=0, m=1),  # LOAD_STATIONARY with k = 0
+        prog.raw_command(k=1, m=0),  # ... m = 0
+        prog.raw_command(fmt=3, k=1, m=1),  # reserved format
+        prog.raw_command(op=mm, fmt=0, k=max(n - 1, 0), f=1),  # k differs from the LS's
+        prog.raw_command(op=mm, fmt=0, k=n, f=0),  # f = 0
+        prog.raw_command(op=mm, fmt=0, k=n, f=words, addr=1 if words > 1 else 0,
+                         bank=banks if banks & (banks - 1) else 0),  # beyond the bank / PSUM
+    ]
+    prog.multiply_moving(_operands("bf16", rng, (n, 2), 0.0), "bf16", bank=0, addr=0,
+                         accumulate=False)
+    prog.drain(0, 0, 2, label="after illegal commands")
+    if banks & (banks - 1) or words & (words - 1):  # a request outside PSUM is encodable
+        ph = prog.phases[-1]
+        ph.drains.append(prog.raw_drain(banks if banks & (banks - 1) else 0,
+                                        words if words & (words - 1) else 0))
+        ph.expected.append(np.zeros(n, dtype=np.uint32))
+        ph.defined.append(np.ones(n, dtype=bool))
+        ph.where.append("drain request outside PSUM")
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    await tb.run(prog, expect_error=True)
 
 
 @cocotb.test()

@@ -113,6 +113,20 @@ class TensorEngineProgram:
                 "bank": 0, "addr": 0, "accumulate": 0}
         return Const.cast(self._cmd_layout.const(base | fields)).value
 
+    def raw_command(self, **fields) -> int:
+        """Encode a command without any check (for tests of the engine's own error path).
+
+        ``fmt`` may be any 2-bit number, the reserved 3 included."""
+        fmt = int(fields.pop("fmt", 0))
+        field = self._cmd_layout["fmt"]
+        word = self._cmd(**fields)
+        mask = ((1 << field.width) - 1) << field.offset
+        return (word & ~mask) | ((fmt << field.offset) & mask)
+
+    def raw_drain(self, bank: int, addr: int) -> int:
+        """Encode a drain request without any check."""
+        return Const.cast(self._drain_layout.const({"bank": bank, "addr": addr})).value
+
     def load_stationary(self, tile, fmt: str) -> None:
         """LOAD_STATIONARY of a K×M tile of ``fmt`` bit patterns."""
         tile = np.asarray(tile)
@@ -160,8 +174,7 @@ class TensorEngineProgram:
         ph = self._phase
         expected = self.model.drain(bank, addr, count)  # (n, count)
         for j in range(count):
-            ph.drains.append(Const.cast(self._drain_layout.const(
-                {"bank": bank, "addr": addr + j})).value)
+            ph.drains.append(self.raw_drain(bank, addr + j))
             ph.expected.append(expected[:, j].astype(np.uint32))
             ph.defined.append(self._written[:, bank, addr + j].copy())
             ph.where.append(f"{label} bank {bank} word {addr + j}")

@@ -16,7 +16,8 @@ CONFIGS = {
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
-@pytest.mark.parametrize("testcase", ["random_commands,back_to_back", "random_gemms"])
+@pytest.mark.parametrize("testcase", ["random_commands,back_to_back,illegal_commands",
+                                      "random_gemms"])
 def test_tensor_engine(simulator, config, testcase):
     runner.run("hdl.tensor_engine:TensorEngine", CONFIGS[config], "sim.tb_tensor_engine",
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
