@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import re
@@ -126,7 +127,10 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     name = name or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls.__name__).lower()
     key = json.dumps({"factory": factory, "params": params, "name": name},
                      sort_keys=True, default=repr)
-    digest = hashlib.sha256((key + _hdl_source_digest()).encode()).hexdigest()[:12]
+    # The component's own module counts too when it lives outside hdl/ (tests' designs).
+    source = inspect.getsourcefile(cls)
+    own = Path(source).read_text() if source else ""
+    digest = hashlib.sha256((key + _hdl_source_digest() + own).encode()).hexdigest()[:12]
     out_dir = build_root() / "sim" / f"{name}-{digest}"
     out = out_dir / f"{name}.v"
     with _locked(out_dir / ".lock"):

@@ -1,4 +1,4 @@
-"""cocotb checks of the runner itself, on ``hdl._selftest.InitialisedComb``."""
+"""cocotb checks of the runner itself, on ``sim.selftest_design.InitialisedComb``."""
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer

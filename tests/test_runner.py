@@ -6,45 +6,45 @@ from sim import runner
 
 
 def test_comb_defined_at_time_zero(simulator):
-    runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", simulator)
+    runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", simulator)
 
 
 def test_icarus_rewrite():
     """Icarus gets a copy whose always @* blocks are kicked at time 0; Verilator the original."""
     from amaranth.back import verilog
 
-    from hdl._selftest import InitialisedComb
+    from sim.selftest_design import InitialisedComb
 
     raw = verilog.convert(InitialisedComb(), name="t", emit_src=False)
     assert "always @*" in raw and "initial #0" not in raw
     fixed = runner._icarus_safe(raw)
     assert fixed.count("initial #0") == 1
-    path = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_rewrite")
+    path = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_rewrite")
     assert "initial #0" not in path.read_text()
     assert "initial #0" in path.with_suffix(".icarus.v").read_text()
 
 
 def test_elaborate_is_cached_and_keyed_by_params():
-    a = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_a")
-    b = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_a")
-    c = runner.elaborate("hdl._selftest:InitialisedComb", {}, name="selftest_c")
+    a = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_a")
+    b = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_a")
+    c = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_c")
     assert a == b and a != c
     assert "/home/" not in a.read_text() and "/work/" not in a.read_text()
 
 
 def test_failing_cocotb_test_is_reported(simulator):
     with pytest.raises(runner.SimulationFailed, match="seed 7"):
-        runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest_fails", simulator,
+        runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest_fails", simulator,
                    seed=7)
 
 
 def test_unknown_simulator():
     with pytest.raises(ValueError, match="simulator"):
-        runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", "modelsim")
+        runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", "modelsim")
 
 
 def test_waves_written_and_path_reported(simulator, capfd):
-    r = runner.run("hdl._selftest:InitialisedComb", {}, "sim.tb_selftest", simulator,
+    r = runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", simulator,
                    waves=True, run_tag="waves")
     assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
     assert str(r.waves) in capfd.readouterr().err

@@ -1,4 +1,4 @@
-"""A tiny component that the runner's own tests elaborate (not part of the core)."""
+"""A tiny component the runner's own tests elaborate (test code, so in sim/, not hdl/)."""
 
 from amaranth import Module, Signal
 from amaranth.lib import wiring
