@@ -17,16 +17,6 @@ from sim import tbutil, vectors
 from sim.pipeline_tb import BUBBLE, PipelineTB
 
 
-def _operands(fmt: str, rng: np.random.Generator, shape) -> np.ndarray:
-    """Random operands of ``fmt``, about one in eight a special value (NaN, inf, 0, ...)."""
-    n = int(np.prod(shape))
-    values = vectors.random_bits(fmt, rng, n).astype(np.int64)
-    specials = vectors.special_bits(fmt).astype(np.int64)
-    pick = rng.random(n) < 0.125
-    values[pick] = rng.choice(specials, int(pick.sum()))
-    return values.reshape(shape)
-
-
 @cocotb.test()
 async def column_matches_golden(dut):
     p = tbutil.params()
@@ -43,7 +33,7 @@ async def column_matches_golden(dut):
     total = 0
     while total < n_target:
         wf = str(rng.choice(enabled))
-        w = _operands(wf, rng, (rows,))
+        w = vectors.operands(wf, rng, (rows,), 0.125)
         count = int(rng.choice([1, 2, 3, int(rng.integers(4, 80))]))
         tiles.append((w, wf))
         xf = rng.choice(enabled, count)
@@ -52,7 +42,7 @@ async def column_matches_golden(dut):
         for f in enabled:
             sel = xf == f
             if sel.any():
-                x[sel] = _operands(f, rng, (int(sel.sum()), rows))
+                x[sel] = vectors.operands(f, rng, (int(sel.sum()), rows), 0.125)
                 exp[sel] = dot(w, wf, x[sel], f)
         packed = [sum(int(v) << (16 * k) for k, v in enumerate(vec)) for vec in x]
         x_cols += packed

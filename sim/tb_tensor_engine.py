@@ -157,15 +157,6 @@ class TensorEngineTB:
                                  f"(seed {tbutil.seed()}):\n  " + "\n  ".join(errors))
 
 
-def _operands(fmt: str, rng: np.random.Generator, shape, specials: float) -> np.ndarray:
-    """Random bit patterns of ``fmt``; a fraction ``specials`` are special values."""
-    n = int(np.prod(shape))
-    values = vectors.random_bits(fmt, rng, n).astype(np.int64)
-    pick = rng.random(n) < specials
-    values[pick] = rng.choice(vectors.special_bits(fmt).astype(np.int64), int(pick.sum()))
-    return values.reshape(shape)
-
-
 def _config() -> EngineConfig:
     return EngineConfig.from_params(tbutil.params())
 
@@ -187,14 +178,14 @@ async def random_commands(dut):
         k = [1, n, 1, n][i] if i < 4 else int(rng.integers(1, n + 1))
         m = [1, 1, n, n][i] if i < 4 else int(rng.integers(1, n + 1))
         sfmt, mfmt = pairs[i % len(pairs)]
-        prog.load_stationary(_operands(sfmt, rng, (k, m), 0.1), sfmt)
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.1), sfmt)
         for j in range(int(rng.choice([1, 1, 2, 3]))):  # several MMs per stationary tile
             f = 1 if i < 2 and j == 0 else int(rng.choice(
                 [1, int(rng.integers(1, cfg.words + 1))]))
             addr = int(rng.integers(0, cfg.words - f + 1))
             bank = int(rng.integers(0, cfg.psum_banks))
             acc = bool(rng.random() < 0.5)
-            prog.multiply_moving(_operands(mfmt, rng, (k, f), 0.1), mfmt, bank=bank,
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.1), mfmt, bank=bank,
                                  addr=addr, accumulate=acc)
         if rng.random() < 0.25:  # drain part of PSUM mid-way, then keep going
             bank = int(rng.integers(0, cfg.psum_banks))
@@ -222,11 +213,11 @@ async def back_to_back(dut):
     for rep in range(6):
         k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
         sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
-        prog.load_stationary(_operands(sfmt, rng, (k, m), 0.05), sfmt)
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
         f = 1 + rep % 2
         bank, addr = rep % cfg.psum_banks, int(rng.integers(0, cfg.words - f + 1))
         for i in range(4):
-            prog.multiply_moving(_operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
                                  addr=addr, accumulate=i > 0)
         written.append((bank, addr, f))
     for bank, addr, f in written:
@@ -249,7 +240,7 @@ async def illegal_commands(dut):
     mm = Opcode.MULTIPLY_MOVING
     bad = [prog.raw_command(op=mm, fmt=0, k=1, f=1)]  # before any LOAD_STATIONARY
     prog.phases[-1].cmds += bad
-    prog.load_stationary(_operands("bf16", rng, (n, n), 0.0), "bf16")
+    prog.load_stationary(vectors.operands("bf16", rng, (n, n), 0.0), "bf16")
     prog.phases[-1].cmds += [
         prog.raw_command(k=0, m=1),  # LOAD_STATIONARY with k = 0
         prog.raw_command(k=1, m=0),  # ... m = 0
@@ -259,7 +250,7 @@ async def illegal_commands(dut):
         prog.raw_command(op=mm, fmt=0, k=n, f=words, addr=1 if words > 1 else 0,
                          bank=banks if banks & (banks - 1) else 0),  # beyond the bank / PSUM
     ]
-    prog.multiply_moving(_operands("bf16", rng, (n, 2), 0.0), "bf16", bank=0, addr=0,
+    prog.multiply_moving(vectors.operands("bf16", rng, (n, 2), 0.0), "bf16", bank=0, addr=0,
                          accumulate=False)
     prog.drain(0, 0, 2, label="after illegal commands")
     if banks & (banks - 1) or words & (words - 1):  # a request outside PSUM is encodable
@@ -285,8 +276,8 @@ async def random_gemms(dut):
         shapes.append(tuple(int(rng.integers(1, 3 * n + 2)) for _ in range(3)))
     for m, k, f in shapes:
         afmt, bfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
-        a = _operands(afmt, rng, (k, m), 0.05)
-        b = _operands(bfmt, rng, (k, f), 0.05)
+        a = vectors.operands(afmt, rng, (k, m), 0.05)
+        b = vectors.operands(bfmt, rng, (k, f), 0.05)
         gemm_program(cfg, a, afmt, b, bfmt, prog)
     tb = TensorEngineTB(dut, _gaps())
     await tb.start()

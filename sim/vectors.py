@@ -17,7 +17,7 @@ import numpy as np
 
 from golden.formats import FloatFormat, get_format
 
-__all__ = ["special_bits", "random_bits", "operand_pairs"]
+__all__ = ["operands", "special_bits", "random_bits", "operand_pairs"]
 
 _U64 = np.uint64
 
@@ -253,3 +253,13 @@ def operand_pairs(fmt_a, fmt_b, rng: np.random.Generator, n: int
         a.append(ta.astype(_U64))
         b.append(tb.astype(_U64))
     return np.concatenate(a).astype(fa.uint_dtype), np.concatenate(b).astype(fb.uint_dtype)
+
+
+def operands(fmt, rng: np.random.Generator, shape, specials: float) -> np.ndarray:
+    """Random operands of ``fmt`` (int64 bit patterns of ``shape``): :func:`random_bits`, with
+    a fraction ``specials`` replaced by :func:`special_bits` values (NaN, inf, 0, ...)."""
+    n = int(np.prod(shape))
+    values = random_bits(fmt, rng, n).astype(np.int64)
+    pick = rng.random(n) < specials
+    values[pick] = rng.choice(special_bits(fmt).astype(np.int64), int(pick.sum()))
+    return values.reshape(shape)
