@@ -20,6 +20,8 @@ entirely on integers:
 * +-inf: +-max with ``saturate``; else +-inf (NaN for e4m3), whatever the mode.
 * NaN (any sign/payload), and every NaN result: the target's canonical NaN (bf16 0x7FC0,
   fp16 0x7E00, e4m3 0x7F, e5m2 0x7E), sign bit clear.
+* ``"fp32"`` is a passthrough (the SRU's fp32 -> fp32 cast): the bits are returned as they
+  are, except that every NaN becomes the canonical ``0x7FC00000``; no mode draws random bits.
 * Signs are kept as they are (``-0.0`` stays ``-0``; a negative value rounding to zero gives
   ``-0``); SR rounds the magnitude, so the bias is towards zero.
 
@@ -32,10 +34,12 @@ import numpy as np
 
 from golden.formats import FloatFormat, get_format
 
-__all__ = ["TARGET_FORMATS", "MODES", "round_fp32"]
+__all__ = ["TARGET_FORMATS", "CAST_FORMATS", "MODES", "round_fp32"]
 
 #: Formats :func:`round_fp32` rounds to.
 TARGET_FORMATS: tuple[str, ...] = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+#: Every format :func:`round_fp32` accepts: the targets plus the fp32 passthrough.
+CAST_FORMATS: tuple[str, ...] = TARGET_FORMATS + ("fp32",)
 #: Rounding modes.
 MODES: tuple[str, ...] = ("rne", "rtz", "sr")
 #: Largest supported number of random bits per SR draw (one PRNG word).
@@ -46,8 +50,8 @@ _I64 = np.int64
 
 def _target(fmt) -> FloatFormat:
     f = get_format(fmt, "fmt")
-    if f.name not in TARGET_FORMATS:
-        raise ValueError(f"fmt must be one of {list(TARGET_FORMATS)}, not {f.name!r}")
+    if f.name not in CAST_FORMATS:
+        raise ValueError(f"fmt must be one of {list(CAST_FORMATS)}, not {f.name!r}")
     return f
 
 
@@ -76,6 +80,9 @@ def round_fp32(x_bits, fmt, mode: str, *, saturate: bool, rbits=None, r: int = 1
         raise ValueError("x_bits must be 32-bit patterns; found "
                          f"{int(x[(x < 0) | (x >= 1 << 32)].ravel()[0]):#x}")
     x = x.astype(_I64)
+    if f.name == "fp32":  # passthrough: nothing to round, no random bits; NaNs made canonical
+        nan = ((x >> 23) & 0xFF == 0xFF) & (x & 0x7FFFFF != 0)
+        return np.where(nan, _I64(f.canonical_nan_bits), x).astype(np.uint32)
     if mode == "sr":
         if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 1 <= r <= MAX_R:
             raise ValueError(f"r must be an integer in [1, {MAX_R}], not {r!r}")

@@ -9,6 +9,9 @@ so a seed reproduces the vectors exactly.
   values, so that additions cancel, roundings tie and products overflow and underflow.
 * :func:`operand_pairs` - every pair of specials, random pairs, and (fp32 x fp32) pairs whose
   sum or product is exactly halfway between two fp32 numbers.
+* :func:`cast_specials`, :func:`cast_boundaries`, :func:`cast_inputs` - fp32 inputs of a
+  cast to a narrower format: specials of both formats, every target value and midpoint with
+  its fp32 neighbours, and random mixes of them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import numpy as np
 
 from golden.formats import FloatFormat, get_format
 
-__all__ = ["operands", "special_bits", "random_bits", "operand_pairs"]
+__all__ = ["operands", "special_bits", "random_bits", "operand_pairs", "cast_specials",
+           "cast_boundaries", "cast_inputs"]
 
 _U64 = np.uint64
 
@@ -263,3 +267,55 @@ def operands(fmt, rng: np.random.Generator, shape, specials: float) -> np.ndarra
     pick = rng.random(n) < specials
     values[pick] = rng.choice(special_bits(fmt).astype(np.int64), int(pick.sum()))
     return values.reshape(shape)
+
+
+def cast_specials(fmt) -> np.ndarray:
+    """fp32 specials plus the target's specials widened to fp32 (unique, uint32)."""
+    from golden.formats import to_fp32_bits
+
+    return np.unique(np.concatenate([special_bits("fp32"),
+                                     to_fp32_bits(special_bits(fmt), fmt)])).astype(np.uint32)
+
+
+def cast_boundaries(fmt) -> np.ndarray:
+    """fp32 patterns at and around every value and midpoint of the target ``fmt``.
+
+    Every finite target pattern widened to fp32, the exact midpoints between consecutive
+    target magnitudes (ties for RNE) and the RNE overflow threshold (max + half an ulp), each
+    with its fp32 neighbours +-1 ulp, with both signs. Unique and sorted, uint32; for 16-bit
+    targets about 4 * 10^5 patterns.
+    """
+    from golden.formats import to_fp32_bits
+
+    f = get_format(fmt)
+    t = np.arange(1 << f.bits, dtype=np.uint64).astype(f.uint_dtype)
+    w = to_fp32_bits(t, f).astype(np.int64)
+    w = w[(w & 0x7F800000) != 0x7F800000]
+    v = np.sort(np.unique(w & 0x7FFFFFFF))
+    vals = v.astype(np.uint32).view(np.float32).astype(np.float64)
+    mids = ((vals[:-1] + vals[1:]) / 2).astype(np.float32).view(np.uint32).astype(np.int64)
+    top = vals[-1] + (vals[-1] - vals[-2]) / 2  # max + half ulp: the RNE overflow threshold
+    extra = np.array([top], dtype=np.float64).astype(np.float32).view(np.uint32)
+    base = np.concatenate([v, mids, extra.astype(np.int64)])
+    allv = np.concatenate([base - 1, base, base + 1])
+    allv = allv[(allv >= 0) & (allv < 0x7F800000)]
+    allv = np.concatenate([allv, allv | 0x80000000])
+    return np.unique(allv).astype(np.uint32)
+
+
+def cast_inputs(fmt, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` random fp32 inputs for a cast to ``fmt`` (uint32, shuffled): a quarter uniform
+    over all patterns, a quarter :func:`random_bits` mixes, half drawn from
+    :func:`cast_boundaries` (ties, exact values, overflow and subnormal thresholds)."""
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n must be >= 0, not {n}")
+    k = n // 4
+    bounds = cast_boundaries(fmt)
+    out = np.concatenate([
+        rng.integers(0, 1 << 32, k, dtype=_U64).astype(np.uint32),
+        random_bits("fp32", rng, k).astype(np.uint32),
+        rng.choice(bounds, n - 2 * k),
+    ])
+    rng.shuffle(out)
+    return out

@@ -27,7 +27,7 @@ from gfloat.formats import (
 from golden.formats import get_format, to_fp32, to_fp32_bits
 from golden.prng import LanePRNG, lane_state
 from golden.rounding import TARGET_FORMATS, round_fp32
-from sim.vectors import random_bits, special_bits
+from sim.vectors import cast_boundaries, cast_specials, random_bits
 
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
 DTYPE = {"bf16": ml_dtypes.bfloat16, "fp16": np.float16, "fp8_e4m3": ml_dtypes.float8_e4m3fn,
@@ -43,30 +43,8 @@ def _rng(*salt) -> np.random.Generator:
     return np.random.default_rng([SEED, *[zlib.crc32(s.encode()) for s in map(str, salt)]])
 
 
-def _boundary_inputs(fmt) -> np.ndarray:
-    """fp32 patterns at and around every target value, midpoint and overflow threshold: every
-    target pattern widened, +-1 fp32 ulp, and the exact midpoints +-1 ulp (for 8-bit targets
-    all of them; for 16-bit ones all too: 2**16 patterns)."""
-    f = get_format(fmt)
-    t = np.arange(1 << f.bits, dtype=np.uint64).astype(f.uint_dtype)
-    w = to_fp32_bits(t, f).astype(np.int64)
-    w = w[(w & 0x7F800000) != 0x7F800000]
-    # Midpoint between consecutive target magnitudes (same sign): average of the widenings.
-    v = np.sort(np.unique(np.abs(w.view(np.int64) & 0x7FFFFFFF)))
-    vals = v.astype(np.uint32).view(np.float32).astype(np.float64)
-    mids = ((vals[:-1] + vals[1:]) / 2).astype(np.float32).view(np.uint32).astype(np.int64)
-    top = vals[-1] + (vals[-1] - vals[-2]) / 2  # max + half ulp: the RNE overflow threshold
-    extra = np.array([top], dtype=np.float64).astype(np.float32).view(np.uint32)
-    base = np.concatenate([v, mids, extra.astype(np.int64)])
-    allv = np.concatenate([base - 1, base, base + 1])
-    allv = allv[(allv >= 0) & (allv < 0x7F800000)]
-    allv = np.concatenate([allv, allv | 0x80000000])
-    return np.unique(allv).astype(np.uint32)
-
-
-def _specials(fmt) -> np.ndarray:
-    return np.unique(np.concatenate([special_bits("fp32"),
-                                     to_fp32_bits(special_bits(fmt), fmt)])).astype(np.uint32)
+_boundary_inputs = cast_boundaries
+_specials = cast_specials
 
 
 def _inputs(fmt, n: int, salt) -> np.ndarray:
@@ -306,10 +284,23 @@ def test_special_rules(fmt):
                                  f"want {[hex(v) for v in want]}")
 
 
+@pytest.mark.parametrize("mode", ["rne", "rtz", "sr"])
+def test_fp32_passthrough(mode):
+    """fp32 -> fp32 returns the bits, NaNs made canonical, whatever the mode and flags (the
+    values are compared with numpy's float32, which keeps them as they are)."""
+    x = np.concatenate([cast_specials("fp32"), _rng("fp32", mode).integers(
+        0, 1 << 32, 10_000, dtype=np.uint64).astype(np.uint32)])
+    ref = x.view(np.float32).astype(np.float32).view(np.uint32)
+    ref = np.where(np.isnan(x.view(np.float32)), np.uint32(0x7FC00000), ref)
+    for sat in (False, True):
+        got = round_fp32(x, "fp32", mode, saturate=sat)
+        assert got.dtype == np.uint32 and (got == ref).all()
+
+
 def test_bad_arguments():
     x = np.array([0x3F800000], dtype=np.uint32)
     with pytest.raises(ValueError, match="fmt"):
-        round_fp32(x, "fp32", "rne", saturate=False)
+        round_fp32(x, "fp64", "rne", saturate=False)
     with pytest.raises(ValueError, match="fmt"):
         round_fp32(x, "int8", "rne", saturate=False)
     with pytest.raises(ValueError, match="mode"):

@@ -1,0 +1,298 @@
+"""Stochastic-rounding unit: N lanes of fp32 -> bf16 / fp16 / fp8 casts with RNE, RTZ or SR."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .formats import CAST_FORMATS, FP32_CANONICAL_NAN, Dtype, Rounding, parse_dtypes
+from .xorwow import XorwowSeeder, XorwowState, seeding_cycles, xorwow_step
+
+__all__ = ["StochasticRounder", "SRU_MAX_STAGES", "SRU_MAX_RANDOM_BITS", "sru_layouts"]
+
+#: The largest supported ``stages``.
+SRU_MAX_STAGES = 3
+#: The largest supported ``random_bits`` (one 32-bit PRNG output per draw).
+SRU_MAX_RANDOM_BITS = 32
+
+_SIG_BITS = 24  # fp32 significand with its hidden bit
+_KEPT_BITS = 11  # the most kept bits of any target: fp16's 1 + 10 (the shift is >= 13)
+_BASE_BITS = 18  # (exponent field - 1) << p: at most 253 << 10 < 2^18
+_MAG_BITS = _BASE_BITS + 1
+
+
+def sru_layouts(lanes: int, targets) -> tuple[data.StructLayout, data.StructLayout]:
+    """The input and output payload layouts of a :class:`StochasticRounder`."""
+    out_bits = 32 if Dtype.FP32 in targets else 16
+    i = data.StructLayout({
+        "data": data.ArrayLayout(32, lanes),  # fp32 bit patterns, lane l in data[l]
+        "dtype": Dtype,  # the target of the whole beat
+        "mode": Rounding,
+        "saturate": 1,
+    })
+    o = data.StructLayout({
+        "data": data.ArrayLayout(out_bits, lanes),  # results, zero-extended (fp8: low 8 bits)
+        "invalid": 1,  # the beat's dtype was not built or its mode is reserved; data is 0
+    })
+    return i, o
+
+
+def _positive_int(value, name, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer between {lo} and {hi}, not {value!r}")
+    return value
+
+
+class StochasticRounder(wiring.Component):
+    """Rounds ``lanes`` fp32 values per cycle to bf16, fp16, fp8-e4m3 or fp8-e5m2.
+
+    Numerics (ARCHITECTURE.md §4, "Casts fp32 -> target"; ``golden.rounding.round_fp32`` is the
+    model, bit for bit): RNE and RTZ as IEEE; SR rounds the magnitude up iff
+    ``((D << r) >> d) + R >= 2^r``, with D the d bits of ``|x|`` below the target's kept LSB
+    (the target's subnormal range included) and R the lane's next r-bit random number.
+    Exact values never move. Overflow: RTZ clamps to ±max finite; RNE and SR give ±max with
+    ``saturate``, else ±inf (bf16, fp16, e5m2) or NaN (e4m3). ±inf inputs: ±max with
+    ``saturate``, else ±inf (NaN for e4m3). Every NaN result is the target's canonical NaN
+    (bf16 0x7FC0, fp16 0x7E00, e4m3 0x7F, e5m2 0x7E). fp32 as a target passes values through
+    (NaNs become 0x7FC00000) and never draws random bits.
+
+    Randomness (``golden/prng.py``): one XORWOW generator per lane; every lane steps once for
+    each accepted SR beat whose dtype is a built narrow target, and R is the top r bits of the
+    step's output. Other beats leave the generators alone. A seed accepted on ``seed`` reseeds
+    every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0.
+    While seeding (``seeding`` high, :func:`~hdl.xorwow.seeding_cycles` cycles) ``i`` is not
+    ready; beats accepted before a seed have already drawn from the old streams.
+
+    Streams: ``i`` carries ``lanes`` fp32 values plus the beat's dtype, rounding mode and
+    saturation flag; ``o`` the results. A beat whose dtype was not built (or is reserved), or
+    whose mode is reserved, gives zeros with ``invalid`` set and draws nothing.
+
+    Timing: latency ``stages`` cycles from ``i`` to ``o`` (0: combinational), one beat per
+    cycle at full throughput, full backpressure (the pipeline holds while ``o`` is stalled;
+    ``i.ready`` is ``o.ready`` or an empty output register, and low while seeding).
+
+    Parameters
+    ----------
+    lanes : int
+        Elements per beat, 1 to 256.
+    random_bits : int
+        r, the random bits per SR decision, 1 to 32 (default 16).
+    stages : int
+        Pipeline registers, 0 to :data:`SRU_MAX_STAGES` (default 2).
+    targets : collection of :class:`~hdl.formats.Dtype` or names
+        The dtypes built in (default: all five); fewer targets, less logic.
+    """
+
+    def __init__(self, *, lanes: int, random_bits: int = 16, stages: int = 2,
+                 targets=tuple(Dtype)):
+        self.lanes = _positive_int(lanes, "Lane count (lanes)", 1, 256)
+        self.random_bits = _positive_int(random_bits, "Random bits per draw (random_bits)", 1,
+                                         SRU_MAX_RANDOM_BITS)
+        self.stages = _positive_int(stages, "Pipeline stages (stages)", 0, SRU_MAX_STAGES)
+        self.targets = parse_dtypes(targets, param="targets")
+        self.latency = self.stages
+        self.seeding_cycles = seeding_cycles(self.lanes)
+        i_layout, o_layout = sru_layouts(self.lanes, self.targets)
+        super().__init__({
+            "i": In(stream.Signature(i_layout)),
+            "o": Out(stream.Signature(o_layout)),
+            "seed": In(stream.Signature(64)),
+            "seeding": Out(1),
+        })
+
+    def elaborate(self, platform):
+        # Design note.
+        #
+        # Three phases per lane, a pipeline register possible after each:
+        #
+        #   decoded | draw R (the lane's XORWOW step), classify NaN/inf, and from the target's
+        #           | p and smallest normal exponent work out the shift d (clamped to 24 + r,
+        #           | where every significand bit is below the kept LSB) and the exponent part
+        #           | of the result, base = max(E - Emin, 0) << p
+        #   shifted | {sig, r zero bits} >> d: the top bits are the kept significand, the low r
+        #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky
+        #   (round) | up = RNE: guard & (sticky | lsb); SR: carry of fraction + R; RTZ: 0;
+        #           | magnitude = base + kept + up (a carry out of the mantissa moves to the
+        #           | next binade, subnormal -> normal included); then overflow and specials
+        #
+        # stages = 1 registers the output only, 2 also `decoded`, 3 every phase. Registers
+        # advance together (one clock enable: o empty or o.ready), so backpressure is exact.
+        # The generator steps when an SR beat is accepted: R belongs to the beat that was
+        # accepted with it, and a seed, which needs `i` idle, applies only to later beats.
+        m = Module()
+        lanes, r = self.lanes, self.random_bits
+        narrow = [d for d in self.targets if d in CAST_FORMATS]
+        has_fp32 = Dtype.FP32 in self.targets
+        shift_bits = (_SIG_BITS + r).bit_length()
+
+        m.submodules.seeder = seeder = XorwowSeeder(lanes=lanes)
+        wiring.connect(m, wiring.flipped(self.seed), seeder.seed)
+        m.d.comb += self.seeding.eq(seeder.busy)
+
+        # Pipeline control.
+        en = Signal()  # every pipeline register advances
+        valid = Signal()  # the beat at the current phase is real (not a bubble)
+        m.d.comb += valid.eq(self.i.valid & ~seeder.busy)
+        if self.stages == 0:
+            m.d.comb += [
+                en.eq(1),
+                self.i.ready.eq(self.o.ready & ~seeder.busy),
+            ]
+        else:
+            m.d.comb += [
+                en.eq(~self.o.valid | self.o.ready),
+                self.i.ready.eq(en & ~seeder.busy),
+            ]
+        registered = {0: (), 1: ("out",), 2: ("decoded", "out"),
+                      3: ("decoded", "shifted", "out")}[self.stages]
+
+        def boundary(name, layout, value):
+            nonlocal valid
+            sig = Signal(layout, name=name)
+            m.d.comb += sig.eq(value)
+            if name not in registered:
+                return sig
+            reg = Signal(layout, name=f"{name}_q")
+            reg_valid = Signal(name=f"{name}_valid")
+            with m.If(en):
+                m.d.sync += [reg.eq(sig), reg_valid.eq(valid)]
+            valid = reg_valid
+            return reg
+
+        # Beat decode (shared by the lanes).
+        payload = self.i.payload
+        dtype_ok = Signal()
+        dtype_bits, mode_bits = payload.dtype.as_value(), payload.mode.as_value()
+        m.d.comb += dtype_ok.eq(dtype_bits.matches(*(d.value for d in self.targets))
+                                & (mode_bits != 3))
+        is_narrow = dtype_bits.matches(*(d.value for d in narrow)) if narrow else Const(0)
+        draw = Signal()
+        m.d.comb += draw.eq(dtype_ok & is_narrow & (payload.mode == Rounding.SR))
+
+        # Generators.
+        states = [Signal(XorwowState, name=f"prng{lane}") for lane in range(lanes)]
+        randoms = []
+        for lane, state in enumerate(states):
+            nxt, out = xorwow_step(state)
+            randoms.append(out[32 - r:])
+            with m.If(seeder.write & (seeder.lane == lane)):
+                m.d.sync += state.eq(seeder.state)
+            with m.Elif(self.i.valid & self.i.ready & draw):
+                m.d.sync += state.eq(nxt)
+
+        # Phase 1: decode, draw.
+        beat_layout = data.StructLayout({"dtype": Dtype, "mode": Rounding, "saturate": 1,
+                                         "invalid": 1})
+        lane_dec = data.StructLayout({
+            "sign": 1, "nan": 1, "inf": 1, "sig": _SIG_BITS, "shift": shift_bits,
+            "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
+        })
+        dec_layout = data.StructLayout({"beat": beat_layout,
+                                        "lane": data.ArrayLayout(lane_dec, lanes)})
+        dec = Signal(dec_layout)
+        m.d.comb += [
+            dec.beat.dtype.eq(payload.dtype),
+            dec.beat.mode.eq(payload.mode),
+            dec.beat.saturate.eq(payload.saturate),
+            dec.beat.invalid.eq(~dtype_ok),
+        ]
+        for lane in range(lanes):
+            x = payload.data[lane]
+            e32, man = x[23:31], x[:23]
+            big_e = Mux(e32 == 0, 1, e32)  # subnormals have the scale of exponent field 1
+            ld = dec.lane[lane]
+            m.d.comb += [
+                ld.sign.eq(x[31]),
+                ld.nan.eq((e32 == 0xFF) & (man != 0)),
+                ld.inf.eq((e32 == 0xFF) & (man == 0)),
+                ld.sig.eq(Cat(man, e32 != 0)),
+                ld.random.eq(randoms[lane]),
+            ]
+            if has_fp32:
+                m.d.comb += ld.raw.eq(x)
+            with m.Switch(payload.dtype):
+                for d in narrow:
+                    f = CAST_FORMATS[d]
+                    emin_b = f.emin + 127  # biased fp32 exponent of the target's smallest normal
+                    with m.Case(d):
+                        below = Mux(big_e < emin_b, emin_b - big_e, 0)  # binades under emin
+                        shift = (23 - f.man_bits) + below
+                        m.d.comb += [
+                            ld.shift.eq(Mux(shift > _SIG_BITS + r, _SIG_BITS + r, shift)),
+                            ld.base.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
+                        ]
+        decoded = boundary("decoded", dec_layout, dec)
+
+        # Phase 2: shift.
+        lane_sh = data.StructLayout({
+            "sign": 1, "nan": 1, "inf": 1, "kept": _KEPT_BITS, "frac": r, "lost": 1,
+            "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
+        })
+        sh_layout = data.StructLayout({"beat": beat_layout,
+                                       "lane": data.ArrayLayout(lane_sh, lanes)})
+        sh = Signal(sh_layout)
+        m.d.comb += sh.beat.eq(decoded.beat)
+        for lane in range(lanes):
+            ld, ls = decoded.lane[lane], sh.lane[lane]
+            wide = Cat(Const(0, r), ld.sig)  # sig * 2^r
+            shifted = wide >> ld.shift
+            # Bits of `wide` below position `shift` are lost; its low r bits are zero.
+            lost = Cat(*(ld.sig[i - r] & (ld.shift > i) for i in range(r, r + _SIG_BITS)))
+            m.d.comb += [
+                ls.sign.eq(ld.sign), ls.nan.eq(ld.nan), ls.inf.eq(ld.inf),
+                ls.kept.eq(shifted[r:]),
+                ls.frac.eq(shifted[:r]),
+                ls.lost.eq(lost.any()),
+                ls.base.eq(ld.base),
+                ls.random.eq(ld.random),
+            ]
+            if has_fp32:
+                m.d.comb += ls.raw.eq(ld.raw)
+        shifted_q = boundary("shifted", sh_layout, sh)
+
+        # Phase 3: round, overflow, specials.
+        o_layout = self.o.payload.shape()
+        out = Signal(o_layout)
+        beat = shifted_q.beat
+        m.d.comb += out.invalid.eq(beat.invalid)
+        for lane in range(lanes):
+            ls = shifted_q.lane[lane]
+            guard = ls.frac[r - 1]
+            sticky = ls.lost | (ls.frac[:r - 1].any() if r > 1 else 0)
+            carry = (ls.frac + ls.random)[r]
+            up = Signal(name=f"up{lane}")
+            with m.Switch(beat.mode):
+                with m.Case(Rounding.RNE):
+                    m.d.comb += up.eq(guard & (sticky | ls.kept[0]))
+                with m.Case(Rounding.SR):
+                    m.d.comb += up.eq(carry)
+            mag = (ls.base + ls.kept + up)[:_MAG_BITS]
+            result = out.data[lane]
+            with m.If(~beat.invalid):
+                with m.Switch(beat.dtype):
+                    for d in narrow:
+                        f = CAST_FORMATS[d]
+                        sign = ls.sign << (f.bits - 1)
+                        nan = f.nan
+                        sat_or_inf = Mux(beat.saturate, sign | f.max_finite,
+                                         sign | f.inf if f.has_inf else nan)
+                        with m.Case(d):
+                            with m.If(ls.nan):
+                                m.d.comb += result.eq(nan)
+                            with m.Elif(ls.inf):
+                                m.d.comb += result.eq(sat_or_inf)
+                            with m.Elif(mag > f.max_finite):
+                                with m.If(beat.mode == Rounding.RTZ):
+                                    m.d.comb += result.eq(sign | f.max_finite)
+                                with m.Else():
+                                    m.d.comb += result.eq(sat_or_inf)
+                            with m.Else():
+                                m.d.comb += result.eq(sign | mag[:f.bits - 1])
+                    if has_fp32:
+                        with m.Case(Dtype.FP32):
+                            m.d.comb += result.eq(Mux(ls.nan, FP32_CANONICAL_NAN, ls.raw))
+        out_q = boundary("out", o_layout, out)
+        m.d.comb += [
+            self.o.payload.eq(out_q),
+            self.o.valid.eq(valid),
+        ]
+        return m

@@ -1,0 +1,198 @@
+"""XORWOW random-number generators for the stochastic-rounding unit, and their lane seeder.
+
+The algorithm, the lane seeding and the draw order are the contract written in
+``golden/prng.py``; this module builds the same thing in gates.
+
+Why XORWOW. Trainium3 documents XORWOW (Marsaglia 2003, as in cuRAND: five xorshift words
+and a Weyl counter, 6 x u32 of state) for its stochastic rounding, so a seed here means what
+it means there in kind. Its period is 2^192 - 2^32, it passes BigCrush except for a few
+linear-complexity tests that do not matter for rounding decisions, and one step costs only
+XORs, shifts by constants and two 32-bit adders. The known weakness of SIMD SR hardware is
+not the generator but its seeding: lanes started from nearby or shifted states give
+correlated (even identical, shifted) streams. So every lane here is started at an
+independent, avalanche-mixed point: splitmix64 of a per-lane key derived from the seed, as
+cuRAND's own seeding does with a hash rather than an offset. The seeder is sequential and
+shared by all lanes, so its 64-bit multiplies cost one 64 x 4 multiplier, not one per lane.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["XorwowState", "xorwow_step", "XorwowSeeder", "XORWOW_WEYL", "seeding_cycles"]
+
+#: The Weyl increment added to ``d`` at every step.
+XORWOW_WEYL = 362437
+
+_G = 0x9E3779B97F4A7C15  # splitmix64's golden-ratio increment
+_M1 = 0xBF58476D1CE4E5B9  # splitmix64's finaliser multipliers
+_M2 = 0x94D049BB133111EB
+_MASK64 = (1 << 64) - 1
+_DIGIT = 4  # multiplier bits consumed per cycle by the seeder's serial multiply
+_MUL_CYCLES = 64 // _DIGIT
+_MIX_CYCLES = 2 * _MUL_CYCLES + 1  # two multiplies, then the final xor-shift and dispatch
+
+#: One generator's state: five xorshift words and the Weyl counter.
+XorwowState = data.StructLayout({"v": data.ArrayLayout(32, 5), "d": 32})
+
+
+def seeding_cycles(lanes: int) -> int:
+    """Cycles ``busy`` stays high to seed ``lanes`` generators: a seed is taken in one cycle,
+    then ``1 + 4 * lanes`` mixes of 33 cycles follow, the last one ending with the last write."""
+    return 1 + (1 + 4 * lanes) * _MIX_CYCLES
+
+
+def xorwow_step(state):
+    """One XORWOW step of ``state`` (a :data:`XorwowState` view).
+
+    Returns ``(next_state, output)`` as Amaranth values: ``next_state`` is laid out as
+    :data:`XorwowState`, ``output`` is the 32-bit result ``v[4]' + d'``. Pure logic: XORs,
+    constant shifts and two 32-bit adders.
+    """
+    v = state.v
+    t = v[0] ^ (v[0] >> 2)
+    new = (v[4] ^ (v[4] << 4)[:32]) ^ (t ^ (t << 1)[:32])
+    d = (state.d + XORWOW_WEYL)[:32]
+    return Cat(v[1], v[2], v[3], v[4], new, d), (new + d)[:32]
+
+
+class _Step(enum.Enum, shape=2):
+    KEY = 0  # the mix being computed is K = mix64(seed + G)
+    LANE = 1  # s = mix64(K ^ lane)
+    WORD = 2  # w_i = mix64(s + (i + 1) * G)
+
+
+class _Phase(enum.Enum, shape=2):
+    IDLE = 0
+    MUL1 = 1  # acc = (z ^ z >> 30) * M1, _DIGIT bits of M1 per cycle
+    MUL2 = 2  # acc = (p ^ p >> 27) * M2
+    DONE = 3  # mix = acc ^ acc >> 31; dispatch to the next mix or finish
+
+
+class XorwowSeeder(wiring.Component):
+    """Computes every lane's initial XORWOW state from a 64-bit seed, one lane after another.
+
+    Contract (``golden/prng.py``): ``K = mix64(seed + G)``, lane ``L``'s key
+    ``s = mix64(K ^ L)``, its words ``w_i = mix64(s + (i + 1) G)`` for i = 0..2, state
+    ``v0, v1 = lo(w0), hi(w0)``, ``v2, v3 = lo(w1), hi(w1)``, ``v4, d = lo(w2), hi(w2)``, and
+    ``v0 = 1`` if ``v0..v4`` are all zero. ``mix64`` is splitmix64's finaliser.
+
+    Interface: ``seed`` is a stream of 64-bit seeds; a seed is accepted when the seeder is idle
+    (``busy`` low). Then for each lane in order it pulses ``write`` for one cycle with ``lane``
+    and ``state``; ``busy`` stays high until the last lane is written. ``start_on_reset``: after
+    reset the seeder seeds with 0 by itself (``busy`` high meanwhile), so the lanes never run
+    from an unseeded state.
+
+    Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 33``) cycles per seed. Each mix is two
+    64-bit multiplies by constants done 4 bits a cycle in one shared 64 x 4 multiplier.
+    """
+
+    def __init__(self, *, lanes: int):
+        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
+            raise ValueError(f"Lane count (lanes) must be a positive integer, not {lanes!r}")
+        self.lanes = lanes
+        super().__init__({
+            "seed": In(stream.Signature(64)),
+            "busy": Out(1),
+            "write": Out(1),
+            "lane": Out(range(lanes)),
+            "state": Out(XorwowState),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.lanes
+
+        phase = Signal(_Phase, init=_Phase.DONE)  # DONE + step KEY + z = G: seed 0 at reset
+        step = Signal(_Step)
+        z = Signal(64, init=_G)  # input of the current mix
+        x = Signal(64)  # multiplicand, shifted left _DIGIT bits a cycle
+        acc = Signal(64)
+        count = Signal(range(_MUL_CYCLES))
+        key = Signal(64)  # K
+        lane_key = Signal(64)  # s
+        lane = Signal(range(lanes))
+        word = Signal(range(3))
+        words = Signal(data.ArrayLayout(64, 2))  # w0, w1 while w2 is computed
+        first = Signal(init=1)  # the reset-time DONE has no finished mix to dispatch
+
+        m.d.comb += [
+            self.busy.eq(phase != _Phase.IDLE),
+            self.seed.ready.eq(phase == _Phase.IDLE),
+            self.lane.eq(lane),
+        ]
+
+        def digit(constant):
+            return Const(constant, 64).word_select(count, _DIGIT)
+
+        def start_mix(value):
+            m.d.sync += [
+                x.eq(value ^ (value >> 30)),
+                acc.eq(0),
+                count.eq(0),
+                phase.eq(_Phase.MUL1),
+            ]
+
+        mixed = acc ^ (acc >> 31)
+        w2 = mixed
+        state_words = [words[0][:32], words[0][32:], words[1][:32], words[1][32:],
+                       w2[:32], w2[32:]]
+        all_zero = ~(words[0].any() | words[1].any() | w2[:32].any())
+        m.d.comb += [
+            self.state.v[0].eq(Mux(all_zero, 1, state_words[0])),
+            self.state.v[1].eq(state_words[1]),
+            self.state.v[2].eq(state_words[2]),
+            self.state.v[3].eq(state_words[3]),
+            self.state.v[4].eq(state_words[4]),
+            self.state.d.eq(state_words[5]),
+        ]
+
+        with m.Switch(phase):
+            with m.Case(_Phase.IDLE):
+                with m.If(self.seed.valid):
+                    m.d.sync += step.eq(_Step.KEY)
+                    start_mix((self.seed.payload + _G)[:64])
+            with m.Case(_Phase.MUL1, _Phase.MUL2):
+                constant = Mux(phase == _Phase.MUL1, Const(_M1, 64), Const(_M2, 64))
+                # acc += x0 * digit_i * 2^(4i), with x = x0 << 4i by now.
+                product = (acc + x * constant.word_select(count, _DIGIT))[:64]
+                m.d.sync += [
+                    acc.eq(product),
+                    x.eq((x << _DIGIT)[:64]),
+                    count.eq(count + 1),
+                ]
+                with m.If(count == _MUL_CYCLES - 1):
+                    with m.If(phase == _Phase.MUL1):
+                        m.d.sync += [
+                            x.eq(product ^ (product >> 27)),
+                            acc.eq(0),
+                            count.eq(0),
+                            phase.eq(_Phase.MUL2),
+                        ]
+                    with m.Else():
+                        m.d.sync += phase.eq(_Phase.DONE)
+            with m.Case(_Phase.DONE):
+                with m.If(first):
+                    m.d.sync += first.eq(0)
+                    start_mix(z)
+                with m.Else():
+                    with m.Switch(step):
+                        with m.Case(_Step.KEY):
+                            m.d.sync += [key.eq(mixed), lane.eq(0), step.eq(_Step.LANE)]
+                            start_mix(mixed)  # K ^ 0
+                        with m.Case(_Step.LANE):
+                            m.d.sync += [lane_key.eq(mixed), word.eq(0), step.eq(_Step.WORD)]
+                            start_mix((mixed + _G)[:64])
+                        with m.Case(_Step.WORD):
+                            with m.If(word < 2):
+                                m.d.sync += [words[word].eq(mixed), word.eq(word + 1)]
+                                start_mix((lane_key + Mux(word == 0, 2 * _G & _MASK64,
+                                                          3 * _G & _MASK64))[:64])
+                            with m.Else():
+                                m.d.comb += self.write.eq(1)
+                                with m.If(lane == lanes - 1):
+                                    m.d.sync += phase.eq(_Phase.IDLE)
+                                with m.Else():
+                                    m.d.sync += [lane.eq(lane + 1), step.eq(_Step.LANE)]
+                                    start_mix(key ^ (lane + 1))
+        return m
