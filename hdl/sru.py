@@ -60,7 +60,8 @@ class StochasticRounder(wiring.Component):
     step's output. Other beats leave the generators alone. A seed accepted on ``seed`` reseeds
     every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0.
     While seeding (``seeding`` high, :func:`~hdl.xorwow.seeding_cycles` cycles) ``i`` is not
-    ready; beats accepted before a seed have already drawn from the old streams.
+    ready; beats accepted before a seed have already drawn from the old streams. With
+    ``stages=0`` a seed is taken only while no beat is offered on ``i``.
 
     Streams: ``i`` carries ``lanes`` fp32 values plus the beat's dtype, rounding mode and
     saturation flag; ``o`` the results. A beat whose dtype was not built (or is reserved), or
@@ -125,7 +126,14 @@ class StochasticRounder(wiring.Component):
         shift_bits = (_SIG_BITS + r).bit_length()
 
         m.submodules.seeder = seeder = XorwowSeeder(lanes=lanes)
-        wiring.connect(m, wiring.flipped(self.seed), seeder.seed)
+        # Combinational (stages=0): o.valid is i.valid while not seeding, so a seed must not
+        # start while a beat is offered (o.valid would drop before o took it).
+        seed_gate = ~self.i.valid if self.stages == 0 else Const(1)
+        m.d.comb += [
+            seeder.seed.payload.eq(self.seed.payload),
+            seeder.seed.valid.eq(self.seed.valid & seed_gate),
+            self.seed.ready.eq(seeder.seed.ready & seed_gate),
+        ]
         m.d.comb += self.seeding.eq(seeder.busy)
 
         # Pipeline control.
@@ -145,18 +153,20 @@ class StochasticRounder(wiring.Component):
         registered = {0: (), 1: ("out",), 2: ("decoded", "out"),
                       3: ("decoded", "shifted", "out")}[self.stages]
 
-        def boundary(name, layout, value):
-            nonlocal valid
+        def boundary(phase, name, layout, value):
+            """``value`` at the end of ``phase``: a comb signal, or its register."""
             sig = Signal(layout, name=name)
             m.d.comb += sig.eq(value)
-            if name not in registered:
+            if phase not in registered:
                 return sig
             reg = Signal(layout, name=f"{name}_q")
-            reg_valid = Signal(name=f"{name}_valid")
             with m.If(en):
-                m.d.sync += [reg.eq(sig), reg_valid.eq(valid)]
-            valid = reg_valid
+                m.d.sync += reg.eq(sig)
             return reg
+
+        def valid_after(name):
+            nonlocal valid
+            valid = boundary(name, f"{name}_valid", 1, valid)
 
         # Beat decode (shared by the lanes).
         payload = self.i.payload
@@ -179,27 +189,27 @@ class StochasticRounder(wiring.Component):
             with m.Elif(self.i.valid & self.i.ready & draw):
                 m.d.sync += state.eq(nxt)
 
-        # Phase 1: decode, draw.
+        # Phase 1: decode, draw. Each lane's values are separate signals (not one wide
+        # struct): event-driven simulators then re-evaluate one lane per change, not all.
         beat_layout = data.StructLayout({"dtype": Dtype, "mode": Rounding, "saturate": 1,
                                          "invalid": 1})
         lane_dec = data.StructLayout({
             "sign": 1, "nan": 1, "inf": 1, "sig": _SIG_BITS, "shift": shift_bits,
             "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
         })
-        dec_layout = data.StructLayout({"beat": beat_layout,
-                                        "lane": data.ArrayLayout(lane_dec, lanes)})
-        dec = Signal(dec_layout)
+        dec_beat = Signal(beat_layout)
         m.d.comb += [
-            dec.beat.dtype.eq(payload.dtype),
-            dec.beat.mode.eq(payload.mode),
-            dec.beat.saturate.eq(payload.saturate),
-            dec.beat.invalid.eq(~dtype_ok),
+            dec_beat.dtype.eq(payload.dtype),
+            dec_beat.mode.eq(payload.mode),
+            dec_beat.saturate.eq(payload.saturate),
+            dec_beat.invalid.eq(~dtype_ok),
         ]
+        decoded = []
         for lane in range(lanes):
             x = payload.data[lane]
             e32, man = x[23:31], x[:23]
             big_e = Mux(e32 == 0, 1, e32)  # subnormals have the scale of exponent field 1
-            ld = dec.lane[lane]
+            ld = Signal(lane_dec, name=f"dec{lane}")
             m.d.comb += [
                 ld.sign.eq(x[31]),
                 ld.nan.eq((e32 == 0xFF) & (man != 0)),
@@ -220,19 +230,19 @@ class StochasticRounder(wiring.Component):
                             ld.shift.eq(Mux(shift > _SIG_BITS + r, _SIG_BITS + r, shift)),
                             ld.base.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
                         ]
-        decoded = boundary("decoded", dec_layout, dec)
+            decoded.append(boundary("decoded", f"decoded{lane}", lane_dec, ld))
+        dec_beat = boundary("decoded", "decoded_beat", beat_layout, dec_beat)
+        valid_after("decoded")
 
         # Phase 2: shift.
         lane_sh = data.StructLayout({
             "sign": 1, "nan": 1, "inf": 1, "kept": _KEPT_BITS, "frac": r, "lost": 1,
             "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
         })
-        sh_layout = data.StructLayout({"beat": beat_layout,
-                                       "lane": data.ArrayLayout(lane_sh, lanes)})
-        sh = Signal(sh_layout)
-        m.d.comb += sh.beat.eq(decoded.beat)
+        shifted_lanes = []
         for lane in range(lanes):
-            ld, ls = decoded.lane[lane], sh.lane[lane]
+            ld = decoded[lane]
+            ls = Signal(lane_sh, name=f"sh{lane}")
             wide = Cat(Const(0, r), ld.sig)  # sig * 2^r
             shifted = wide >> ld.shift
             # Bits of `wide` below position `shift` are lost; its low r bits are zero.
@@ -247,15 +257,15 @@ class StochasticRounder(wiring.Component):
             ]
             if has_fp32:
                 m.d.comb += ls.raw.eq(ld.raw)
-        shifted_q = boundary("shifted", sh_layout, sh)
+            shifted_lanes.append(boundary("shifted", f"shifted{lane}", lane_sh, ls))
+        beat = boundary("shifted", "shifted_beat", beat_layout, dec_beat)
+        valid_after("shifted")
 
         # Phase 3: round, overflow, specials.
-        o_layout = self.o.payload.shape()
-        out = Signal(o_layout)
-        beat = shifted_q.beat
-        m.d.comb += out.invalid.eq(beat.invalid)
+        out_bits = self.o.payload.data.shape().elem_shape
+        results = []
         for lane in range(lanes):
-            ls = shifted_q.lane[lane]
+            ls = shifted_lanes[lane]
             guard = ls.frac[r - 1]
             sticky = ls.lost | (ls.frac[:r - 1].any() if r > 1 else 0)
             carry = (ls.frac + ls.random)[r]
@@ -266,7 +276,7 @@ class StochasticRounder(wiring.Component):
                 with m.Case(Rounding.SR):
                     m.d.comb += up.eq(carry)
             mag = (ls.base + ls.kept + up)[:_MAG_BITS]
-            result = out.data[lane]
+            result = Signal(out_bits, name=f"result{lane}")
             with m.If(~beat.invalid):
                 with m.Switch(beat.dtype):
                     for d in narrow:
@@ -290,9 +300,12 @@ class StochasticRounder(wiring.Component):
                     if has_fp32:
                         with m.Case(Dtype.FP32):
                             m.d.comb += result.eq(Mux(ls.nan, FP32_CANONICAL_NAN, ls.raw))
-        out_q = boundary("out", o_layout, out)
+            results.append(boundary("out", f"out{lane}", out_bits, result))
+        invalid = boundary("out", "out_invalid", 1, beat.invalid)
+        valid_after("out")
         m.d.comb += [
-            self.o.payload.eq(out_q),
+            self.o.payload.data.eq(Cat(*results)),
+            self.o.payload.invalid.eq(invalid),
             self.o.valid.eq(valid),
         ]
         return m

@@ -16,6 +16,8 @@ so a seed reproduces the vectors exactly.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from golden.formats import FloatFormat, get_format
@@ -283,11 +285,16 @@ def cast_boundaries(fmt) -> np.ndarray:
     Every finite target pattern widened to fp32, the exact midpoints between consecutive
     target magnitudes (ties for RNE) and the RNE overflow threshold (max + half an ulp), each
     with its fp32 neighbours +-1 ulp, with both signs. Unique and sorted, uint32; for 16-bit
-    targets about 4 * 10^5 patterns.
+    targets about 4 * 10^5 patterns. Computed once per format; the array is read-only.
     """
+    return _cast_boundaries(get_format(fmt).name)
+
+
+@functools.cache
+def _cast_boundaries(name: str) -> np.ndarray:
     from golden.formats import to_fp32_bits
 
-    f = get_format(fmt)
+    f = get_format(name)
     t = np.arange(1 << f.bits, dtype=np.uint64).astype(f.uint_dtype)
     w = to_fp32_bits(t, f).astype(np.int64)
     w = w[(w & 0x7F800000) != 0x7F800000]
@@ -300,7 +307,9 @@ def cast_boundaries(fmt) -> np.ndarray:
     allv = np.concatenate([base - 1, base, base + 1])
     allv = allv[(allv >= 0) & (allv < 0x7F800000)]
     allv = np.concatenate([allv, allv | 0x80000000])
-    return np.unique(allv).astype(np.uint32)
+    out = np.unique(allv).astype(np.uint32)
+    out.flags.writeable = False
+    return out
 
 
 def cast_inputs(fmt, rng: np.random.Generator, n: int) -> np.ndarray:
