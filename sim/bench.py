@@ -12,6 +12,10 @@ Three sections:
   plus the hardware figures of the run (cycles, utilization) and whether it was bit-exact.
 * **synth** - Yosys generic gate-level cell counts (``synth.yosys.generic_cells``) of the
   arithmetic units and the PE.
+* **sru** - the stochastic-rounding unit: Yosys generic cells per lane for each target alone
+  and for all targets (from builds with 1 and 2 lanes: per lane = the difference, shared =
+  the rest, chiefly the seeder), and its throughput in elements per cycle from a full-rate
+  Verilator run checked against golden.
 
 :func:`collect` measures, :func:`write_results` writes; :func:`run_all` does both.
 """
@@ -31,9 +35,9 @@ from pathlib import Path
 from .runner import REPO_ROOT
 
 __all__ = ["GEMM_SIZES", "GEMM_DTYPES", "GEMM_SPEED_RUNS", "SIM_RUNS", "SYNTH_DESIGNS",
-           "collect", "write_results", "render_md", "run_all"]
+           "SRU_TARGETS", "collect", "write_results", "render_md", "run_all"]
 
-SCHEMA = 2
+SCHEMA = 3
 # GEMMs: array sizes, (A, B) formats, shapes as functions of N: (label, m, k, f).
 GEMM_SIZES = [4, 8]
 GEMM_DTYPES = [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("fp8_e4m3", "fp8_e5m2")]
@@ -60,6 +64,13 @@ SYNTH_DESIGNS = [
      {"stages": 1, "formats": ["fp8_e4m3", "fp8_e5m2"]}, None),
     ("PE mul_stages=1 add_stages=2", "hdl.pe:PE", {"mul_stages": 1, "add_stages": 2}, "pe"),
 ]
+
+
+# SRU area: built with one target each and with all of them (r = 16, 2 stages).
+SRU_TARGETS = [["bf16"], ["fp16"], ["fp8_e4m3"], ["fp8_e5m2"],
+               ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"]]
+# SRU throughput run: lanes, stages, beats (quick beats).
+SRU_THROUGHPUT = (8, 2, 4000, 500)
 
 
 def _progress(msg: str) -> None:
@@ -120,6 +131,33 @@ def bench_synth(label: str, factory: str, params: dict, name: str | None) -> dic
             "by_class": r["by_class"], "by_type": r["by_type"]}
 
 
+def bench_sru_area(targets: list[str]) -> dict:
+    from synth.yosys import generic_cells
+
+    one, two = (generic_cells("hdl.sru:StochasticRounder", {"lanes": n, "targets": targets},
+                              name="sru") for n in (1, 2))
+    per_lane = {k: two["by_class"][k] - one["by_class"][k] for k in one["by_class"]}
+    return {"targets": targets, "cells_per_lane": two["cells"] - one["cells"],
+            "per_lane_by_class": per_lane,
+            "shared_cells": 2 * one["cells"] - two["cells"]}
+
+
+def bench_sru_throughput(lanes: int, stages: int, beats: int) -> dict:
+    import tempfile
+
+    from .runner import run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sru.json"
+        run("hdl.sru:StochasticRounder", {"lanes": lanes, "stages": stages}, "sim.tb_sru",
+            "verilator", testcase="throughput", run_tag="bench", quiet=True,
+            extra_env={"NCLITE_VECTORS": str(beats), "NCLITE_SRU_OUT": str(out)})
+        r = json.loads(out.read_text())
+    r["elements_per_cycle"] = r["beats"] * r["lanes"] / r["cycles"]
+    r["bit_exact"] = True  # the testbench fails on any difference from golden
+    return r
+
+
 def _guard(fn, keys: dict, label: str | None = None) -> dict:
     try:
         item = fn()
@@ -145,7 +183,7 @@ def bench_gemm(n, a_fmt, b_fmt, m, k, f, simulator) -> dict:
 
 
 def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
-            gemm: bool = True) -> dict:
+            gemm: bool = True, sru: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run.
@@ -201,6 +239,29 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
                     "error": f"{type(exc).__name__}: {exc}"}
             _progress(f"  FAILED: {item['error'].splitlines()[0]}")
         results["synth"].append(item)
+    if not sru:
+        results["sru"] = None
+        return results
+    results["sru"] = {"area": [], "throughput": None}
+    for targets in (SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS):
+        _progress(f"yosys: SRU lanes, targets {'+'.join(targets)} ...")
+        try:
+            item = bench_sru_area(targets)
+            _progress(f"  {item['cells_per_lane']} cells per lane")
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            item = {"targets": targets, "error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+        results["sru"]["area"].append(item)
+    lanes, stages, beats, quick_beats = SRU_THROUGHPUT
+    beats = quick_beats if quick else beats
+    _progress(f"sim: SRU throughput, {lanes} lanes, {beats} SR beats in verilator ...")
+    try:
+        item = bench_sru_throughput(lanes, stages, beats)
+        _progress(f"  {item['elements_per_cycle']:.2f} elements per cycle")
+    except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+        item = {"lanes": lanes, "beats": beats, "error": f"{type(exc).__name__}: {exc}"}
+        _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+    results["sru"]["throughput"] = item
     return results
 
 
@@ -304,7 +365,46 @@ def render_md(results: dict) -> str:
         c = r["by_class"]
         lines.append(f"| {r['design']} | {_fmt_int(r['cells'])} | {_fmt_int(c['logic'])} | "
                      f"{_fmt_int(c['mux'])} | {_fmt_int(c['ff'])} | {_top_types(r['by_type'])} |")
+    lines += _render_sru(results.get("sru"))
     return "\n".join(lines) + "\n"
+
+
+def _render_sru(sru: dict | None) -> list[str]:
+    if not sru:
+        return []
+    lines = [
+        "",
+        "## Stochastic-rounding unit",
+        "",
+        "Yosys generic cells of `StochasticRounder` (r = 16, 2 stages) per lane, from builds "
+        "with 1 and 2 lanes: *per lane* is the difference (rounding datapath, its pipeline "
+        "registers and the lane's 192-bit XORWOW state), *shared* the rest (chiefly the "
+        "sequential lane seeder with its 64 x 4 multiplier).",
+        "",
+        "| targets | cells per lane | logic | mux | FF | shared |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in sru.get("area", []):
+        name = " + ".join(r["targets"])
+        if "error" in r:
+            lines.append(f"| {name} | FAILED: {r['error'].splitlines()[0][:100]} | | | | |")
+            continue
+        c = r["per_lane_by_class"]
+        lines.append(f"| {name} | {_fmt_int(r['cells_per_lane'])} | {_fmt_int(c['logic'])} | "
+                     f"{_fmt_int(c['mux'])} | {_fmt_int(c['ff'])} | "
+                     f"{_fmt_int(r['shared_cells'])} |")
+    t = sru.get("throughput")
+    if t:
+        lines.append("")
+        if "error" in t:
+            lines.append(f"Throughput: FAILED: {t['error'].splitlines()[0][:160]}")
+        else:
+            lines.append(
+                f"Throughput ({t['lanes']} lanes, {t['latency']} stages, Verilator, every "
+                f"result checked against golden): {t['beats']} SR beats in "
+                f"{_fmt_int(t['cycles'])} cycles = **{t['elements_per_cycle']:.2f} elements "
+                f"per cycle** ({t['elements_per_cycle'] / t['lanes']:.3f} per lane).")
+    return lines
 
 
 def write_results(results: dict, out_dir: str | Path) -> tuple[Path, Path]:
@@ -324,6 +424,11 @@ def failures(results: dict) -> list[str]:
             for r in results["sim_speed"] if "error" not in r and not r["bit_exact"]]
     bad += [f"yosys {r['design']}: {r['error'].splitlines()[0]}"
             for r in results["synth"] if "error" in r]
+    sru = results.get("sru") or {}
+    bad += [f"yosys SRU {'+'.join(r['targets'])}: {r['error'].splitlines()[0]}"
+            for r in sru.get("area", []) if "error" in r]
+    if sru.get("throughput") and "error" in sru["throughput"]:
+        bad.append(f"SRU throughput: {sru['throughput']['error'].splitlines()[0]}")
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "

@@ -154,6 +154,45 @@ def pe_chain(simulator, length, vectors, dtype, seed, waves, as_json):
         sys.exit(1)
 
 
+@main.command("sr-demo")
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator.")
+@click.option("--steps", type=click.IntRange(1, 100_000), default=2000, show_default=True,
+              help="Number of additions.")
+@click.option("--start", type=float, default=1.0, show_default=True, help="Initial value.")
+@click.option("--increment", type=float, default=1e-3, show_default=True,
+              help="Added at every step (rounded to fp32 first).")
+@click.option("--dtype", "fmt", type=click.Choice(["bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]),
+              default="bf16", show_default=True, help="Format the sum is kept in.")
+@click.option("--lanes", type=click.IntRange(1, 16), default=4, show_default=True,
+              help="SRU lanes: one SR sum per lane, each with its own random stream.")
+@click.option("--seed", type=click.IntRange(0, (1 << 64) - 1), default=0, show_default=True,
+              help="PRNG seed (0 is the value after reset, as on Neuron).")
+@click.option("--random-bits", type=click.IntRange(1, 32), default=16, show_default=True,
+              help="r, random bits per SR decision.")
+@click.option("--out", "png", default="sr-demo.png", show_default=True,
+              help="Where to write the PNG.")
+@click.option("--waves", is_flag=True,
+              help="Dump waveforms (FST from Icarus, VCD from Verilator); prints the path.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result (trajectories included) as JSON.")
+def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, png, waves,
+            as_json):
+    """Stochastic rounding vs round-to-nearest: a running sum rounded by the SRU's RTL.
+
+    Repeats acc = cast(acc + increment): the fp32 add in the testbench, the cast (RNE, and SR
+    in every lane) by the simulated StochasticRounder, each checked bit for bit against
+    golden/. RNE stops growing once the increment is below half an ulp; SR follows the fp32
+    sum. Writes a PNG of the three and prints the final values.
+    """
+    from . import sr_demo as sr_mod
+
+    result = sr_mod.run_sr_demo(simulator=simulator, steps=steps, start=start,
+                                increment=increment, lanes=lanes, fmt=fmt, seed=seed,
+                                random_bits=random_bits, png=png, waves=waves)
+    click.echo(json.dumps(result, indent=2) if as_json else sr_mod.format_sr_demo(result))
+
+
 @main.command()
 @click.option("--out", default="bench", show_default=True, help="Output directory.")
 @click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")

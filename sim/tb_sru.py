@@ -18,7 +18,7 @@ Tests (selected by the runner's ``testcase``):
   pipeline.
 * ``throughput`` - no gaps, no back-pressure: ``n`` beats in ``n + latency`` cycles; writes
   ``{"beats", "cycles", "lanes", "latency"}`` to ``NCLITE_SRU_OUT``.
-* ``running_sum`` - the SR demo: ``NCLITE_SRU_DEMO`` (JSON: fmt, start, increment, steps)
+* ``running_sum`` - the SR demo: ``NCLITE_SRU_DEMO`` (JSON: fmt, start, increment, steps, seed)
   accumulates ``acc = cast(acc + increment)`` in every lane with RNE and with SR (the fp32 add
   in the testbench, the cast in the RTL, every beat checked against golden), next to the fp32
   sum; writes the trajectories to ``NCLITE_SRU_OUT``.
@@ -308,6 +308,7 @@ async def running_sum(dut):
     steps = int(cfg.get("steps", 200))
     start = np.float32(cfg.get("start", 1.0))
     inc = np.float32(cfg.get("increment", 1e-3))
+    seed = int(cfg.get("seed", 0))
     tb = SruTB(dut, gaps=0.0)
     await tb.start()
     d = next(v for v, name in NAMES.items() if name == fmt)
@@ -321,7 +322,8 @@ async def running_sum(dut):
     for step in range(steps):
         items = [Beat(fp32_add(to_fp32_bits(acc[mode], f), inc_bits), d,
                       Rounding[mode.upper()].value, False) for mode in ("rne", "sr")]
-        results = await tb.run(items, stalls=0.0)
+        results = await tb.run(([Seed(seed)] if step == 0 and seed else []) + items,
+                               stalls=0.0)
         for mode, item, got in zip(("rne", "sr"), items, results, strict=True):
             want = tb.expect(item)
             assert got == want, (f"step {step} {mode}: {item.describe()}: got "

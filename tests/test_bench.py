@@ -34,7 +34,7 @@ def test_cell_class():
 def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
-                            synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False)
+                            synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False)
     assert bench.failures(results) == []
     path_json, path_md = bench.write_results(results, tmp_path / "out")
     data = json.loads(path_json.read_text())
@@ -80,3 +80,15 @@ def test_gemm_section_rendering_and_failures():
     assert "**NO**" in md and "FAILED: RuntimeError: boom" in md
     bad = bench.failures(results)
     assert len(bad) == 2 and any("not bit-exact" in b for b in bad)
+
+
+def test_sru_area_and_report():
+    """Cells per lane from the 1- and 2-lane builds; the report renders them and the
+    throughput line (the throughput run itself is tests/test_sru_rtl.py's)."""
+    r = bench.bench_sru_area(["fp8_e5m2"])
+    assert r["cells_per_lane"] > 300 and r["shared_cells"] > 0, r
+    assert r["per_lane_by_class"]["ff"] >= 192, "each lane holds a 192-bit XORWOW state"
+    md = "\n".join(bench._render_sru({"area": [r], "throughput": {
+        "beats": 10, "cycles": 12, "lanes": 4, "latency": 2, "elements_per_cycle": 40 / 12}}))
+    assert "## Stochastic-rounding unit" in md and "fp8_e5m2" in md
+    assert "3.33 elements per cycle" in md
