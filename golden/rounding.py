@@ -55,14 +55,17 @@ def _target(fmt) -> FloatFormat:
     return f
 
 
-def round_fp32(x_bits, fmt, mode: str, *, saturate: bool, rbits=None, r: int = 16
-               ) -> np.ndarray:
+def round_fp32(x_bits, fmt, mode: str, *, saturate: bool, rbits=None, r: int = 16,
+               rng=None) -> np.ndarray:
     """Round fp32 bit patterns ``x_bits`` (uint32, any shape) to format ``fmt``.
 
     ``mode`` is ``"rne"``, ``"rtz"`` or ``"sr"``; ``saturate`` is the per-command saturation
     flag. For ``"sr"``, ``rbits`` holds one r-bit uniform integer ``R`` per element (an
     integer array broadcastable to ``x_bits``' shape, values in ``[0, 2**r)``) and
-    ``1 <= r <= 32``; ``rbits`` is ignored by the other modes. Returns the target bit patterns
+    ``1 <= r <= 32``; ``rbits`` is ignored by the other modes. Instead of ``rbits``, SR may
+    take ``rng``, a :class:`golden.prng.LanePRNG` whose lane count is the last dimension of
+    ``x_bits``: row ``t`` of ``x_bits`` (shape ``(lanes,)`` or ``(n, lanes)``) then uses the
+    generator's next draw, in order, exactly as the SRU does. Returns the target bit patterns
     (unsigned, format width, ``x_bits``' shape). Rules: see the module docstring.
 
     Raises :class:`ValueError` (or :class:`TypeError` for non-integer arrays) naming the bad
@@ -83,6 +86,14 @@ def round_fp32(x_bits, fmt, mode: str, *, saturate: bool, rbits=None, r: int = 1
     if f.name == "fp32":  # passthrough: nothing to round, no random bits; NaNs made canonical
         nan = ((x >> 23) & 0xFF == 0xFF) & (x & 0x7FFFFF != 0)
         return np.where(nan, _I64(f.canonical_nan_bits), x).astype(np.uint32)
+    if mode == "sr" and rng is not None:
+        if rbits is not None:
+            raise ValueError("give rbits or rng, not both")
+        lanes = getattr(rng, "lanes", None)
+        if lanes is None or x.ndim not in (1, 2) or x.shape[-1] != lanes:
+            raise ValueError(f"rng must be a LanePRNG with x_bits.shape[-1] lanes; x_bits has "
+                             f"shape {x.shape}, rng {rng!r}")
+        rbits = rng.draws(1 if x.ndim == 1 else x.shape[0], r).reshape(x.shape)
     if mode == "sr":
         if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 1 <= r <= MAX_R:
             raise ValueError(f"r must be an integer in [1, {MAX_R}], not {r!r}")

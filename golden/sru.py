@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden.prng import LanePRNG
-from golden.rounding import CAST_FORMATS, MODES, TARGET_FORMATS, round_fp32
+from golden.rounding import CAST_FORMATS, MODES, round_fp32
 
 __all__ = ["SruModel"]
 
@@ -45,11 +45,8 @@ class SruModel:
             raise ValueError(f"fmt must be one of {list(CAST_FORMATS)}, not {fmt!r}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, not {mode!r}")
-        rbits = None
-        if mode == "sr" and fmt in TARGET_FORMATS:
-            rbits = self.prng.draw(self.random_bits)
-        out = round_fp32(x, fmt, mode, saturate=bool(saturate), rbits=rbits,
-                         r=self.random_bits)
+        out = round_fp32(x, fmt, mode, saturate=bool(saturate), r=self.random_bits,
+                         rng=self.prng)  # draws only for SR to a narrow target
         return out.astype(np.uint32)
 
     def run(self, x_bits, fmts, modes, saturates) -> np.ndarray:

@@ -145,10 +145,10 @@ def _gfloat(x, fmt, mode, sat, rbits=None, r=0) -> np.ndarray:
 @pytest.mark.parametrize("sat", [False, True], ids=["nosat", "sat"])
 @pytest.mark.parametrize("fmt", TARGET_FORMATS)
 def test_matches_gfloat(fmt, sat):
-    """RNE, RTZ and SR (r = 8 and 16, same R) vs gfloat; 150k+ values per case, >= 10**6 in
-    total for SR, plus specials and every target boundary."""
+    """RNE, RTZ and SR (r = 8 and 16, same R) vs gfloat: 150k random values for RNE and RTZ,
+    10**6 for SR per r, plus specials and every target boundary, per format and flag."""
     for mode, r in [("rne", 0), ("rtz", 0), ("sr", 8), ("sr", 16)]:
-        x = _inputs(fmt, 150_000, ("gf", mode, r, sat))
+        x = _inputs(fmt, 1_000_000 if mode == "sr" else 150_000, ("gf", mode, r, sat))
         # Many values deep in the target subnormal range (d > r, d grows) too.
         rng = _rng("gf-tiny", fmt, mode, r, sat)
         tiny = (rng.integers(1, 1 << 31, 20_000) >> rng.integers(0, 31, 20_000))
@@ -295,6 +295,30 @@ def test_fp32_passthrough(mode):
     for sat in (False, True):
         got = round_fp32(x, "fp32", mode, saturate=sat)
         assert got.dtype == np.uint32 and (got == ref).all()
+
+
+def test_rng_draws_like_the_sru():
+    """``rng=`` takes row t's random bits from the generator's t-th draw (all lanes at once);
+    fp32 passthrough and RNE/RTZ draw nothing; ``SruModel`` follows the same order."""
+    from golden.sru import SruModel
+
+    lanes, r = 5, 12
+    x = _inputs("bf16", 40 * lanes, "rng")[:40 * lanes].reshape(40, lanes)
+    gen, ref = LanePRNG(lanes, 99), LanePRNG(lanes, 99)
+    got = round_fp32(x, "bf16", "sr", saturate=False, r=r, rng=gen)
+    want = round_fp32(x, "bf16", "sr", saturate=False, r=r, rbits=ref.draws(40, r))
+    assert (got == want).all() and (gen.state == ref.state).all()
+    before = gen.state
+    round_fp32(x, "fp32", "sr", saturate=False, r=r, rng=gen)
+    round_fp32(x, "bf16", "rne", saturate=False, r=r, rng=gen)
+    assert (gen.state == before).all()
+    model = SruModel(lanes, random_bits=r, seed=99)
+    beats = [model.beat(row, "bf16", "sr", False) for row in x]
+    assert (np.array(beats) == got).all()
+    with pytest.raises(ValueError, match="rng"):
+        round_fp32(x, "bf16", "sr", saturate=False, rng=LanePRNG(lanes + 1))
+    with pytest.raises(ValueError, match="not both"):
+        round_fp32(x, "bf16", "sr", saturate=False, rng=gen, rbits=0)
 
 
 def test_bad_arguments():
