@@ -34,12 +34,16 @@ import numpy as np
 
 from golden.formats import FloatFormat, get_format
 
-__all__ = ["TARGET_FORMATS", "CAST_FORMATS", "MODES", "round_fp32"]
+__all__ = ["TARGET_FORMATS", "CAST_FORMATS", "MODES", "DEFAULT_SATURATE", "round_fp32"]
 
 #: Formats :func:`round_fp32` rounds to.
 TARGET_FORMATS: tuple[str, ...] = ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 #: Every format :func:`round_fp32` accepts: the targets plus the fp32 passthrough.
 CAST_FORMATS: tuple[str, ...] = TARGET_FORMATS + ("fp32",)
+#: The saturation flag a cast gets when a command does not say: on for fp8 (as on Neuron,
+#: where fp8 casts saturate), off for the formats with infinities worth keeping.
+DEFAULT_SATURATE: dict[str, bool] = {"bf16": False, "fp16": False, "fp8_e4m3": True,
+                                     "fp8_e5m2": True, "fp32": False}
 #: Rounding modes.
 MODES: tuple[str, ...] = ("rne", "rtz", "sr")
 #: Largest supported number of random bits per SR draw (one PRNG word).

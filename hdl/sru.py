@@ -16,7 +16,7 @@ SRU_MAX_RANDOM_BITS = 32
 
 _SIG_BITS = 24  # fp32 significand with its hidden bit
 _KEPT_BITS = 11  # the most kept bits of any target: fp16's 1 + 10 (the shift is >= 13)
-_BASE_BITS = 18  # (exponent field - 1) << p: at most 253 << 10 < 2^18
+_BASE_BITS = 18  # max(E - Emin, 0) << p: at most (254 - 113) << 10 for fp16, < 2^18
 _MAG_BITS = _BASE_BITS + 1
 
 
@@ -36,7 +36,7 @@ def sru_layouts(lanes: int, targets) -> tuple[data.StructLayout, data.StructLayo
     return i, o
 
 
-def _positive_int(value, name, lo, hi):
+def _int_in_range(value, name, lo, hi):
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
         raise ValueError(f"{name} must be an integer between {lo} and {hi}, not {value!r}")
     return value
@@ -60,12 +60,14 @@ class StochasticRounder(wiring.Component):
     step's output. Other beats leave the generators alone. A seed accepted on ``seed`` reseeds
     every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0.
     While seeding (``seeding`` high, :func:`~hdl.xorwow.seeding_cycles` cycles) ``i`` is not
-    ready; beats accepted before a seed have already drawn from the old streams. With
-    ``stages=0`` a seed is taken only while no beat is offered on ``i``.
+    ready; beats accepted before a seed (or in the same cycle) have drawn from the old
+    streams. With ``stages=0`` a seed is taken only while no beat is offered on ``i``.
 
     Streams: ``i`` carries ``lanes`` fp32 values plus the beat's dtype, rounding mode and
-    saturation flag; ``o`` the results. A beat whose dtype was not built (or is reserved), or
-    whose mode is reserved, gives zeros with ``invalid`` set and draws nothing.
+    saturation flag; ``o`` the results. The flag is explicit on every beat: the default
+    (on for fp8, ``golden.rounding.DEFAULT_SATURATE``) is the command layer's to apply.
+    A beat whose dtype was not built (or is reserved), or whose mode is reserved, gives zeros
+    with ``invalid`` set and draws nothing.
 
     Timing: latency ``stages`` cycles from ``i`` to ``o`` (0: combinational), one beat per
     cycle at full throughput, full backpressure (the pipeline holds while ``o`` is stalled;
@@ -85,10 +87,10 @@ class StochasticRounder(wiring.Component):
 
     def __init__(self, *, lanes: int, random_bits: int = 16, stages: int = 2,
                  targets=tuple(Dtype)):
-        self.lanes = _positive_int(lanes, "Lane count (lanes)", 1, 256)
-        self.random_bits = _positive_int(random_bits, "Random bits per draw (random_bits)", 1,
+        self.lanes = _int_in_range(lanes, "Lane count (lanes)", 1, 256)
+        self.random_bits = _int_in_range(random_bits, "Random bits per draw (random_bits)", 1,
                                          SRU_MAX_RANDOM_BITS)
-        self.stages = _positive_int(stages, "Pipeline stages (stages)", 0, SRU_MAX_STAGES)
+        self.stages = _int_in_range(stages, "Pipeline stages (stages)", 0, SRU_MAX_STAGES)
         self.targets = parse_dtypes(targets, param="targets")
         self.latency = self.stages
         self.seeding_cycles = seeding_cycles(self.lanes)
@@ -275,6 +277,8 @@ class StochasticRounder(wiring.Component):
                     m.d.comb += up.eq(guard & (sticky | ls.kept[0]))
                 with m.Case(Rounding.SR):
                     m.d.comb += up.eq(carry)
+                with m.Default():  # RTZ (and the reserved mode, whose beats are invalid)
+                    m.d.comb += up.eq(0)
             mag = (ls.base + ls.kept + up)[:_MAG_BITS]
             result = Signal(out_bits, name=f"result{lane}")
             with m.If(~beat.invalid):

@@ -3,16 +3,17 @@
 The algorithm, the lane seeding and the draw order are the contract written in
 ``golden/prng.py``; this module builds the same thing in gates.
 
-Why XORWOW. Trainium3 documents XORWOW (Marsaglia 2003, as in cuRAND: five xorshift words
-and a Weyl counter, 6 x u32 of state) for its stochastic rounding, so a seed here means what
-it means there in kind. Its period is 2^192 - 2^32, it passes BigCrush except for a few
-linear-complexity tests that do not matter for rounding decisions, and one step costs only
-XORs, shifts by constants and two 32-bit adders. The known weakness of SIMD SR hardware is
-not the generator but its seeding: lanes started from nearby or shifted states give
-correlated (even identical, shifted) streams. So every lane here is started at an
-independent, avalanche-mixed point: splitmix64 of a per-lane key derived from the seed, as
-cuRAND's own seeding does with a hash rather than an offset. The seeder is sequential and
-shared by all lanes, so its 64-bit multiplies cost one 64 x 4 multiplier, not one per lane.
+Why XORWOW. ARCHITECTURE.md records that Trainium3 documents an XORWOW generator (6 x u32
+of state) for stochastic rounding, so we use the same kind of generator: Marsaglia's
+xorshift with a Weyl counter (2003), as in cuRAND's default generator; period 2^192 - 2^32,
+and one step costs only XORs, constant shifts and two 32-bit adders. Its known statistical
+weaknesses (linear-complexity tests) do not matter for rounding decisions. The known pitfall
+of SIMD SR hardware is the seeding: lanes started from nearby or shifted states give
+correlated (even identical, shifted) streams. cuRAND separates threads by skipping 2^67
+steps per subsequence, i.e. by offsets into one sequence; here instead every lane starts at
+an independent, avalanche-mixed point: splitmix64 of a per-lane key derived from the seed
+(golden/prng.py). The seeder is sequential and shared by all lanes, so its 64-bit multiplies
+cost one 64 x 4 multiplier, not one per lane.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

@@ -115,18 +115,21 @@ def _run_sru(dut, beats, rng, gaps=0.3, stalls=0.3):
     results = []
 
     async def tb(ctx):
-        sent = 0
+        sent, show = 0, False
         for _ in range(100_000):
             if len(results) == len(beats):
                 return
-            show = sent < len(beats) and rng.random() >= gaps
+            # valid, once up, stays up (payload unchanged) until the beat is taken
+            show = show or (sent < len(beats) and rng.random() >= gaps)
             if show:
                 ctx.set(dut.i.payload.as_value(), words[sent])
             ctx.set(dut.i.valid, show)
             ctx.set(dut.o.ready, rng.random() >= stalls)
             _, _, i_ready, o_valid, o_ready, o_payload = await ctx.tick().sample(
                 dut.i.ready, dut.o.valid, dut.o.ready, dut.o.payload)
-            sent += show and i_ready
+            if show and i_ready:
+                sent += 1
+                show = False
             if o_valid and o_ready:
                 results.append(([int(o_payload.data[k]) for k in range(dut.lanes)],
                                 int(o_payload.invalid)))
@@ -188,3 +191,17 @@ def test_verilog_conversion():
     dut = StochasticRounder(lanes=2, stages=3, targets=("fp8_e4m3",))
     text = verilog.convert(dut, name="sru")
     assert "module sru" in text
+
+
+def test_cast_formats_match_golden():
+    """hdl's CastFormat constants (derived from field widths) equal golden/formats.py's."""
+    from golden.formats import get_format
+    from golden.rounding import DEFAULT_SATURATE
+    from hdl.formats import CAST_FORMATS
+
+    for dtype, f in CAST_FORMATS.items():
+        g = get_format(dtype.golden_name)
+        assert (f.bits, f.man_bits, f.emin, f.max_finite, f.nan) == (
+            g.bits, g.man_bits, g.emin, g.max_finite_bits, g.canonical_nan_bits), dtype
+        assert f.inf == g.inf_bits, dtype
+    assert {k for k, v in DEFAULT_SATURATE.items() if v} == {"fp8_e4m3", "fp8_e5m2"}
