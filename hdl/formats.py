@@ -27,28 +27,34 @@ class Fmt(amaranth_enum.Enum, shape=2):
     def golden_name(self) -> str:
         return {Fmt.BF16: "bf16", Fmt.FP8_E4M3: "fp8_e4m3", Fmt.FP8_E5M2: "fp8_e5m2"}[self]
 
+
 _BY_NAME = {f.golden_name: f for f in Fmt}
+
+
+def _parse_members(values, enum_cls, by_name: dict, param: str, noun: str) -> tuple:
+    """Validate a build-time collection of ``enum_cls`` members or their golden names."""
+    if isinstance(values, (str, enum_cls)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{param} must be a collection of {noun}s, not {values!r}")
+    result = []
+    for v in values:
+        if isinstance(v, enum_cls):
+            result.append(v)
+        elif isinstance(v, str) and v in by_name:
+            result.append(by_name[v])
+        else:
+            raise ValueError(f"{param} must contain only {sorted(by_name)} "
+                             f"(or {enum_cls.__name__} members), not {v!r}")
+    if not result:
+        raise ValueError(f"{param} must name at least one {noun}, not {values!r}")
+    return tuple(sorted(set(result), key=lambda m: m.value))
+
 
 def parse_formats(formats, *, param: str = "formats") -> tuple[Fmt, ...]:
     """Validate a build-time list of formats, given as :class:`Fmt` members or golden names.
 
     Raises a :class:`TypeError`/:class:`ValueError` naming ``param`` on bad input.
     """
-    if isinstance(formats, (str, Fmt)) or not hasattr(formats, "__iter__"):
-        raise TypeError(f"{param} must be a collection of formats, not {formats!r}")
-    result = []
-    for f in formats:
-        if isinstance(f, Fmt):
-            result.append(f)
-        elif isinstance(f, str) and f in _BY_NAME:
-            result.append(_BY_NAME[f])
-        else:
-            raise ValueError(
-                f"{param} must contain only {sorted(_BY_NAME)} (or Fmt members), not {f!r}")
-    if not result:
-        raise ValueError(f"{param} must name at least one format, not {formats!r}")
-    return tuple(sorted(set(result), key=lambda f: f.value))
-
+    return _parse_members(formats, Fmt, _BY_NAME, param, "format")
 
 
 class Dtype(amaranth_enum.Enum, shape=3):
@@ -67,6 +73,7 @@ class Dtype(amaranth_enum.Enum, shape=3):
     @property
     def golden_name(self) -> str:
         return _DTYPE_NAMES[self]
+
 
 _DTYPE_NAMES = {Dtype.BF16: "bf16", Dtype.FP8_E4M3: "fp8_e4m3", Dtype.FP8_E5M2: "fp8_e5m2",
                 Dtype.FP16: "fp16", Dtype.FP32: "fp32"}
@@ -128,18 +135,4 @@ def parse_dtypes(dtypes, *, param: str = "targets") -> tuple[Dtype, ...]:
 
     Raises a :class:`TypeError`/:class:`ValueError` naming ``param`` on bad input.
     """
-    if isinstance(dtypes, (str, Dtype)) or not hasattr(dtypes, "__iter__"):
-        raise TypeError(f"{param} must be a collection of dtypes, not {dtypes!r}")
-    result = []
-    for d in dtypes:
-        if isinstance(d, Dtype):
-            result.append(d)
-        elif isinstance(d, str) and d in _DTYPE_BY_NAME:
-            result.append(_DTYPE_BY_NAME[d])
-        else:
-            raise ValueError(
-                f"{param} must contain only {sorted(_DTYPE_BY_NAME)} (or Dtype members), "
-                f"not {d!r}")
-    if not result:
-        raise ValueError(f"{param} must name at least one dtype, not {dtypes!r}")
-    return tuple(sorted(set(result), key=lambda d: d.value))
+    return _parse_members(dtypes, Dtype, _DTYPE_BY_NAME, param, "dtype")
