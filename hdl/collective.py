@@ -1,0 +1,324 @@
+"""The collective engine: one per core, ring all-reduce / reduce-scatter / all-gather."""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import data, enum, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from .pe import check_stages
+from .pipeline import delay
+
+__all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
+           "check_ranks", "check_link_width", "check_depth"]
+
+#: Link widths (fp32 words per beat) the engine can be built for.
+LINK_WIDTHS = (1, 2, 4)
+#: Largest ring the engine can be built for (the chunk table has ranks + 1 entries).
+MAX_RANKS = 64
+
+
+class CollectiveOp(enum.Enum, shape=2):
+    """The ``op`` field of a collective command (mirrored by ``golden.collectives``)."""
+
+    ALL_REDUCE = 0  #: reduce-scatter then all-gather: every rank ends with the sum
+    REDUCE_SCATTER = 1  #: rank r ends with the reduced chunk r
+    ALL_GATHER = 2  #: rank r contributes chunk r; every rank ends with all chunks
+    # 3 is reserved: an engine given it sets `error` and drops the command.
+
+
+def check_ranks(ranks) -> int:
+    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 2 <= ranks <= MAX_RANKS:
+        raise ValueError(f"ranks must be an integer between 2 and {MAX_RANKS}, not {ranks!r}")
+    return ranks
+
+
+def check_link_width(link_width) -> int:
+    if isinstance(link_width, bool) or link_width not in LINK_WIDTHS:
+        raise ValueError(f"link_width must be one of {LINK_WIDTHS} (fp32 words per beat), "
+                         f"not {link_width!r}")
+    return link_width
+
+
+def check_depth(depth) -> int:
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 1 << 20:
+        raise ValueError(f"depth must be an integer between 1 and {1 << 20} (rows of "
+                         f"link_width words), not {depth!r}")
+    return depth
+
+
+def collective_command_layout(depth: int, link_width: int) -> data.StructLayout:
+    """One collective command: ``op`` over ``words`` fp32 words from row ``addr`` on."""
+    return data.StructLayout({
+        "op": CollectiveOp,
+        "addr": range(max(depth, 2)),  # first row (of link_width words) of the buffer
+        "words": range(depth * link_width + 1),  # n, 1..; addr + ceil(n / W) <= depth
+    })
+
+
+class CollectiveEngine(wiring.Component):
+    """One core's collective engine: ring all-reduce, reduce-scatter and all-gather in fp32.
+
+    The engine works on a buffer of ``n`` fp32 words in its core's local memory, starting at
+    row ``addr``; a row holds ``link_width`` (W) words, so the buffer is B = ⌈n/W⌉ rows and
+    only its last row may be partial (the lanes past ``n`` are never written). All ranks of
+    the ring run the same sequence of commands; each engine learns its place from ``rank``.
+
+    Numerics and schedule: exactly ``golden.collectives`` (its docstring is the contract):
+    B beats in P contiguous chunks of ⌊B/P⌋ or ⌈B/P⌉ beats; step s sends one chunk to the
+    right and receives another from the left; a reduce-scatter step computes
+    ``received + local`` with an :class:`~hdl.fp32_add.Fp32Adder` per lane (IEEE binary32,
+    RNE, canonical NaN) and writes it back in place, an all-gather step stores what arrives.
+    What a step sends is what the previous step received, so beats stream on: the transmitter
+    sends row i of step s as soon as the receiver has written row i of step s − 1 and the
+    previous rows have gone; nothing waits for a whole chunk.
+
+    Ports:
+
+    * ``cmd`` (stream of :func:`collective_command_layout`): taken when the engine is idle.
+      A command with a reserved ``op``, ``words`` = 0 or a buffer past the memory is taken and
+      dropped, and sets the sticky ``error``.
+    * ``tx`` / ``rx`` (streams of W fp32 words): the ring links to rank + 1 and from rank − 1.
+      ``rx.ready`` never depends on ``tx``, so a ring of engines cannot deadlock; lanes past
+      ``n`` in the last beat are sent as +0 and ignored on receipt.
+    * ``tx_rd``, ``rx_rd`` (two read ports, one-cycle latency, not transparent) and ``wr`` (a
+      write port with a per-lane enable) of the local memory; rows of W words.
+    * ``rank`` (input): this core's position in the ring, 0..ranks − 1, constant while busy.
+    * ``busy``; ``cycles``: the cycles the last (or current) command took, from the cycle
+      after it was taken until idle.
+
+    Timing: a command spends ``setup_cycles`` (a B ÷ P long division and the chunk table)
+    before its first beat; then each step costs two cycles of bookkeeping per machine. With
+    links that never stall, a beat is sent every cycle, so an all-reduce of B beats takes
+    about 2·(P − 1)·⌈B/P⌉ cycles plus the ring's latency once — the bandwidth-optimal ring
+    time (``make bench`` measures the ratio). A received beat is written ``1 + add_stages``
+    cycles after it arrives.
+
+    Parameters (keyword-only): ``ranks`` (P, 2..64), ``link_width`` (1, 2 or 4), ``depth``
+    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..5).
+    """
+
+    TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
+
+    def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
+                 add_stages: int = 2):
+        self.ranks = check_ranks(ranks)
+        self.link_width = check_link_width(link_width)
+        self.depth = check_depth(depth)
+        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.addr_width = max(depth - 1, 1).bit_length()
+        self.beat_bits = depth.bit_length()  # holds 0..depth
+        self.setup_cycles = self.beat_bits + self.ranks + 2
+        self.cmd_layout = collective_command_layout(depth, link_width)
+        row = data.ArrayLayout(32, link_width)
+        super().__init__({
+            "cmd": In(stream.Signature(self.cmd_layout)),
+            "rank": In(range(ranks)),
+            "tx": Out(stream.Signature(row)),
+            "rx": In(stream.Signature(row)),
+            "tx_rd": In(memory.ReadPort.Signature(addr_width=self.addr_width, shape=row)),
+            "rx_rd": In(memory.ReadPort.Signature(addr_width=self.addr_width, shape=row)),
+            "wr": In(memory.WritePort.Signature(addr_width=self.addr_width, shape=row,
+                                                granularity=1)),
+            "busy": Out(1),
+            "error": Out(1),
+            "cycles": Out(32),
+        })
+
+    def elaborate(self, platform):
+        # Design note.
+        #
+        # Two machines run each command after the setup: the transmitter (TX) walks the chunks
+        # it sends, reading rows through `tx_rd` into a small FIFO that feeds `tx`; the
+        # receiver (RX) walks the chunks it receives, reading the local row through `rx_rd`
+        # as a beat arrives, adding (or not) and writing it `1 + add_stages` cycles later.
+        # RX never waits for TX, so the ring has no cycle of waits. TX waits for RX in one
+        # place: step s >= 1 sends the chunk RX received in step s - 1, row by row, so a row is
+        # read only once RX's write of it has happened (the `written` scoreboard: the step and
+        # row of the latest write; writes happen in step and row order). The read port is not
+        # transparent, and the scoreboard is updated on the same edge as the write, so a read
+        # issued after the check sees the new value.
+        #
+        # No other hazards: a chunk is reduced at most once per command, and a chunk a rank
+        # overwrites in the all-gather was sent by it P - 1 steps earlier -- a causal chain
+        # once round the ring separates that read from the write (golden/collectives.py).
+        m = Module()
+        P, W, L = self.ranks, self.link_width, self.add_stages
+        depth = self.depth
+        row_shape = data.ArrayLayout(32, W)
+        cmd = self.cmd.payload
+
+        rows = range(depth + 1)
+        running = Signal()
+        error = Signal()
+        m.d.comb += [self.error.eq(error), self.busy.eq(running)]
+        op = Signal(CollectiveOp)
+        base = Signal(rows)
+        beats = Signal(rows)
+        last_row = Signal(rows)  # the buffer's last row (may be partial)
+        last_mask = Signal(W)  # its valid lanes
+        steps = Signal(range(2 * P - 1))  # steps of this command: P - 1 or 2(P - 1)
+        reduce_steps = Signal(range(P))  # the first `reduce_steps` steps reduce
+
+        def dec(c):  # (c - 1) mod P
+            return Mux(c == 0, P - 1, c - 1)
+
+        # --- Command intake and legality. ----------------------------------------------------
+        new_beats = Signal(rows)
+        m.d.comb += new_beats.eq((cmd.words + (W - 1)) >> (W.bit_length() - 1))
+        legal = ((cmd.op.as_value() != 3) & (cmd.words != 0) & (cmd.addr + new_beats <= depth))
+        cycles = Signal(32)
+        m.d.comb += self.cycles.eq(cycles)
+        with m.If(running):
+            m.d.sync += cycles.eq(cycles + 1)
+
+        # --- Setup: q, e = divmod(B, P) by long division, then the chunk table. ------------
+        nb = self.beat_bits
+        div_src = Signal(nb)
+        div_rem = Signal(range(2 * P))
+        div_q = Signal(nb)
+        div_left = Signal(range(nb + 1))
+        starts = Array(Signal(rows, name=f"chunk_start{c}") for c in range(P + 1))
+        tab_c = Signal(range(P + 2))
+        tab_acc = Signal(rows)
+
+        # --- TX and RX machine state. --------------------------------------------------------
+        tx_step, rx_step = Signal(range(2 * P)), Signal(range(2 * P))
+        tx_c, rx_c = Signal(range(P)), Signal(range(P))
+        tx_row, rx_row = Signal(rows), Signal(rows)
+        tx_end, rx_end = Signal(rows), Signal(rows)
+        tx_load, rx_load = Signal(), Signal()  # next cycle: look up the chunk's rows
+        tx_done, rx_done = Signal(init=1), Signal(init=1)
+        finished = Signal()  # RUN: both machines done, nothing in flight
+        wr_any = Signal()  # RX has written a row in this command
+
+        with m.FSM(name="phase"):
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(1)
+                with m.If(self.cmd.valid):
+                    with m.If(legal):
+                        m.d.sync += [
+                            running.eq(1), cycles.eq(0), op.eq(cmd.op), base.eq(cmd.addr),
+                            beats.eq(new_beats), last_row.eq(cmd.addr + new_beats - 1),
+                            div_src.eq(new_beats), div_rem.eq(0), div_q.eq(0),
+                            div_left.eq(nb),
+                        ]
+                        for j in range(W):
+                            m.d.sync += last_mask[j].eq(((cmd.words - 1) & (W - 1)) >= j)
+                        m.next = "DIVIDE"
+                    with m.Else():
+                        m.d.sync += error.eq(1)
+            with m.State("DIVIDE"):
+                trial = Cat(div_src[-1], div_rem)  # (rem << 1) | next dividend bit
+                fits = trial >= P
+                m.d.sync += [div_src.eq(div_src << 1), div_q.eq(Cat(fits, div_q)),
+                             div_rem.eq(Mux(fits, trial - P, trial)), div_left.eq(div_left - 1)]
+                with m.If(div_left == 1):
+                    m.d.sync += [tab_c.eq(0), tab_acc.eq(0)]
+                    m.next = "TABLE"
+            with m.State("TABLE"):
+                m.d.sync += [starts[tab_c].eq(tab_acc),
+                             tab_acc.eq(tab_acc + div_q + (tab_c < div_rem)),
+                             tab_c.eq(tab_c + 1)]
+                with m.If(tab_c == P):
+                    gather = op == CollectiveOp.ALL_GATHER
+                    rank = self.rank
+                    m.d.sync += [
+                        steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
+                        reduce_steps.eq(Mux(gather, 0, P - 1)),
+                        tx_step.eq(0), rx_step.eq(0),
+                        tx_c.eq(Mux(gather, rank, dec(rank))),
+                        rx_c.eq(Mux(gather, dec(rank), dec(dec(rank)))),
+                        tx_load.eq(1), rx_load.eq(1), tx_done.eq(0), rx_done.eq(0),
+                    ]
+                    m.next = "RUN"
+            with m.State("RUN"):
+                with m.If(finished):
+                    m.d.sync += [running.eq(0), wr_any.eq(0)]
+                    m.next = "IDLE"
+
+        # --- TX: read rows into the FIFO that feeds `tx`. ------------------------------------
+        m.submodules.tx_fifo = tx_fifo = fifo.SyncFIFO(width=32 * W, depth=self.TX_FIFO_DEPTH)
+        rd_pending = Signal()  # a tx_rd read was issued last cycle
+        rd_mask = Signal(W)
+        wr_step = Signal(range(2 * P))
+        wr_row = Signal(rows)
+        room = tx_fifo.level + rd_pending < self.TX_FIFO_DEPTH
+        ready_row = (tx_step == 0) | (wr_any & ((wr_step >= tx_step) | (
+            (wr_step + 1 == tx_step) & (wr_row >= tx_row))))
+        issue = Signal()
+        with m.If(tx_load):
+            m.d.sync += [tx_row.eq(base + starts[tx_c]), tx_end.eq(base + starts[tx_c + 1]),
+                         tx_load.eq(0)]
+        with m.Elif(~tx_done):
+            with m.If(tx_row == tx_end):
+                m.d.sync += [tx_step.eq(tx_step + 1), tx_c.eq(dec(tx_c))]
+                with m.If(tx_step + 1 == steps):
+                    m.d.sync += tx_done.eq(1)
+                with m.Else():
+                    m.d.sync += tx_load.eq(1)
+            with m.Elif(room & ready_row):
+                m.d.comb += issue.eq(1)
+                m.d.sync += tx_row.eq(tx_row + 1)
+        m.d.comb += [self.tx_rd.en.eq(issue), self.tx_rd.addr.eq(tx_row)]
+        m.d.sync += [rd_pending.eq(issue),
+                     rd_mask.eq(Mux(tx_row == last_row, last_mask, (1 << W) - 1))]
+        masked = Signal(row_shape)
+        for j in range(W):
+            m.d.comb += masked[j].eq(Mux(rd_mask[j], self.tx_rd.data[j], 0))
+        m.d.comb += [
+            tx_fifo.w_en.eq(rd_pending), tx_fifo.w_data.eq(masked),
+            self.tx.valid.eq(tx_fifo.r_rdy), self.tx.payload.eq(tx_fifo.r_data),
+            tx_fifo.r_en.eq(self.tx.ready),
+        ]
+
+        # --- RX: take a beat, read the local row, add (or not), write. -----------------------
+        meta_layout = data.StructLayout({
+            "valid": 1, "row": range(depth), "mask": W, "reduce": 1, "step": range(2 * P)})
+        s1 = Signal(meta_layout)  # the beat taken last cycle; its local row is on rx_rd.data
+        s1_data = Signal(row_shape)
+        take = Signal()
+        with m.If(rx_load):
+            m.d.sync += [rx_row.eq(base + starts[rx_c]), rx_end.eq(base + starts[rx_c + 1]),
+                         rx_load.eq(0)]
+        with m.Elif(~rx_done):
+            with m.If(rx_row == rx_end):
+                m.d.sync += [rx_step.eq(rx_step + 1), rx_c.eq(dec(rx_c))]
+                with m.If(rx_step + 1 == steps):
+                    m.d.sync += rx_done.eq(1)
+                with m.Else():
+                    m.d.sync += rx_load.eq(1)
+            with m.Else():
+                m.d.comb += [self.rx.ready.eq(1), take.eq(self.rx.valid)]
+                with m.If(self.rx.valid):
+                    m.d.sync += rx_row.eq(rx_row + 1)
+        m.d.comb += [self.rx_rd.en.eq(take), self.rx_rd.addr.eq(rx_row)]
+        m.d.sync += [
+            s1.valid.eq(take), s1.row.eq(rx_row), s1.step.eq(rx_step),
+            s1.mask.eq(Mux(rx_row == last_row, last_mask, (1 << W) - 1)),
+            s1.reduce.eq(rx_step < reduce_steps),
+            s1_data.eq(self.rx.payload),
+        ]
+        adders = []
+        for j in range(W):
+            add = Fp32Adder(stages=L)
+            m.submodules[f"add{j}"] = add
+            # The contract's order: received + local (golden.collectives).
+            m.d.comb += [add.en.eq(1), add.a.eq(s1_data[j]), add.b.eq(self.rx_rd.data[j])]
+            adders.append(add)
+        meta_w = delay(m, s1, L, name="meta")
+        data_w = delay(m, s1_data, L, name="rx_data")
+        m.d.comb += self.wr.addr.eq(meta_w.row)
+        for j in range(W):
+            m.d.comb += [
+                self.wr.data[j].eq(Mux(meta_w.reduce, adders[j].result, data_w[j])),
+                self.wr.en[j].eq(meta_w.valid & meta_w.mask[j]),
+            ]
+        with m.If(meta_w.valid):
+            m.d.sync += [wr_any.eq(1), wr_step.eq(meta_w.step), wr_row.eq(meta_w.row)]
+
+        # In-flight received beats, and the end of the command.
+        in_flight = Signal(range(L + 3))
+        m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
+        m.d.comb += finished.eq(tx_done & rx_done & ~tx_load & ~rx_load & (in_flight == 0)
+                                & ~rd_pending & (tx_fifo.level == 0))
+        return m

@@ -1,0 +1,216 @@
+"""A ring of P cores' collective engines with their memories, joined by link models.
+
+Simulation top-levels: :class:`LinkModel` stands in for a chip-to-chip link (latency and random
+stalls set at run time), :class:`CollectiveRing` wires P :class:`~hdl.collective.CollectiveEngine`
+s, their local memories and P links into one design that a testbench drives.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .collective import (
+    CollectiveEngine,
+    check_depth,
+    check_link_width,
+    check_ranks,
+    collective_command_layout,
+)
+from .fp32_add import FP32_ADD_MAX_STAGES
+from .pe import check_stages
+
+__all__ = ["LinkModel", "CollectiveRing", "MAX_LINK_LATENCY"]
+
+#: The default largest link latency (cycles) a :class:`LinkModel` is built for.
+MAX_LINK_LATENCY = 16
+
+
+def _check_max_latency(max_latency) -> int:
+    if (not isinstance(max_latency, int) or isinstance(max_latency, bool)
+            or not 1 <= max_latency <= 256):
+        raise ValueError(f"max_latency must be an integer between 1 and 256, not "
+                         f"{max_latency!r}")
+    return max_latency
+
+
+class LinkModel(wiring.Component):
+    """A link between two cores: an in-order valid/ready channel with latency and stalls.
+
+    A beat taken on ``i`` in cycle t can leave on ``o`` in cycle t + ``latency`` at the
+    earliest (``latency`` in 1..``max_latency``, set at run time; change it only while the
+    link is empty). The link holds up to ``max_latency + 2`` beats, enough for one beat per
+    cycle at any latency; beyond that ``i.ready`` falls (back-pressure).
+
+    Random stalls, for tests: a 32-bit xorshift generator steps every cycle; in a cycle where
+    its low byte is below ``stall_rate`` the link does not take a beat, and where its next
+    byte is below ``stall_rate`` it does not start offering one (a beat already offered stays
+    offered, as the stream rules require). ``stall_rate`` = 0 never stalls, 128 stalls about
+    half the cycles. ``reseed`` loads the generator from ``seed`` (mixed with ``index`` so the
+    links of a ring differ).
+    """
+
+    def __init__(self, *, link_width: int = 1, max_latency: int = MAX_LINK_LATENCY,
+                 index: int = 0):
+        self.link_width = check_link_width(link_width)
+        self.max_latency = _check_max_latency(max_latency)
+        self.index = index
+        self.capacity = max_latency + 2
+        row = data.ArrayLayout(32, link_width)
+        super().__init__({
+            "i": In(stream.Signature(row)),
+            "o": Out(stream.Signature(row)),
+            "latency": In(range(max_latency + 1), init=1),
+            "stall_rate": In(8),
+            "seed": In(32),
+            "reseed": In(1),
+        })
+
+    def elaborate(self, platform):
+        # Design note: beats taken enter a delay line that never stops (one register per
+        # cycle of latency beyond the first); the stage `latency - 2` (or the input itself for
+        # latency 1) is written into the FIFO that `o` reads, so a beat is in the FIFO and on
+        # `o` exactly `latency` cycles after it was taken. `i.ready` counts the beats in the
+        # FIFO and those still in the line against the FIFO's depth, so the line never has to
+        # stop.
+        m = Module()
+        width = 32 * self.link_width
+        m.submodules.buf = buf = fifo.SyncFIFO(width=width, depth=self.capacity)
+
+        # Stall generator: xorshift32, never zero.
+        mix = (0x9E3779B9 * (self.index + 1)) & 0xFFFF_FFFF
+        state = Signal(32, init=mix or 1)
+        x1 = state ^ (state << 13)[:32]
+        x2 = x1 ^ (x1 >> 17)
+        x3 = x2 ^ (x2 << 5)[:32]
+        with m.If(self.reseed):
+            seeded = self.seed ^ mix
+            m.d.sync += state.eq(Mux(seeded == 0, mix or 1, seeded))
+        with m.Else():
+            m.d.sync += state.eq(x3)
+        stall_in = state[0:8] < self.stall_rate
+        stall_out = state[8:16] < self.stall_rate
+
+        take = Signal()
+        in_line = Signal(range(self.capacity + 1))  # beats in the line before the tap
+        m.d.comb += [
+            self.i.ready.eq(~stall_in & (buf.level + in_line < self.capacity)),
+            take.eq(self.i.valid & self.i.ready),
+        ]
+        line = []
+        prev = Cat(self.i.payload.as_value(), take)
+        for k in range(self.max_latency - 1):
+            stage = Signal(width + 1, name=f"line{k}")
+            m.d.sync += stage.eq(prev)
+            line.append(stage)
+            prev = stage
+        tap = Signal(width + 1)
+        with m.Switch(self.latency):
+            with m.Case(0, 1):
+                m.d.comb += tap.eq(Cat(self.i.payload.as_value(), take))
+            for k, stage in enumerate(line):
+                with m.Case(k + 2):
+                    m.d.comb += tap.eq(stage)
+        from_line = Signal()
+        m.d.comb += from_line.eq(tap[-1] & (self.latency > 1))
+        m.d.sync += in_line.eq(in_line + (take & (self.latency > 1)) - from_line)
+        m.d.comb += [buf.w_en.eq(tap[-1]), buf.w_data.eq(tap[:width])]
+
+        # Output: once offered, a beat stays offered until it is taken.
+        offered = Signal()
+        m.d.comb += [
+            self.o.valid.eq(buf.r_rdy & (offered | ~stall_out)),
+            self.o.payload.eq(buf.r_data),
+            buf.r_en.eq(self.o.valid & self.o.ready),
+        ]
+        m.d.sync += offered.eq(self.o.valid & ~self.o.ready)
+        return m
+
+
+class CollectiveRing(wiring.Component):
+    """P collective engines, each with its local memory, in a ring of :class:`LinkModel` s.
+
+    Engine r sends to engine (r + 1) mod P through link r; its ``rank`` input is r. Ports:
+
+    * ``cmd`` — one command stream per rank (``cmd[r]``), the engines' own
+      (:func:`~hdl.collective.collective_command_layout`); every rank must get the same
+      sequence of commands, at any time.
+    * ``host_addr``, ``host_we``, ``host_wdata``, ``host_rdata`` — test access to all P
+      memories at once (row ``host_addr`` of every rank; rank r's W words are bits
+      ``32·W·r`` up); a write takes one cycle, a read returns the next cycle. Use it only while
+      ``idle``: a host write wins over the engine's.
+    * ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` — the links' settings,
+      shared by all links (:class:`LinkModel`).
+    * ``busy``, ``error`` (one bit per rank), ``idle`` (no engine busy), ``cycles`` (each
+      engine's cycle count of its last command, 32 bits per rank).
+
+    Parameters (keyword-only): ``ranks``, ``link_width``, ``depth`` (rows per memory),
+    ``add_stages``, ``max_latency`` (the links' largest latency).
+    """
+
+    def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
+                 add_stages: int = 2, max_latency: int = MAX_LINK_LATENCY):
+        self.ranks = check_ranks(ranks)
+        self.link_width = check_link_width(link_width)
+        self.depth = check_depth(depth)
+        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.max_latency = _check_max_latency(max_latency)
+        cmd_layout = collective_command_layout(depth, link_width)
+        bus = 32 * link_width * ranks
+        super().__init__({
+            "cmd": In(stream.Signature(cmd_layout)).array(ranks),
+            "host_addr": In(range(max(depth, 2))),
+            "host_we": In(1),
+            "host_wdata": In(bus),
+            "host_rdata": Out(bus),
+            "latency": In(range(max_latency + 1), init=1),
+            "stall_rate": In(8),
+            "stall_seed": In(32),
+            "stall_reseed": In(1),
+            "busy": Out(ranks),
+            "error": Out(ranks),
+            "idle": Out(1),
+            "cycles": Out(data.ArrayLayout(32, ranks)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        P, W = self.ranks, self.link_width
+        row = data.ArrayLayout(32, W)
+        engines, links = [], []
+        for r in range(P):
+            eng = CollectiveEngine(ranks=P, link_width=W, depth=self.depth,
+                                   add_stages=self.add_stages)
+            m.submodules[f"engine{r}"] = eng
+            engines.append(eng)
+            link = LinkModel(link_width=W, max_latency=self.max_latency, index=r)
+            m.submodules[f"link{r}"] = link
+            links.append(link)
+            m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
+                         link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed),
+                         eng.rank.eq(r)]
+            wiring.connect(m, wiring.flipped(self.cmd[r]), eng.cmd)
+
+            mem = memory.Memory(shape=row, depth=self.depth, init=[])
+            m.submodules[f"mem{r}"] = mem
+            wiring.connect(m, eng.tx_rd, mem.read_port(transparent_for=()))
+            wiring.connect(m, eng.rx_rd, mem.read_port(transparent_for=()))
+            wr = mem.write_port(granularity=1)
+            host_rd = mem.read_port(transparent_for=())
+            lo = 32 * W * r
+            m.d.comb += [host_rd.addr.eq(self.host_addr),
+                         self.host_rdata[lo:lo + 32 * W].eq(host_rd.data)]
+            with m.If(self.host_we):
+                m.d.comb += [wr.addr.eq(self.host_addr),
+                             wr.data.eq(self.host_wdata[lo:lo + 32 * W]),
+                             wr.en.eq((1 << W) - 1)]
+            with m.Else():
+                m.d.comb += [wr.addr.eq(eng.wr.addr), wr.data.eq(eng.wr.data),
+                             wr.en.eq(eng.wr.en)]
+            m.d.comb += [self.busy[r].eq(eng.busy), self.error[r].eq(eng.error),
+                         self.cycles[r].eq(eng.cycles)]
+        for r in range(P):
+            wiring.connect(m, engines[r].tx, links[r].i)
+            wiring.connect(m, links[r].o, engines[(r + 1) % P].rx)
+        m.d.comb += self.idle.eq(~self.busy.any())
+        return m
+

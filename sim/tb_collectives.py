@@ -1,0 +1,312 @@
+"""cocotb testbench: ``hdl.ring.CollectiveRing`` against ``golden.collectives``, bit for bit.
+
+The testbench keeps a model of every rank's whole memory. Before a collective it may load new
+data through the ring's host port; it gives every rank the command (each after a random
+delay, so links fill and push back while a neighbour has not started), waits for ``idle``
+under a watchdog, reads back the buffer with a guard row on each side and compares every
+word of every rank with the model, which ran ``golden.collectives.run_collective`` on the
+buffer (lanes past ``n`` in the last row and rows outside it must be unchanged).
+
+Tests (selected by the runner's ``testcase``):
+
+* ``random_collectives`` — ``NCLITE_COLLECTIVES`` (default 10) back-to-back collectives of
+  random kind, size and place, without reset: n = 1, P·W ± 1 and random sizes up to
+  ``NCLITE_MAX_WORDS`` (default: what the memory holds, at most 3000); data with special
+  values (±0, subnormals, ±inf, NaNs, max/min, near ties), fresh or left from the previous
+  collective; link latency and stall rate changed at random between collectives.
+* ``illegal_commands`` — a reserved op, n = 0 and a buffer past the memory: each sets
+  ``error`` on every rank, takes no data, leaves memory alone; a legal all-reduce still works.
+* ``allreduce_runs`` — all-reduces given by ``NCLITE_AR`` (JSON: ``sizes``, ``latency``,
+  ``stall_rate``, ``op``), each checked bit-exact; writes the cycle counts to
+  ``NCLITE_AR_OUT`` (``nclite allreduce`` and the benchmarks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
+from cocotb.utils import get_sim_time
+
+from golden.collectives import CollectiveOp, chunk_words, run_collective
+from hdl.collective import collective_command_layout
+from sim import tbutil, vectors
+
+PERIOD_NS = 10
+MASK32 = (1 << 32) - 1
+
+
+class RingTB:
+    """Drives a ``CollectiveRing``; scoreboard against :func:`run_collective`."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        p = tbutil.params()
+        self.P = p["ranks"]
+        self.W = p.get("link_width", 1)
+        self.depth = p.get("depth", 1024)
+        self.max_latency = p.get("max_latency", 16)
+        self.rng = tbutil.rng(0xC011)
+        layout = collective_command_layout(self.depth, self.W)
+        self._off = {name: layout[name].offset for name in ("op", "addr", "words")}
+        # The model: every word of every rank's memory (None = never written: X in Icarus).
+        self.mem = np.zeros((self.P, self.depth * self.W), dtype=np.uint32)
+        self.known = np.zeros(self.depth, dtype=bool)
+        self.cmd = [(getattr(dut, f"cmd__{r}__valid"), getattr(dut, f"cmd__{r}__payload"),
+                     getattr(dut, f"cmd__{r}__ready")) for r in range(self.P)]
+        self.latency, self.stall_rate = 1, 0
+
+    async def start(self):
+        dut = self.dut
+        for valid, _, _ in self.cmd:
+            valid.value = 0
+        dut.host_we.value = 0
+        dut.host_addr.value = 0
+        dut.host_wdata.value = 0
+        dut.latency.value = 1
+        dut.stall_rate.value = 0
+        dut.stall_seed.value = 0
+        dut.stall_reseed.value = 0
+        await tbutil.start_clock(dut, PERIOD_NS)
+        await tbutil.reset(dut)
+
+    async def configure(self, latency: int, stall_rate: int, seed: int | None = None):
+        """Set the links' latency and stall rate (only while idle and the links are empty)."""
+        dut = self.dut
+        await FallingEdge(dut.clk)
+        dut.latency.value = latency
+        dut.stall_rate.value = stall_rate
+        dut.stall_seed.value = int(self.rng.integers(0, 1 << 32)) if seed is None else seed
+        dut.stall_reseed.value = 1
+        await FallingEdge(dut.clk)
+        dut.stall_reseed.value = 0
+        self.latency, self.stall_rate = latency, stall_rate
+
+    async def load(self, first_row: int, words: np.ndarray):
+        """Write rows from ``first_row`` on: ``words`` is (P, rows·W) uint32."""
+        dut, P, W = self.dut, self.P, self.W
+        rows = words.shape[1] // W
+        for i in range(rows):
+            await FallingEdge(dut.clk)
+            packed = 0
+            for r in range(P):
+                for j in range(W):
+                    packed |= int(words[r, i * W + j]) << (32 * (W * r + j))
+            dut.host_addr.value = first_row + i
+            dut.host_wdata.value = packed
+            dut.host_we.value = 1
+        await FallingEdge(dut.clk)
+        dut.host_we.value = 0
+        lo = first_row * W
+        self.mem[:, lo:lo + rows * W] = words
+        self.known[first_row:first_row + rows] = True
+
+    async def dump(self, first_row: int, rows: int) -> np.ndarray:
+        """Read rows ``first_row`` .. ``+ rows`` of every rank: (P, rows·W) uint32."""
+        dut, P, W = self.dut, self.P, self.W
+        out = np.zeros((P, rows * W), dtype=np.uint32)
+        for i in range(rows + 1):
+            await FallingEdge(dut.clk)
+            if i < rows:
+                dut.host_addr.value = first_row + i
+            await ReadOnly()
+            if i:
+                word = int(dut.host_rdata.value)
+                for r in range(P):
+                    for j in range(W):
+                        out[r, (i - 1) * W + j] = (word >> (32 * (W * r + j))) & MASK32
+        return out
+
+    def pack_cmd(self, op: int, addr: int, words: int) -> int:
+        o = self._off
+        return op << o["op"] | addr << o["addr"] | words << o["words"]
+
+    def watchdog_cycles(self, words: int) -> int:
+        beats = -(-max(words, 1) // self.W)
+        slow = 1 + 8 * self.stall_rate / 256  # stalls on both sides of every link
+        return int(50 * self.P * self.max_latency + 100 + 4 * slow * 2 * beats) + 200
+
+    async def issue(self, op: int, addr: int, words: int, *, skew: int = 0,
+                    what: str = "") -> int:
+        """Give every rank the command (rank r after a random delay of up to ``skew``
+        cycles), wait until all are idle again; return the largest ``cycles`` of the ranks."""
+        dut, P = self.dut, self.P
+        payload = self.pack_cmd(op, addr, words)
+        delay = [int(self.rng.integers(0, skew + 1)) for _ in range(P)] if skew else [0] * P
+        taken = [False] * P
+        limit = self.watchdog_cycles(words)
+        cycle = 0
+        while not all(taken):
+            await FallingEdge(dut.clk)
+            for r, (valid, pl, _) in enumerate(self.cmd):
+                if not taken[r] and cycle >= delay[r]:
+                    pl.value = payload
+                    valid.value = 1
+            await ReadOnly()
+            for r, (_, _, ready) in enumerate(self.cmd):
+                if not taken[r] and cycle >= delay[r] and ready.value:
+                    taken[r] = True
+            cycle += 1
+            if cycle > limit:
+                raise AssertionError(f"{what}: ranks {[r for r in range(P) if not taken[r]]} "
+                                     f"never took their command (seed {tbutil.seed()})")
+        await FallingEdge(dut.clk)
+        for valid, _, _ in self.cmd:
+            valid.value = 0
+        await ReadOnly()
+        if not dut.idle.value:
+            try:
+                await with_timeout(RisingEdge(dut.idle), limit * PERIOD_NS, "ns")
+            except SimTimeoutError:
+                busy = int(dut.busy.value)
+                raise AssertionError(
+                    f"collective hung: {what} still running after {limit} cycles on ranks "
+                    f"{[r for r in range(P) if busy >> r & 1]} (latency {self.latency}, "
+                    f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
+                    f"{tbutil.simulator()})") from None
+        await FallingEdge(dut.clk)
+        cycles = int(dut.cycles.value)
+        return max((cycles >> (32 * r)) & MASK32 for r in range(P))
+
+    async def collective(self, op: CollectiveOp, addr: int, words: int, *, skew: int = 0,
+                         check: bool = True) -> int:
+        """Run one collective, update the model, compare every rank's buffer (and a guard row
+        each side); return its cycle count."""
+        P, W = self.P, self.W
+        rows = -(-words // W)
+        what = (f"{op.name} of {words} words at row {addr} on {P} ranks x {W} words/beat")
+        lo, hi = addr * W, addr * W + words
+        bufs = [self.mem[r, lo:hi] for r in range(P)]
+        cycles = await self.issue(op.value, addr, words, skew=skew, what=what)
+        for r, b in enumerate(run_collective(op, bufs, W)):
+            self.mem[r, lo:hi] = b
+        if check:
+            g0, g1 = max(addr - 1, 0), min(addr + rows + 1, self.depth)
+            g0 = g0 if self.known[g0] else addr
+            g1 = g1 if self.known[g1 - 1] else addr + rows
+            got = await self.dump(g0, g1 - g0)
+            want = self.mem[:, g0 * W:g1 * W]
+            bad = np.argwhere(got != want)
+            if bad.size:
+                bounds = chunk_words(words, P, W)
+                lines = [f"rank {r} word {g0 * W + i - lo} (chunk bounds {bounds}): RTL "
+                         f"0x{int(got[r, i]):08x} golden 0x{int(want[r, i]):08x}"
+                         for r, i in bad[:8]]
+                raise AssertionError(
+                    f"{what}: {len(bad)} words differ from golden (latency {self.latency}, "
+                    f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
+                    f"{tbutil.simulator()}):\n  " + "\n  ".join(lines))
+            mine = got[:, lo - g0 * W:hi - g0 * W]
+            for r in range(1, P):  # every rank the same bits (all-reduce, all-gather)
+                if op != CollectiveOp.REDUCE_SCATTER:
+                    assert np.array_equal(mine[r], mine[0]), f"{what}: ranks 0 and {r} differ"
+        return cycles
+
+    def data(self, words: int, rng: np.random.Generator) -> np.ndarray:
+        """(P, words) fp32 test data: the contract's special values, wide random patterns,
+        and narrow-range values whose sums round and tie."""
+        P = self.P
+        kind = rng.random()
+        if kind < 0.4:
+            d = vectors.operands("fp32", rng, (P, words), specials=0.02)
+        else:
+            u = rng.uniform(-1, 1, (P, words)).astype(np.float32)
+            d = np.ldexp(u, int(rng.integers(-140, 120))).astype(np.float32).view(np.uint32)
+            short = rng.random((P, words)) < 0.3  # short mantissas: exact sums and ties
+            d = np.where(short, d & np.uint32(0xFFFF0000), d)
+        return np.asarray(d, dtype=np.int64).astype(np.uint32)
+
+
+def sizes_to_try(tb: RingTB, count: int, rng: np.random.Generator, max_words: int) -> list:
+    P, W = tb.P, tb.W
+    edge = [1, P * W - 1, P * W + 1, W + 1, 2 * P * W + W - 1]
+    edge = [n for n in edge if 1 <= n <= max_words]
+    out = edge[:count]
+    while len(out) < count:
+        out.append(int(rng.integers(1, max_words + 1)))
+    return out
+
+
+@cocotb.test()
+async def random_collectives(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    rng = tbutil.rng(1)
+    count = int(os.environ.get("NCLITE_COLLECTIVES", "10"))
+    max_words = int(os.environ.get("NCLITE_MAX_WORDS", str(min(tb.depth * tb.W - 2 * tb.W,
+                                                                3000))))
+    ops = list(CollectiveOp)
+    done = {op.name: 0 for op in ops}
+    for i, words in enumerate(sizes_to_try(tb, count, rng, max_words)):
+        op = ops[i % 3] if i < 3 else ops[int(rng.integers(0, 3))]
+        rows = -(-words // tb.W)
+        addr = int(rng.integers(0, tb.depth - rows + 1))
+        if i == 0 or rng.random() < 0.6 or not tb.known[addr:addr + rows].all():
+            g0, g1 = max(addr - 1, 0), min(addr + rows + 1, tb.depth)
+            full = tb.data((g1 - g0) * tb.W, rng)
+            await tb.load(g0, full)
+        latency = int(rng.integers(1, tb.max_latency + 1))
+        stall = int(rng.choice([0, 0, 26, 77, 128]))
+        await tb.configure(latency, stall)
+        skew = int(rng.choice([0, 3, 40]))
+        cycles = await tb.collective(op, addr, words, skew=skew)
+        done[op.name] += 1
+        dut._log.info("%s n=%d addr=%d latency=%d stall=%d/256 skew=%d: %d cycles, bit-exact",
+                      op.name, words, addr, latency, stall, skew, cycles)
+    assert not int(dut.error.value), "an engine flagged an error on legal commands"
+    dut._log.info("collectives done (seed %d): %s", tbutil.seed(), done)
+
+
+@cocotb.test()
+async def illegal_commands(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    rng = tbutil.rng(2)
+    P, W, depth = tb.P, tb.W, tb.depth
+    words = min(3 * P * W + 1, depth * W)
+    await tb.load(0, tb.data(depth * W, rng))
+    bad = [(3, 0, words, "reserved op"), (0, 0, 0, "n = 0")]
+    if depth > 1:
+        bad.append((0, depth - 1, 2 * W, "buffer past the memory"))
+    for op, addr, n, why in bad:
+        assert int(dut.error.value) in (0, (1 << P) - 1)
+        cycles_before = int(dut.cycles.value)
+        await tb.issue(op, addr, n, what=why)
+        assert int(dut.error.value) == (1 << P) - 1, f"{why}: error = {int(dut.error.value):b}"
+        assert int(dut.cycles.value) == cycles_before, f"{why}: an engine ran"
+        got = await tb.dump(0, depth)
+        assert np.array_equal(got, tb.mem), f"{why}: memory changed"
+    await tb.collective(CollectiveOp.ALL_REDUCE, 0, words)
+
+
+@cocotb.test()
+async def allreduce_runs(dut):
+    spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
+    tb = RingTB(dut)
+    await tb.start()
+    rng = tbutil.rng(3)
+    op = CollectiveOp[spec.get("op", "ALL_REDUCE")]
+    await tb.configure(int(spec.get("latency", 1)), int(spec.get("stall_rate", 0)), seed=1)
+    results = []
+    for words in spec.get("sizes", [1024]):
+        rows = -(-words // tb.W)
+        await tb.load(0, tb.data(rows * tb.W, rng))
+        before = [tb.mem[r, :words].copy() for r in range(tb.P)]
+        start = get_sim_time("ns")
+        cycles = await tb.collective(op, 0, words)
+        wall_cycles = int((get_sim_time("ns") - start) // PERIOD_NS)
+        results.append({"words": words, "cycles": cycles, "issue_to_idle": wall_cycles,
+                        "bit_exact": True,
+                        "inputs": [b.tolist() for b in before] if spec.get("return_data")
+                        else None,
+                        "result": tb.mem[0, :words].tolist() if spec.get("return_data")
+                        else None})
+        dut._log.info("%s n=%d: %d cycles", op.name, words, cycles)
+    out = os.environ.get("NCLITE_AR_OUT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump({"ranks": tb.P, "link_width": tb.W, "latency": tb.latency,
+                       "stall_rate": tb.stall_rate, "op": op.name, "runs": results}, fh)
