@@ -9,7 +9,7 @@ from .pe import check_stages
 from .pipeline import delay
 
 __all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
-           "check_ranks", "check_link_width", "check_depth"]
+           "check_ranks", "check_link_width", "check_depth", "setup_cycles"]
 
 #: Link widths (fp32 words per beat) the engine can be built for.
 LINK_WIDTHS = (1, 2, 4)
@@ -44,6 +44,13 @@ def check_depth(depth) -> int:
         raise ValueError(f"depth must be an integer between 1 and {1 << 20} (rows of "
                          f"link_width words), not {depth!r}")
     return depth
+
+
+def setup_cycles(ranks: int, depth: int) -> int:
+    """Cycles a command spends before its first memory read: the long division of its beat
+    count by ``ranks`` (one cycle per bit of ``0..depth``), the chunk table (``ranks + 1``
+    entries) and the look-up of the first chunk."""
+    return depth.bit_length() + ranks + 2
 
 
 def collective_command_layout(depth: int, link_width: int) -> data.StructLayout:
@@ -107,7 +114,7 @@ class CollectiveEngine(wiring.Component):
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
         self.addr_width = max(depth - 1, 1).bit_length()
         self.beat_bits = depth.bit_length()  # holds 0..depth
-        self.setup_cycles = self.beat_bits + self.ranks + 2
+        self.setup_cycles = setup_cycles(ranks, depth)
         self.cmd_layout = collective_command_layout(depth, link_width)
         row = data.ArrayLayout(32, link_width)
         super().__init__({

@@ -1,6 +1,6 @@
 """``nclite bench``: the benchmarks, written to ``<out>/results.json`` and ``<out>/results.md``.
 
-Three sections:
+The sections:
 
 * **gemm** - GEMMs through the tensor engine in Verilator (``sim.gemm.run_gemm``), per array
   size N, dtype pair and shape (small, square, tall-skinny with F = 16·N): compute cycles
@@ -12,6 +12,10 @@ Three sections:
   plus the hardware figures of the run (cycles, utilization) and whether it was bit-exact.
 * **synth** - Yosys generic gate-level cell counts (``synth.yosys.generic_cells``) of the
   arithmetic units and the PE.
+* **collectives** - ring all-reduce on P simulated collective engines in Verilator
+  (``sim.allreduce.run_collectives``), per P, link width W and n: cycles beside the
+  bandwidth-optimal ring bound 2·(P − 1)/P · n / W, as efficiency = bound / cycles, every
+  word of every rank checked bit-exact against golden.
 * **sru** - the stochastic-rounding unit: Yosys generic cells per lane for each target alone
   and for all targets (from builds with 1 and 2 lanes: per lane = the difference, shared =
   the rest, chiefly the seeder), and its throughput in elements per cycle from a full-rate
@@ -35,9 +39,10 @@ from pathlib import Path
 from .runner import REPO_ROOT
 
 __all__ = ["GEMM_SIZES", "GEMM_DTYPES", "GEMM_SPEED_RUNS", "SIM_RUNS", "SYNTH_DESIGNS",
-           "SRU_TARGETS", "collect", "write_results", "render_md", "run_all"]
+           "SRU_TARGETS", "AR_RANKS", "AR_WIDTHS", "AR_SIZES", "AR_LATENCY", "collect",
+           "write_results", "render_md", "run_all"]
 
-SCHEMA = 3
+SCHEMA = 4
 # GEMMs: array sizes, (A, B) formats, shapes as functions of N: (label, m, k, f).
 GEMM_SIZES = [4, 8]
 GEMM_DTYPES = [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("fp8_e4m3", "fp8_e5m2")]
@@ -69,6 +74,15 @@ SYNTH_DESIGNS = [
 # SRU area: built with one target each and with all of them (r = 16, 2 stages).
 SRU_TARGETS = [["bf16"], ["fp16"], ["fp8_e4m3"], ["fp8_e5m2"],
                ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"]]
+# All-reduce: ring sizes, link widths, words per rank (quick: the first of each list but
+# the largest ring), link latency in cycles.
+AR_RANKS = [2, 4, 8]
+AR_WIDTHS = [1, 2, 4]
+AR_SIZES = [1024, 4096, 16384, 65536]
+AR_QUICK = ([2, 8], [1], [1024, 4096])
+AR_LATENCY = 8
+#: The issue's target: at least this fraction of the ring bound for n >= AR_TARGET_N.
+AR_TARGET, AR_TARGET_N = 0.9, 16384
 # SRU throughput run: lanes, stages, beats (quick beats).
 SRU_THROUGHPUT = (8, 2, 4000, 500)
 
@@ -158,6 +172,18 @@ def bench_sru_throughput(lanes: int, stages: int, beats: int) -> dict:
     return r
 
 
+def bench_allreduce(ranks: int, link_width: int, sizes: list[int]) -> list[dict]:
+    from .allreduce import run_collectives
+
+    r = run_collectives(ranks=ranks, sizes=sizes, link_width=link_width, latency=AR_LATENCY,
+                        error_vs_float64=False)
+    return [{"ranks": ranks, "link_width": link_width, "latency": AR_LATENCY,
+             "words": run["words"], "cycles": run["cycles"],
+             "bound_cycles": run["bound_cycles"], "efficiency": run["efficiency"],
+             "setup_cycles": r["setup_cycles"], "bit_exact": run["bit_exact"]}
+            for run in r["runs"]]
+
+
 def _guard(fn, keys: dict, label: str | None = None) -> dict:
     try:
         item = fn()
@@ -183,7 +209,7 @@ def bench_gemm(n, a_fmt, b_fmt, m, k, f, simulator) -> dict:
 
 
 def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
-            gemm: bool = True, sru: bool = True) -> dict:
+            gemm: bool = True, sru: bool = True, collectives: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run.
@@ -239,6 +265,19 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
                     "error": f"{type(exc).__name__}: {exc}"}
             _progress(f"  FAILED: {item['error'].splitlines()[0]}")
         results["synth"].append(item)
+    results["collectives"] = [] if collectives else None
+    ranks_list, widths, sizes = AR_QUICK if quick else (AR_RANKS, AR_WIDTHS, AR_SIZES)
+    for ranks in ranks_list if collectives else []:
+        for w in widths:
+            _progress(f"all-reduce: P={ranks} W={w} n={sizes} in verilator ...")
+            try:
+                items = bench_allreduce(ranks, w, sizes)
+                _progress("  efficiency " + ", ".join(f"{i['efficiency']:.3f}" for i in items))
+            except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+                items = [{"ranks": ranks, "link_width": w, "words": sizes,
+                          "error": f"{type(exc).__name__}: {exc}"}]
+                _progress(f"  FAILED: {items[0]['error'].splitlines()[0]}")
+            results["collectives"] += items
     if not sru:
         results["sru"] = None
         return results
@@ -366,7 +405,40 @@ def render_md(results: dict) -> str:
         lines.append(f"| {r['design']} | {_fmt_int(r['cells'])} | {_fmt_int(c['logic'])} | "
                      f"{_fmt_int(c['mux'])} | {_fmt_int(c['ff'])} | {_top_types(r['by_type'])} |")
     lines += _render_sru(results.get("sru"))
+    lines += _render_collectives(results.get("collectives"))
     return "\n".join(lines) + "\n"
+
+
+def _render_collectives(items: list | None) -> list[str]:
+    if not items:
+        return []
+    lines = [
+        "",
+        "## Ring all-reduce",
+        "",
+        f"P collective engines in a ring (`hdl.ring:CollectiveRing`, Verilator), links of W "
+        f"fp32 words per beat with a latency of {AR_LATENCY} cycles and no stalls; every word "
+        "of every rank checked bit-exact against `golden.collectives`. *Bound* = the "
+        "bandwidth-optimal ring time 2·(P − 1)/P · n / W cycles; *efficiency* = bound / "
+        "cycles (the rest is the per-command setup, one link and pipeline latency, two "
+        f"cycles per step and rounding of chunks to whole beats). Target: >= {AR_TARGET} for "
+        f"n >= {AR_TARGET_N}.",
+        "",
+        "| P | W | n (words per rank) | cycles | bound | efficiency | bit-exact |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in items:
+        if "error" in r:
+            lines.append(f"| {r['ranks']} | {r['link_width']} | {r['words']} | FAILED: "
+                         f"{r['error'].splitlines()[0][:100]} | | | |")
+            continue
+        eff = f"{r['efficiency']:.3f}"
+        if r["words"] >= AR_TARGET_N and r["efficiency"] < AR_TARGET:
+            eff = f"**{eff}** (below {AR_TARGET})"
+        lines.append(f"| {r['ranks']} | {r['link_width']} | {_fmt_int(r['words'])} | "
+                     f"{_fmt_int(r['cycles'])} | {_fmt_int(round(r['bound_cycles']))} | {eff} | "
+                     f"{'yes' if r['bit_exact'] else '**NO**'} |")
+    return lines
 
 
 def _render_sru(sru: dict | None) -> list[str]:
@@ -429,6 +501,13 @@ def failures(results: dict) -> list[str]:
             for r in sru.get("area", []) if "error" in r]
     if sru.get("throughput") and "error" in sru["throughput"]:
         bad.append(f"SRU throughput: {sru['throughput']['error'].splitlines()[0]}")
+    for r in results.get("collectives") or []:
+        if "error" in r:
+            bad.append(f"all-reduce P={r['ranks']} W={r['link_width']}: "
+                       f"{r['error'].splitlines()[0]}")
+        elif not r["bit_exact"]:
+            bad.append(f"all-reduce P={r['ranks']} W={r['link_width']} n={r['words']}: "
+                       "not bit-exact")
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "

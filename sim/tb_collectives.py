@@ -16,9 +16,11 @@ Tests (selected by the runner's ``testcase``):
   collective; link latency and stall rate changed at random between collectives.
 * ``illegal_commands`` — a reserved op, n = 0 and a buffer past the memory: each sets
   ``error`` on every rank, takes no data, leaves memory alone; a legal all-reduce still works.
+* ``watchdog`` — ranks given different sizes wait for each other forever: the watchdog must
+  turn that into an ``AssertionError`` naming the collective and the busy ranks.
 * ``allreduce_runs`` — all-reduces given by ``NCLITE_AR`` (JSON: ``sizes``, ``latency``,
-  ``stall_rate``, ``op``), each checked bit-exact; writes the cycle counts to
-  ``NCLITE_AR_OUT`` (``nclite allreduce`` and the benchmarks).
+  ``stall_rate``, ``op``, ``data``: "uniform" or "mixed"), each checked bit-exact; writes
+  the cycle counts to ``NCLITE_AR_OUT`` (``nclite allreduce`` and the benchmarks).
 """
 
 from __future__ import annotations
@@ -130,11 +132,13 @@ class RingTB:
         return int(50 * self.P * self.max_latency + 100 + 4 * slow * 2 * beats) + 200
 
     async def issue(self, op: int, addr: int, words: int, *, skew: int = 0,
-                    what: str = "") -> int:
+                    what: str = "", per_rank_words: list[int] | None = None) -> int:
         """Give every rank the command (rank r after a random delay of up to ``skew``
-        cycles), wait until all are idle again; return the largest ``cycles`` of the ranks."""
+        cycles), wait until all are idle again; return the largest ``cycles`` of the ranks.
+        ``per_rank_words`` gives ranks different sizes (an illegal program, for the
+        watchdog test)."""
         dut, P = self.dut, self.P
-        payload = self.pack_cmd(op, addr, words)
+        payloads = [self.pack_cmd(op, addr, n) for n in (per_rank_words or [words] * P)]
         delay = [int(self.rng.integers(0, skew + 1)) for _ in range(P)] if skew else [0] * P
         taken = [False] * P
         limit = self.watchdog_cycles(words)
@@ -143,7 +147,7 @@ class RingTB:
             await FallingEdge(dut.clk)
             for r, (valid, pl, _) in enumerate(self.cmd):
                 if not taken[r] and cycle >= delay[r]:
-                    pl.value = payload
+                    pl.value = payloads[r]
                     valid.value = 1
             await ReadOnly()
             for r, (_, _, ready) in enumerate(self.cmd):
@@ -205,12 +209,14 @@ class RingTB:
                     assert np.array_equal(mine[r], mine[0]), f"{what}: ranks 0 and {r} differ"
         return cycles
 
-    def data(self, words: int, rng: np.random.Generator) -> np.ndarray:
-        """(P, words) fp32 test data: the contract's special values, wide random patterns,
-        and narrow-range values whose sums round and tie."""
+    def data(self, words: int, rng: np.random.Generator, kind: str = "mixed") -> np.ndarray:
+        """(P, words) fp32 test data. ``mixed``: either the contract's special values among
+        wide random patterns, or narrow-range values whose sums round and tie; ``uniform``:
+        uniform in [-1, 1) (finite sums, for the error-vs-float64 figures)."""
         P = self.P
-        kind = rng.random()
-        if kind < 0.4:
+        if kind == "uniform":
+            return rng.uniform(-1, 1, (P, words)).astype(np.float32).view(np.uint32)
+        if rng.random() < 0.4:
             d = vectors.operands("fp32", rng, (P, words), specials=0.02)
         else:
             u = rng.uniform(-1, 1, (P, words)).astype(np.float32)
@@ -283,6 +289,26 @@ async def illegal_commands(dut):
 
 
 @cocotb.test()
+async def watchdog(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    P, W = tb.P, tb.W
+    words = 4 * P * W
+    await tb.load(0, tb.data(words, tbutil.rng(4)))
+    sizes = [words] * P
+    sizes[P - 1] = words // 2  # the last rank expects fewer beats: the others wait forever
+    try:
+        await tb.issue(CollectiveOp.ALL_REDUCE.value, 0, words, per_rank_words=sizes,
+                       what="mismatched all-reduce")
+    except AssertionError as exc:
+        msg = str(exc)
+        assert "collective hung: mismatched all-reduce" in msg and "on ranks [" in msg, msg
+        dut._log.info("watchdog fired as it should: %s", msg)
+    else:
+        raise AssertionError("ranks with different sizes finished: the watchdog test is void")
+
+
+@cocotb.test()
 async def allreduce_runs(dut):
     spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
     tb = RingTB(dut)
@@ -293,7 +319,7 @@ async def allreduce_runs(dut):
     results = []
     for words in spec.get("sizes", [1024]):
         rows = -(-words // tb.W)
-        await tb.load(0, tb.data(rows * tb.W, rng))
+        await tb.load(0, tb.data(rows * tb.W, rng, spec.get("data", "uniform")))
         before = [tb.mem[r, :words].copy() for r in range(tb.P)]
         start = get_sim_time("ns")
         cycles = await tb.collective(op, 0, words)
