@@ -34,7 +34,8 @@ def test_cell_class():
 def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
-                            synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False)
+                            synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False,
+                            collectives=False)
     assert bench.failures(results) == []
     path_json, path_md = bench.write_results(results, tmp_path / "out")
     data = json.loads(path_json.read_text())
@@ -92,3 +93,20 @@ def test_sru_area_and_report():
         "beats": 10, "cycles": 12, "lanes": 4, "latency": 2, "elements_per_cycle": 40 / 12}}))
     assert "## Stochastic-rounding unit" in md and "fp8_e5m2" in md
     assert "3.33 elements per cycle" in md
+
+
+def test_collectives_section_rendering_and_failures():
+    item = {"ranks": 4, "link_width": 2, "latency": 8, "words": 16384, "cycles": 6200,
+            "bound_cycles": 6144.0, "efficiency": 6144 / 6200, "setup_cycles": 20,
+            "bit_exact": True}
+    slow = dict(item, cycles=8000, efficiency=6144 / 8000)
+    results = {"sim_speed": [], "synth": [], "collectives": [
+        item, slow, dict(item, bit_exact=False),
+        {"ranks": 8, "link_width": 1, "words": [1024], "error": "SimulationFailed: hung"}]}
+    md = bench.render_md(results)
+    assert "## Ring all-reduce" in md
+    assert "| 4 | 2 | 16 384 | 6 200 | 6 144 | 0.991 | yes |" in md
+    assert "**0.768** (below 0.9)" in md
+    assert "FAILED: SimulationFailed: hung" in md
+    bad = bench.failures(results)
+    assert len(bad) == 2 and any("not bit-exact" in b for b in bad), bad
