@@ -33,7 +33,8 @@ def check_ranks(ranks) -> int:
 
 
 def check_link_width(link_width) -> int:
-    if isinstance(link_width, bool) or link_width not in LINK_WIDTHS:
+    if (not isinstance(link_width, int) or isinstance(link_width, bool)
+            or link_width not in LINK_WIDTHS):
         raise ValueError(f"link_width must be one of {LINK_WIDTHS} (fp32 words per beat), "
                          f"not {link_width!r}")
     return link_width
@@ -60,6 +61,44 @@ def collective_command_layout(depth: int, link_width: int) -> data.StructLayout:
         "addr": range(max(depth, 2)),  # first row (of link_width words) of the buffer
         "words": range(depth * link_width + 1),  # n, 1..; addr + ceil(n / W) <= depth
     })
+
+
+class _ChunkWalker:
+    """The chunks one machine (TX or RX) visits: its step, chunk, and row within the chunk.
+
+    After ``load`` is set, the next cycle looks up the chunk's rows in the table; then
+    ``beat`` is 1 while rows remain, and the machine sets ``move`` when it handles ``row``. At
+    the chunk's end the walker steps to chunk (c − 1) mod P, or sets ``done`` after ``steps``.
+    """
+
+    def __init__(self, name: str, ranks: int, rows: range):
+        self.step = Signal(range(2 * ranks), name=f"{name}_step")
+        self.chunk = Signal(range(ranks), name=f"{name}_chunk")
+        self.row = Signal(rows, name=f"{name}_row")
+        self.end = Signal(rows, name=f"{name}_end")
+        self.load = Signal(name=f"{name}_load")
+        self.done = Signal(init=1, name=f"{name}_done")
+        self.beat = Signal(name=f"{name}_beat")
+        self.move = Signal(name=f"{name}_move")
+
+    def start(self, chunk) -> list:
+        return [self.step.eq(0), self.chunk.eq(chunk), self.load.eq(1), self.done.eq(0)]
+
+    def walk(self, m, *, base, starts, steps, dec):
+        with m.If(self.load):
+            m.d.sync += [self.row.eq(base + starts[self.chunk]),
+                         self.end.eq(base + starts[self.chunk + 1]), self.load.eq(0)]
+        with m.Elif(~self.done):
+            with m.If(self.row == self.end):
+                m.d.sync += [self.step.eq(self.step + 1), self.chunk.eq(dec(self.chunk))]
+                with m.If(self.step + 1 == steps):
+                    m.d.sync += self.done.eq(1)
+                with m.Else():
+                    m.d.sync += self.load.eq(1)
+            with m.Else():
+                m.d.comb += self.beat.eq(1)
+        with m.If(self.move):
+            m.d.sync += self.row.eq(self.row + 1)
 
 
 class CollectiveEngine(wiring.Component):
@@ -170,7 +209,9 @@ class CollectiveEngine(wiring.Component):
             return Mux(c == 0, P - 1, c - 1)
 
         # --- Command intake and legality. ----------------------------------------------------
-        new_beats = Signal(rows)
+        # As wide as `words` (whose field can hold more than depth * W): no wrap-around, so
+        # an oversized n can never pass for a small one.
+        new_beats = Signal(len(cmd.words) + 1)
         m.d.comb += new_beats.eq((cmd.words + (W - 1)) >> (W.bit_length() - 1))
         legal = ((cmd.op.as_value() != 3) & (cmd.words != 0) & (cmd.addr + new_beats <= depth))
         cycles = Signal(32)
@@ -189,12 +230,7 @@ class CollectiveEngine(wiring.Component):
         tab_acc = Signal(rows)
 
         # --- TX and RX machine state. --------------------------------------------------------
-        tx_step, rx_step = Signal(range(2 * P)), Signal(range(2 * P))
-        tx_c, rx_c = Signal(range(P)), Signal(range(P))
-        tx_row, rx_row = Signal(rows), Signal(rows)
-        tx_end, rx_end = Signal(rows), Signal(rows)
-        tx_load, rx_load = Signal(), Signal()  # next cycle: look up the chunk's rows
-        tx_done, rx_done = Signal(init=1), Signal(init=1)
+        tx, rx = _ChunkWalker("tx", P, rows), _ChunkWalker("rx", P, rows)
         finished = Signal()  # RUN: both machines done, nothing in flight
         wr_any = Signal()  # RX has written a row in this command
 
@@ -232,10 +268,8 @@ class CollectiveEngine(wiring.Component):
                     m.d.sync += [
                         steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
                         reduce_steps.eq(Mux(gather, 0, P - 1)),
-                        tx_step.eq(0), rx_step.eq(0),
-                        tx_c.eq(Mux(gather, rank, dec(rank))),
-                        rx_c.eq(Mux(gather, dec(rank), dec(dec(rank)))),
-                        tx_load.eq(1), rx_load.eq(1), tx_done.eq(0), rx_done.eq(0),
+                        *tx.start(Mux(gather, rank, dec(rank))),
+                        *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
                     ]
                     m.next = "RUN"
             with m.State("RUN"):
@@ -250,25 +284,13 @@ class CollectiveEngine(wiring.Component):
         wr_step = Signal(range(2 * P))
         wr_row = Signal(rows)
         room = tx_fifo.level + rd_pending < self.TX_FIFO_DEPTH
-        ready_row = (tx_step == 0) | (wr_any & ((wr_step >= tx_step) | (
-            (wr_step + 1 == tx_step) & (wr_row >= tx_row))))
-        issue = Signal()
-        with m.If(tx_load):
-            m.d.sync += [tx_row.eq(base + starts[tx_c]), tx_end.eq(base + starts[tx_c + 1]),
-                         tx_load.eq(0)]
-        with m.Elif(~tx_done):
-            with m.If(tx_row == tx_end):
-                m.d.sync += [tx_step.eq(tx_step + 1), tx_c.eq(dec(tx_c))]
-                with m.If(tx_step + 1 == steps):
-                    m.d.sync += tx_done.eq(1)
-                with m.Else():
-                    m.d.sync += tx_load.eq(1)
-            with m.Elif(room & ready_row):
-                m.d.comb += issue.eq(1)
-                m.d.sync += tx_row.eq(tx_row + 1)
-        m.d.comb += [self.tx_rd.en.eq(issue), self.tx_rd.addr.eq(tx_row)]
-        m.d.sync += [rd_pending.eq(issue),
-                     rd_mask.eq(Mux(tx_row == last_row, last_mask, (1 << W) - 1))]
+        ready_row = (tx.step == 0) | (wr_any & ((wr_step >= tx.step) | (
+            (wr_step + 1 == tx.step) & (wr_row >= tx.row))))
+        tx.walk(m, base=base, starts=starts, steps=steps, dec=dec)
+        m.d.comb += [tx.move.eq(tx.beat & room & ready_row),
+                     self.tx_rd.en.eq(tx.move), self.tx_rd.addr.eq(tx.row)]
+        m.d.sync += [rd_pending.eq(tx.move),
+                     rd_mask.eq(Mux(tx.row == last_row, last_mask, (1 << W) - 1))]
         masked = Signal(row_shape)
         for j in range(W):
             m.d.comb += masked[j].eq(Mux(rd_mask[j], self.tx_rd.data[j], 0))
@@ -283,26 +305,14 @@ class CollectiveEngine(wiring.Component):
             "valid": 1, "row": range(depth), "mask": W, "reduce": 1, "step": range(2 * P)})
         s1 = Signal(meta_layout)  # the beat taken last cycle; its local row is on rx_rd.data
         s1_data = Signal(row_shape)
-        take = Signal()
-        with m.If(rx_load):
-            m.d.sync += [rx_row.eq(base + starts[rx_c]), rx_end.eq(base + starts[rx_c + 1]),
-                         rx_load.eq(0)]
-        with m.Elif(~rx_done):
-            with m.If(rx_row == rx_end):
-                m.d.sync += [rx_step.eq(rx_step + 1), rx_c.eq(dec(rx_c))]
-                with m.If(rx_step + 1 == steps):
-                    m.d.sync += rx_done.eq(1)
-                with m.Else():
-                    m.d.sync += rx_load.eq(1)
-            with m.Else():
-                m.d.comb += [self.rx.ready.eq(1), take.eq(self.rx.valid)]
-                with m.If(self.rx.valid):
-                    m.d.sync += rx_row.eq(rx_row + 1)
-        m.d.comb += [self.rx_rd.en.eq(take), self.rx_rd.addr.eq(rx_row)]
+        take = rx.move
+        rx.walk(m, base=base, starts=starts, steps=steps, dec=dec)
+        m.d.comb += [self.rx.ready.eq(rx.beat), take.eq(rx.beat & self.rx.valid),
+                     self.rx_rd.en.eq(take), self.rx_rd.addr.eq(rx.row)]
         m.d.sync += [
-            s1.valid.eq(take), s1.row.eq(rx_row), s1.step.eq(rx_step),
-            s1.mask.eq(Mux(rx_row == last_row, last_mask, (1 << W) - 1)),
-            s1.reduce.eq(rx_step < reduce_steps),
+            s1.valid.eq(take), s1.row.eq(rx.row), s1.step.eq(rx.step),
+            s1.mask.eq(Mux(rx.row == last_row, last_mask, (1 << W) - 1)),
+            s1.reduce.eq(rx.step < reduce_steps),
             s1_data.eq(self.rx.payload),
         ]
         adders = []
@@ -326,6 +336,6 @@ class CollectiveEngine(wiring.Component):
         # In-flight received beats, and the end of the command.
         in_flight = Signal(range(L + 3))
         m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
-        m.d.comb += finished.eq(tx_done & rx_done & ~tx_load & ~rx_load & (in_flight == 0)
+        m.d.comb += finished.eq(tx.done & rx.done & ~tx.load & ~rx.load & (in_flight == 0)
                                 & ~rd_pending & (tx_fifo.level == 0))
         return m

@@ -37,9 +37,9 @@ class LinkModel(wiring.Component):
     """A link between two cores: an in-order valid/ready channel with latency and stalls.
 
     A beat taken on ``i`` in cycle t can leave on ``o`` in cycle t + ``latency`` at the
-    earliest (``latency`` in 1..``max_latency``, set at run time; change it only while the
-    link is empty). The link holds up to ``max_latency + 2`` beats, enough for one beat per
-    cycle at any latency; beyond that ``i.ready`` falls (back-pressure).
+    earliest (``latency`` in 1..``max_latency``, set at run time, 0 acting as 1; change it
+    only while the link is empty). The link holds up to ``max_latency + 2`` beats, enough for
+    one beat per cycle at any latency; beyond that ``i.ready`` falls (back-pressure).
 
     Random stalls, for tests: a 32-bit xorshift generator steps every cycle; in a cycle where
     its low byte is below ``stall_rate`` the link does not take a beat, and where its next
@@ -53,6 +53,8 @@ class LinkModel(wiring.Component):
                  index: int = 0):
         self.link_width = check_link_width(link_width)
         self.max_latency = _check_max_latency(max_latency)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise ValueError(f"index must be a non-negative integer, not {index!r}")
         self.index = index
         self.capacity = max_latency + 2
         row = data.ArrayLayout(32, link_width)

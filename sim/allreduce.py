@@ -16,17 +16,15 @@ import math
 
 import numpy as np
 
-from golden.collectives import (
-    CollectiveOp,
-    check_link_width,
-    check_ranks,
-    ring_bound_cycles,
-)
-from hdl.collective import setup_cycles
+from golden.collectives import CollectiveOp, ring_bound_cycles
+from hdl.collective import check_link_width, check_ranks, setup_cycles
 
 from . import runner
 
-__all__ = ["ring_params", "run_collectives", "format_collectives"]
+__all__ = ["MAX_WORDS", "ring_params", "run_collectives", "format_collectives"]
+
+#: The largest n the driver builds a ring for (memories of 2^18 rows of W words).
+MAX_WORDS = 1 << 18
 
 
 def ring_params(ranks: int, link_width: int, max_words: int, *, max_latency: int = 16) -> dict:
@@ -43,12 +41,15 @@ def _check(ranks, link_width, sizes, latency, stall_rate, max_latency):
     if not sizes:
         raise ValueError("sizes must name at least one n")
     for n in sizes:
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"n (words per rank) must be a positive integer, not {n!r}")
-    if not isinstance(latency, int) or not 1 <= latency <= max_latency:
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_WORDS:
+            raise ValueError(f"n (words per rank) must be an integer between 1 and "
+                             f"{MAX_WORDS}, not {n!r}")
+    if (not isinstance(latency, int) or isinstance(latency, bool)
+            or not 1 <= latency <= max_latency):
         raise ValueError(f"latency must be an integer between 1 and {max_latency}, "
                          f"not {latency!r}")
-    if not isinstance(stall_rate, int) or not 0 <= stall_rate <= 255:
+    if (not isinstance(stall_rate, int) or isinstance(stall_rate, bool)
+            or not 0 <= stall_rate <= 255):
         raise ValueError(f"stall_rate must be an integer between 0 and 255 (/256), "
                          f"not {stall_rate!r}")
 

@@ -76,7 +76,7 @@ SRU_TARGETS = [["bf16"], ["fp16"], ["fp8_e4m3"], ["fp8_e5m2"],
                ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"]]
 # All-reduce: ring sizes, link widths, words per rank (quick: the first of each list but
 # the largest ring), link latency in cycles.
-AR_RANKS = [2, 4, 8]
+AR_RANKS = [2, 3, 4, 8]
 AR_WIDTHS = [1, 2, 4]
 AR_SIZES = [1024, 4096, 16384, 65536]
 AR_QUICK = ([2, 8], [1], [1024, 4096])

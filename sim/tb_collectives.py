@@ -10,11 +10,14 @@ buffer (lanes past ``n`` in the last row and rows outside it must be unchanged).
 Tests (selected by the runner's ``testcase``):
 
 * ``random_collectives`` — ``NCLITE_COLLECTIVES`` (default 10) back-to-back collectives of
-  random kind, size and place, without reset: n = 1, P·W ± 1 and random sizes up to
-  ``NCLITE_MAX_WORDS`` (default: what the memory holds, at most 3000); data with special
-  values (±0, subnormals, ±inf, NaNs, max/min, near ties), fresh or left from the previous
-  collective; link latency and stall rate changed at random between collectives.
-* ``illegal_commands`` — a reserved op, n = 0 and a buffer past the memory: each sets
+  random kind, size and place, without reset, some queued two or three at a time (a rank
+  starts the next while its neighbours still finish the last; checked after the batch):
+  n = 1, P·W ± 1 and random sizes up to ``NCLITE_MAX_WORDS`` (default: what the memory
+  holds, at most 3000); data with special values (±0, subnormals, ±inf, NaNs, max/min, near
+  ties), fresh or left from the previous collective; link latency and stall rate changed at
+  random between collectives.
+* ``illegal_commands`` — a reserved op, n = 0, a buffer past the memory and an n larger
+  than the memory (the widest value of the field): each sets
   ``error`` on every rank, takes no data, leaves memory alone; a legal all-reduce still works.
 * ``watchdog`` — ranks given different sizes wait for each other forever: the watchdog must
   turn that into an ``AssertionError`` naming the collective and the busy ranks.
@@ -131,32 +134,42 @@ class RingTB:
         slow = 1 + 8 * self.stall_rate / 256  # stalls on both sides of every link
         return int(50 * self.P * self.max_latency + 100 + 4 * slow * 2 * beats) + 200
 
-    async def issue(self, op: int, addr: int, words: int, *, skew: int = 0,
-                    what: str = "", per_rank_words: list[int] | None = None) -> int:
-        """Give every rank the command (rank r after a random delay of up to ``skew``
-        cycles), wait until all are idle again; return the largest ``cycles`` of the ranks.
-        ``per_rank_words`` gives ranks different sizes (an illegal program, for the
-        watchdog test)."""
+    async def issue(self, cmds: list[tuple[int, int, int]], *, skew: int = 0, what: str = "",
+                    per_rank: list[list[int]] | None = None) -> int:
+        """Give every rank the commands ``cmds`` ((op, addr, words) each), each rank its next
+        one as soon as it took the previous (so a rank may start command k + 1 while its
+        neighbours still finish command k), rank r starting after a random delay of up to
+        ``skew`` cycles; wait until all are idle; return the largest ``cycles`` of the ranks
+        (the last command's). ``per_rank`` gives each rank its own packed commands instead
+        (an illegal program, for the watchdog test)."""
         dut, P = self.dut, self.P
-        payloads = [self.pack_cmd(op, addr, n) for n in (per_rank_words or [words] * P)]
+        seqs = per_rank or [[self.pack_cmd(*c) for c in cmds]] * P
         delay = [int(self.rng.integers(0, skew + 1)) for _ in range(P)] if skew else [0] * P
-        taken = [False] * P
-        limit = self.watchdog_cycles(words)
+        pos, shown = [0] * P, [False] * P
+        limit = sum(self.watchdog_cycles(c[2]) for c in cmds)
         cycle = 0
-        while not all(taken):
+        while any(pos[r] < len(seqs[r]) for r in range(P)):
             await FallingEdge(dut.clk)
             for r, (valid, pl, _) in enumerate(self.cmd):
-                if not taken[r] and cycle >= delay[r]:
-                    pl.value = payloads[r]
+                if shown[r]:
+                    continue  # valid and payload held until the rank takes it
+                if pos[r] < len(seqs[r]) and cycle >= delay[r]:
+                    pl.value = seqs[r][pos[r]]
                     valid.value = 1
+                    shown[r] = True
+                else:
+                    valid.value = 0
             await ReadOnly()
             for r, (_, _, ready) in enumerate(self.cmd):
-                if not taken[r] and cycle >= delay[r] and ready.value:
-                    taken[r] = True
+                if shown[r] and ready.value:
+                    pos[r] += 1
+                    shown[r] = False
             cycle += 1
             if cycle > limit:
-                raise AssertionError(f"{what}: ranks {[r for r in range(P) if not taken[r]]} "
-                                     f"never took their command (seed {tbutil.seed()})")
+                raise AssertionError(
+                    f"collective hung: {what}: ranks took {pos} of {len(cmds)} commands in "
+                    f"{limit} cycles (latency {self.latency}, stall rate {self.stall_rate}/256, "
+                    f"seed {tbutil.seed()}, {tbutil.simulator()})")
         await FallingEdge(dut.clk)
         for valid, _, _ in self.cmd:
             valid.value = 0
@@ -175,39 +188,53 @@ class RingTB:
         cycles = int(dut.cycles.value)
         return max((cycles >> (32 * r)) & MASK32 for r in range(P))
 
+    def describe(self, op: CollectiveOp, addr: int, words: int) -> str:
+        return f"{op.name} of {words} words at row {addr}"
+
+    async def collectives(self, batch: list[tuple[CollectiveOp, int, int]], *, skew: int = 0,
+                          check: bool = True) -> int:
+        """Run ``batch`` ((op, addr, words) each) back to back, update the model, compare
+        every rank's rows touched (and a guard row each side); return the last one's
+        cycles."""
+        P, W = self.P, self.W
+        what = " then ".join(self.describe(*c) for c in batch) + (
+            f" on {P} ranks x {W} words/beat")
+        cycles = await self.issue([(op.value, addr, n) for op, addr, n in batch], skew=skew,
+                                  what=what)
+        for op, addr, words in batch:
+            lo, hi = addr * W, addr * W + words
+            new = run_collective(op, [self.mem[r, lo:hi] for r in range(P)], W)
+            for r, b in enumerate(new):
+                self.mem[r, lo:hi] = b
+        if not check:
+            return cycles
+        r0 = min(addr for _, addr, _ in batch)
+        r1 = max(addr + -(-n // W) for _, addr, n in batch)
+        g0 = r0 - 1 if r0 > 0 and self.known[r0 - 1] else r0
+        g1 = r1 + 1 if r1 < self.depth and self.known[r1] else r1
+        got = await self.dump(g0, g1 - g0)
+        want = self.mem[:, g0 * W:g1 * W]
+        bad = np.argwhere(got != want)
+        if bad.size:
+            op, addr, words = batch[-1]
+            lines = [f"rank {r} row {g0 + i // W} lane {i % W}: RTL 0x{int(got[r, i]):08x} "
+                     f"golden 0x{int(want[r, i]):08x}" for r, i in bad[:8]]
+            raise AssertionError(
+                f"{what}: {len(bad)} words differ from golden (latency {self.latency}, "
+                f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
+                f"{tbutil.simulator()}; chunk bounds of the last: "
+                f"{chunk_words(words, P, W)}):\n  " + "\n  ".join(lines))
+        op, addr, words = batch[-1]
+        if op != CollectiveOp.REDUCE_SCATTER:  # every rank the same bits
+            mine = got[:, addr * W - g0 * W:addr * W + words - g0 * W]
+            for r in range(1, P):
+                assert np.array_equal(mine[r], mine[0]), f"{what}: ranks 0 and {r} differ"
+        return cycles
+
     async def collective(self, op: CollectiveOp, addr: int, words: int, *, skew: int = 0,
                          check: bool = True) -> int:
-        """Run one collective, update the model, compare every rank's buffer (and a guard row
-        each side); return its cycle count."""
-        P, W = self.P, self.W
-        rows = -(-words // W)
-        what = (f"{op.name} of {words} words at row {addr} on {P} ranks x {W} words/beat")
-        lo, hi = addr * W, addr * W + words
-        bufs = [self.mem[r, lo:hi] for r in range(P)]
-        cycles = await self.issue(op.value, addr, words, skew=skew, what=what)
-        for r, b in enumerate(run_collective(op, bufs, W)):
-            self.mem[r, lo:hi] = b
-        if check:
-            g0, g1 = max(addr - 1, 0), min(addr + rows + 1, self.depth)
-            g0 = g0 if self.known[g0] else addr
-            g1 = g1 if self.known[g1 - 1] else addr + rows
-            got = await self.dump(g0, g1 - g0)
-            want = self.mem[:, g0 * W:g1 * W]
-            bad = np.argwhere(got != want)
-            if bad.size:
-                bounds = chunk_words(words, P, W)
-                lines = [f"rank {r} word {g0 * W + i - lo} (chunk bounds {bounds}): RTL "
-                         f"0x{int(got[r, i]):08x} golden 0x{int(want[r, i]):08x}"
-                         for r, i in bad[:8]]
-                raise AssertionError(
-                    f"{what}: {len(bad)} words differ from golden (latency {self.latency}, "
-                    f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
-                    f"{tbutil.simulator()}):\n  " + "\n  ".join(lines))
-            mine = got[:, lo - g0 * W:hi - g0 * W]
-            for r in range(1, P):  # every rank the same bits (all-reduce, all-gather)
-                if op != CollectiveOp.REDUCE_SCATTER:
-                    assert np.array_equal(mine[r], mine[0]), f"{what}: ranks 0 and {r} differ"
-        return cycles
+        """One collective: :meth:`collectives` with a batch of one."""
+        return await self.collectives([(op, addr, words)], skew=skew, check=check)
 
     def data(self, words: int, rng: np.random.Generator, kind: str = "mixed") -> np.ndarray:
         """(P, words) fp32 test data. ``mixed``: either the contract's special values among
@@ -246,24 +273,39 @@ async def random_collectives(dut):
                                                                 3000))))
     ops = list(CollectiveOp)
     done = {op.name: 0 for op in ops}
-    for i, words in enumerate(sizes_to_try(tb, count, rng, max_words)):
-        op = ops[i % 3] if i < 3 else ops[int(rng.integers(0, 3))]
-        rows = -(-words // tb.W)
-        addr = int(rng.integers(0, tb.depth - rows + 1))
-        if i == 0 or rng.random() < 0.6 or not tb.known[addr:addr + rows].all():
-            g0, g1 = max(addr - 1, 0), min(addr + rows + 1, tb.depth)
-            full = tb.data((g1 - g0) * tb.W, rng)
-            await tb.load(g0, full)
+    batches = 0
+    sizes = sizes_to_try(tb, count, rng, max_words)
+    i = 0
+    while i < len(sizes):
+        # Now and then two or three commands queued back to back: a rank starts the next one
+        # while its neighbours still finish the last.
+        k = 1 if i < 3 or rng.random() < 0.6 else int(rng.integers(2, 4))
+        batch = []
+        for words in sizes[i:i + k]:
+            op = ops[i % 3] if i < 3 else ops[int(rng.integers(0, 3))]
+            rows = -(-words // tb.W)
+            addr = int(rng.integers(0, tb.depth - rows + 1))
+            if not batch and (i == 0 or rng.random() < 0.6
+                              or not tb.known[addr:addr + rows].all()):
+                g0, g1 = max(addr - 1, 0), min(addr + rows + 1, tb.depth)
+                await tb.load(g0, tb.data((g1 - g0) * tb.W, rng))
+            elif not tb.known[addr:addr + rows].all():
+                await tb.load(addr, tb.data(rows * tb.W, rng))
+            batch.append((op, addr, words))
+            done[op.name] += 1
+            i += 1
         latency = int(rng.integers(1, tb.max_latency + 1))
         stall = int(rng.choice([0, 0, 26, 77, 128]))
         await tb.configure(latency, stall)
         skew = int(rng.choice([0, 3, 40]))
-        cycles = await tb.collective(op, addr, words, skew=skew)
-        done[op.name] += 1
-        dut._log.info("%s n=%d addr=%d latency=%d stall=%d/256 skew=%d: %d cycles, bit-exact",
-                      op.name, words, addr, latency, stall, skew, cycles)
+        cycles = await tb.collectives(batch, skew=skew)
+        batches += len(batch) > 1
+        dut._log.info("%s: latency=%d stall=%d/256 skew=%d: %d cycles, bit-exact",
+                      " then ".join(tb.describe(*c) for c in batch), latency, stall, skew,
+                      cycles)
     assert not int(dut.error.value), "an engine flagged an error on legal commands"
-    dut._log.info("collectives done (seed %d): %s", tbutil.seed(), done)
+    dut._log.info("collectives done (seed %d): %s, %d queued batches", tbutil.seed(), done,
+                  batches)
 
 
 @cocotb.test()
@@ -277,10 +319,13 @@ async def illegal_commands(dut):
     bad = [(3, 0, words, "reserved op"), (0, 0, 0, "n = 0")]
     if depth > 1:
         bad.append((0, depth - 1, 2 * W, "buffer past the memory"))
+    field_max = (1 << collective_command_layout(depth, W)["words"].width) - 1
+    if field_max > depth * W:
+        bad.append((1, 0, field_max, "n larger than the memory"))
     for op, addr, n, why in bad:
         assert int(dut.error.value) in (0, (1 << P) - 1)
         cycles_before = int(dut.cycles.value)
-        await tb.issue(op, addr, n, what=why)
+        await tb.issue([(op, addr, n)], what=why)
         assert int(dut.error.value) == (1 << P) - 1, f"{why}: error = {int(dut.error.value):b}"
         assert int(dut.cycles.value) == cycles_before, f"{why}: an engine ran"
         got = await tb.dump(0, depth)
@@ -298,8 +343,9 @@ async def watchdog(dut):
     sizes = [words] * P
     sizes[P - 1] = words // 2  # the last rank expects fewer beats: the others wait forever
     try:
-        await tb.issue(CollectiveOp.ALL_REDUCE.value, 0, words, per_rank_words=sizes,
-                       what="mismatched all-reduce")
+        await tb.issue([(CollectiveOp.ALL_REDUCE.value, 0, words)], what="mismatched all-reduce",
+                       per_rank=[[tb.pack_cmd(CollectiveOp.ALL_REDUCE.value, 0, n)]
+                                 for n in sizes])
     except AssertionError as exc:
         msg = str(exc)
         assert "collective hung: mismatched all-reduce" in msg and "on ranks [" in msg, msg

@@ -159,6 +159,7 @@ def test_ring_allreduce_pysim(ranks, link_width, words):
 @pytest.mark.parametrize("kwargs, param", [
     ({"ranks": 1}, "ranks"), ({"ranks": 0}, "ranks"), ({"ranks": True}, "ranks"),
     ({"ranks": 4, "link_width": 3}, "link_width"), ({"ranks": 4, "link_width": 8}, "link_width"),
+    ({"ranks": 4, "link_width": 2.0}, "link_width"), ({"ranks": 65}, "ranks"),
     ({"ranks": 4, "depth": 0}, "depth"), ({"ranks": 4, "add_stages": 6}, "add_stages"),
 ])
 def test_bad_parameters_fail_at_elaboration(kwargs, param):
@@ -173,11 +174,16 @@ def test_link_bad_parameters():
         LinkModel(max_latency=0)
     with pytest.raises(ValueError, match="link_width"):
         LinkModel(link_width=5)
+    with pytest.raises(ValueError, match="index"):
+        LinkModel(index=-1)
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"ranks": 1, "sizes": [8]}, "ranks"),
     ({"ranks": 4, "sizes": [0]}, "n \\(words per rank\\)"),
+    ({"ranks": 4, "sizes": [(1 << 18) + 1]}, "n \\(words per rank\\)"),
+    ({"ranks": 65, "sizes": [8]}, "ranks"),
+    ({"ranks": 4, "sizes": [8], "latency": True}, "latency"),
     ({"ranks": 4, "sizes": []}, "sizes"),
     ({"ranks": 4, "sizes": [8], "link_width": 3}, "link_width"),
     ({"ranks": 4, "sizes": [8], "latency": 0}, "latency"),
@@ -197,4 +203,4 @@ def test_cli_allreduce_bad_input_is_one_line():
 
     r = CliRunner().invoke(main, ["allreduce", "--ranks", "1", "--n", "16"])
     assert r.exit_code == 1
-    assert r.output.strip() == "nclite: error: ranks must be an integer >= 2, not 1"
+    assert r.output.strip() == "nclite: error: ranks must be an integer between 2 and 64, not 1"

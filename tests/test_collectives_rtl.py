@@ -15,13 +15,15 @@ from sim import runner
 from sim.allreduce import run_collectives
 
 RING = "hdl.ring:CollectiveRing"
+# Every ring size and every link width; adders of 0, 1, 2 and 5 stages.
 CONFIGS = {
-    "p2-w1": ({"ranks": 2, "link_width": 1, "depth": 2048, "max_latency": 8}, "12"),
+    "p2-w4": ({"ranks": 2, "link_width": 4, "depth": 1024, "max_latency": 8,
+               "add_stages": 1}, "12"),
     "p3-w2": ({"ranks": 3, "link_width": 2, "depth": 1024, "max_latency": 8,
                "add_stages": 0}, "12"),
-    "p4-w4": ({"ranks": 4, "link_width": 4, "depth": 1024, "max_latency": 16,
-               "add_stages": 3}, "12"),
-    "p8-w1": ({"ranks": 8, "link_width": 1, "depth": 4096, "max_latency": 8}, "9"),
+    "p4-w1": ({"ranks": 4, "link_width": 1, "depth": 4096, "max_latency": 16,
+               "add_stages": 5}, "12"),
+    "p8-w2": ({"ranks": 8, "link_width": 2, "depth": 2048, "max_latency": 8}, "10"),
 }
 
 
@@ -38,8 +40,7 @@ def test_allreduce_driver(simulator):
     r = run_collectives(ranks=3, sizes=[1, 100, 1000], link_width=2, simulator=simulator,
                         latency=3, stall_rate=30)
     assert [run["words"] for run in r["runs"]] == [1, 100, 1000]
-    for run in r["runs"]:
-        assert run["bit_exact"]
+    for run in r["runs"]:  # (a difference from golden fails the run itself)
         assert run["cycles"] >= run["bound_cycles"], run
         assert 0 < run["efficiency"] <= 1
         assert run["max_error_over_bound"] <= 1.0, run
