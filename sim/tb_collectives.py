@@ -288,7 +288,12 @@ async def random_collectives(dut):
             if not batch and (i == 0 or rng.random() < 0.6
                               or not tb.known[addr:addr + rows].all()):
                 g0, g1 = max(addr - 1, 0), min(addr + rows + 1, tb.depth)
-                await tb.load(g0, tb.data((g1 - g0) * tb.W, rng))
+                full = tb.data((g1 - g0) * tb.W, rng)
+                # Lanes past n in the last row: values that any write, even of x + 0, changes.
+                end = (addr - g0) * tb.W + words
+                full[:, end:(addr - g0 + rows) * tb.W] = np.array(
+                    [0x80000000, 0x7F800001, 0xFFC00001], dtype=np.uint32)[:rows * tb.W - words]
+                await tb.load(g0, full)
             elif not tb.known[addr:addr + rows].all():
                 await tb.load(addr, tb.data(rows * tb.W, rng))
             batch.append((op, addr, words))
