@@ -20,6 +20,7 @@ from golden.collectives import CollectiveOp, ring_bound_cycles
 from hdl.collective import check_link_width, check_ranks, setup_cycles
 
 from . import runner
+from .gemm import error_vs_float64_text
 
 __all__ = ["MAX_WORDS", "ring_params", "run_collectives", "format_collectives"]
 
@@ -131,11 +132,8 @@ def format_collectives(r: dict) -> str:
             f"    efficiency  : {run['efficiency']:.3f} of the bandwidth-optimal ring",
         ]
         if "max_abs_error" in run:
-            lines.append(
-                f"    vs float64  : max |error| {run['max_abs_error']:.3g}, at most "
-                f"{run['max_error_over_bound']:.3f} of the bound gamma_(P-1) * sum|x|"
-                + (f" ({run['nonfinite_outputs']} non-finite sums skipped)"
-                   if run["nonfinite_outputs"] else ""))
+            lines.append("    vs float64  : " + error_vs_float64_text(
+                run, "gamma_(P-1) * sum|x|", "sums"))
     if r.get("waves"):
         lines.append(f"  waveform      : {r['waves']}")
     return "\n".join(lines)

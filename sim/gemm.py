@@ -19,7 +19,8 @@ from golden.tensor import run_gemm as golden_gemm
 from . import runner
 from .te_driver import EngineConfig
 
-__all__ = ["engine_params", "ideal_cycles", "run_gemm", "format_gemm"]
+__all__ = ["engine_params", "ideal_cycles", "run_gemm", "format_gemm",
+           "error_vs_float64_text"]
 
 
 def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None) -> dict:
@@ -88,6 +89,14 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
     return r
 
 
+def error_vs_float64_text(r: dict, bound: str, what: str) -> str:
+    """``max |error| …, at most … of the bound …`` from a result's error figures."""
+    return (f"max |error| {r['max_abs_error']:.3g}, at most {r['max_error_over_bound']:.3f} "
+            f"of the bound {bound}"
+            + (f" ({r['nonfinite_outputs']} non-finite {what} skipped)"
+               if r["nonfinite_outputs"] else ""))
+
+
 def format_gemm(r: dict) -> str:
     verdict = "bit-exact with golden" if r["bit_exact"] else f"MISMATCH: {r['error']}"
     lines = [
@@ -101,11 +110,8 @@ def format_gemm(r: dict) -> str:
         f"  PSUM drain    : {r['drain_cycles']} cycles",
     ]
     if "max_abs_error" in r:
-        lines.append(
-            f"  vs float64    : max |error| {r['max_abs_error']:.3g}, at most "
-            f"{r['max_error_over_bound']:.3f} of the bound gamma_K * sum|a*b|"
-            + (f" ({r['nonfinite_outputs']} non-finite outputs skipped)"
-               if r["nonfinite_outputs"] else ""))
+        lines.append("  vs float64    : " + error_vs_float64_text(r, "gamma_K * sum|a*b|",
+                                                                "outputs"))
     lines.append(f"  sim speed     : {r['sim_cycles_per_s']:.0f} simulated cycles per wall second")
     if r.get("waves"):
         lines.append(f"  waveform      : {r['waves']}")
