@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import FP32_CANONICAL_NAN
 
-__all__ = ["Fp32Adder", "FP32_ADD_MAX_STAGES", "FP32_CANONICAL_NAN"]
+__all__ = ["Fp32Adder", "FP32_ADD_MAX_STAGES", "FP32_CANONICAL_NAN", "count_leading_zeros"]
 
 
 #: The largest supported ``stages``: one register per phase boundary of the datapath.
@@ -94,7 +94,7 @@ _BOUNDARIES = {
 assert len(_BOUNDARIES) == FP32_ADD_MAX_STAGES + 1
 
 
-def _count_leading_zeros(value):
+def count_leading_zeros(value):
     """Leading-zero count of ``value`` (width a power of two, at least 2), as a log-depth tree.
 
     Returns ``(count, all_zero)``; ``count`` has ``log2(len(value))`` bits and is meaningless
@@ -105,8 +105,8 @@ def _count_leading_zeros(value):
     if width == 2:
         return ~value[1], ~value.any()
     half = width // 2
-    count_hi, zero_hi = _count_leading_zeros(value[half:])
-    count_lo, zero_lo = _count_leading_zeros(value[:half])
+    count_hi, zero_hi = count_leading_zeros(value[half:])
+    count_lo, zero_lo = count_leading_zeros(value[:half])
     count = Mux(zero_hi, Cat(count_lo, Const(1, 1)), Cat(count_hi, Const(0, 1)))
     return count, zero_hi & zero_lo
 
@@ -271,7 +271,7 @@ class Fp32Adder(wiring.Component):
         # Phase 4: leading-zero count. Padding the 28-bit sum to 32 bits with a one below it
         # caps the count at 28 (all zero). The result's exponent field is exp + 1 - shift (bit 27
         # of the sum is one binade above `exp`), so shift <= exp keeps it >= 1.
-        lz, _ = _count_leading_zeros(Cat(Const(0b1000, 4), added.sum))
+        lz, _ = count_leading_zeros(Cat(Const(0b1000, 4), added.sum))
         is_zero = ~added.sum.any()
         counted = self._boundary(
             m, "counted", _Counted,

@@ -64,6 +64,7 @@ SIM_SEED = 1
 SYNTH_DESIGNS = [
     ("Fp32Adder stages=0", "hdl.fp32_add:Fp32Adder", {"stages": 0}, None),
     ("Fp32Adder stages=2", "hdl.fp32_add:Fp32Adder", {"stages": 2}, None),
+    ("Fp32Multiplier stages=2", "hdl.fp32_mul:Fp32Multiplier", {"stages": 2}, None),
     ("FpMultiplier stages=1, all formats", "hdl.fp_mul:FpMultiplier", {"stages": 1}, None),
     ("FpMultiplier stages=1, fp8 only", "hdl.fp_mul:FpMultiplier",
      {"stages": 1, "formats": ["fp8_e4m3", "fp8_e5m2"]}, None),

@@ -7,7 +7,14 @@ from sim import runner
 
 @pytest.mark.parametrize("stages", [0, 3])
 def test_fp32_adder(simulator, stages):
-    runner.run("hdl.fp32_add:Fp32Adder", {"stages": stages}, "sim.tb_fp32_add", simulator)
+    runner.run("hdl.fp32_add:Fp32Adder", {"stages": stages}, "sim.tb_fp32_arith", simulator,
+               testcase="adder_matches_golden")
+
+
+@pytest.mark.parametrize("stages", [0, 3])
+def test_fp32_multiplier(simulator, stages):
+    runner.run("hdl.fp32_mul:Fp32Multiplier", {"stages": stages}, "sim.tb_fp32_arith",
+               simulator, testcase="multiplier_matches_golden")
 
 
 @pytest.mark.parametrize("params", [

@@ -1,0 +1,166 @@
+"""IEEE binary32 multiplier: ``result = a * b``, round to nearest even, subnormals kept."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .formats import FP32_CANONICAL_NAN
+from .fp32_add import count_leading_zeros
+from .pipeline import delay
+
+__all__ = ["Fp32Multiplier", "FP32_MUL_MAX_STAGES"]
+
+#: The largest supported ``stages``.
+FP32_MUL_MAX_STAGES = 3
+
+_MAN_BITS = 23
+_SIG_BITS = 24
+_PROD_BITS = 2 * _SIG_BITS  # 48
+_EMIN = -126  # unbiased exponent of the smallest normal (and the scale of subnormals)
+_EXP = signed(11)  # unbiased exponents of products: -252 .. 255, and shift arithmetic
+_RIGHT_MAX = _PROD_BITS + 2  # right shifts of more than this leave only sticky bits
+
+_Fp32 = data.StructLayout({"man": _MAN_BITS, "exp": 8, "sign": 1})
+
+
+class _Product(data.Struct):
+    """The exact product: value = sig * 2^(exp - 46) when finite (sig may have leading 0s)."""
+
+    sign: 1
+    nan: 1  # a NaN operand, or 0 * inf: the canonical NaN
+    inf: 1  # an infinite operand (and no NaN)
+    zero: 1  # a zero operand (and no NaN, no inf)
+    exp: _EXP
+    sig: _PROD_BITS
+
+
+class _Normalised(data.Struct):
+    sign: 1
+    nan: 1
+    inf: 1
+    zero: 1
+    exp: 8  # exponent field before rounding: 0 for a subnormal; >= 255 means overflow
+    overflow: 1
+    man: _MAN_BITS
+    round: 1
+    sticky: 1
+
+
+class Fp32Multiplier(wiring.Component):
+    """Multiply two IEEE binary32 numbers.
+
+    Numerics (ARCHITECTURE.md §4): ``result`` is exactly ``np.float32(a) * np.float32(b)`` --
+    IEEE binary32 multiplication with round-to-nearest-even, subnormal operands and results
+    kept (no flush to zero), overflow to ±inf. The sign is the XOR of the operand signs
+    (zeros and infinities included). A NaN operand or ``0 * inf`` gives the canonical quiet
+    NaN ``0x7FC00000``.
+
+    Timing: ``latency == stages`` cycles; fully pipelined, one product per cycle. ``en`` is the
+    clock enable of every pipeline register; with ``stages=0`` the unit is combinational.
+
+    Parameters
+    ----------
+    stages : int
+        0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers: after the 24 x 24 significand
+        multiply, after normalisation, and at the output (in that order of preference).
+    """
+
+    def __init__(self, *, stages: int = 2):
+        if (not isinstance(stages, int) or isinstance(stages, bool)
+                or not 0 <= stages <= FP32_MUL_MAX_STAGES):
+            raise ValueError(f"stages must be an integer between 0 and {FP32_MUL_MAX_STAGES}, "
+                             f"not {stages!r}")
+        self.stages = stages
+        self.latency = stages
+        super().__init__({"en": In(1), "a": In(32), "b": In(32), "result": Out(32)})
+
+    def elaborate(self, platform):
+        # Design note.
+        #
+        # multiply -> | -> normalise -> | -> round/pack -> |
+        #
+        # * Multiply: each significand is 24 bits with the hidden bit (0 for subnormals, whose
+        #   scale is that of exponent -126), so the 48-bit product is exact and the value is
+        #   sig * 2^(ea + eb - 46) with subnormals counted at -126.
+        # * Normalise: with E the exponent of bit 47 and lz the product's leading zeros, the
+        #   leading one's exponent is E - lz. If that is >= -126 the product is shifted left by
+        #   lz (a normal result); otherwise it is shifted so that its scale is -126 (left by
+        #   less than lz, or right, collecting the bits that fall off as sticky): a subnormal
+        #   result, or one that rounds up into the smallest normal.
+        # * Round: the top 24 bits after the shift are the significand, then the round bit,
+        #   then sticky. RNE adds one to {exponent field, fraction}, so a carry out of the
+        #   fraction bumps the exponent (subnormal -> normal, 2.0 -> next binade, max -> inf).
+        m = Module()
+        cut_mul = 1 if self.stages >= 1 else 0
+        cut_norm = 1 if self.stages >= 2 else 0
+        cut_out = self.stages - cut_mul - cut_norm
+
+        a = data.View(_Fp32, self.a)
+        b = data.View(_Fp32, self.b)
+
+        def unpack(x):
+            nan = (x.exp == 0xFF) & (x.man != 0)
+            inf = (x.exp == 0xFF) & (x.man == 0)
+            zero = (x.exp == 0) & (x.man == 0)
+            sig = Cat(x.man, x.exp != 0)
+            exp = Mux(x.exp == 0, 1, x.exp) - 127  # subnormals at -126
+            return nan, inf, zero, sig, exp
+
+        a_nan, a_inf, a_zero, a_sig, a_exp = unpack(a)
+        b_nan, b_inf, b_zero, b_sig, b_exp = unpack(b)
+        prod = Signal(_Product)
+        m.d.comb += [
+            prod.sign.eq(a.sign ^ b.sign),
+            prod.nan.eq(a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)),
+            prod.inf.eq(a_inf | b_inf),
+            prod.zero.eq(a_zero | b_zero),
+            prod.exp.eq(a_exp + b_exp),
+            prod.sig.eq(a_sig * b_sig),
+        ]
+        p = delay(m, prod, cut_mul, name="prod", en=self.en)
+
+        # Normalise. Bit 47 of sig has exponent E = p.exp + 1; pad to 64 bits for the count.
+        lz, _ = count_leading_zeros(Cat(Const(1 << 15, 16), p.sig))  # all-zero -> 48
+        big_e = Signal(_EXP)
+        lead = Signal(_EXP)  # exponent of the leading one
+        target = Signal(_EXP)  # exponent of bit 47 after the shift
+        m.d.comb += [big_e.eq(p.exp + 1), lead.eq(big_e - lz),
+                     target.eq(Mux(lead >= _EMIN, lead, _EMIN))]
+        left = Signal(_EXP)
+        m.d.comb += left.eq(big_e - target)  # < 0: shift right
+        shifted = Signal(_PROD_BITS)
+        lost = Signal()  # bits shifted off the bottom (right shifts only)
+        right = Signal(range(_RIGHT_MAX + 1))
+        m.d.comb += right.eq(Mux(-left > _RIGHT_MAX, _RIGHT_MAX, -left))
+        with m.If(left >= 0):
+            m.d.comb += shifted.eq(p.sig << left[:6])
+        with m.Else():
+            window = Cat(Const(0, _RIGHT_MAX), p.sig) >> right
+            m.d.comb += [shifted.eq(window[_RIGHT_MAX:]), lost.eq(window[:_RIGHT_MAX].any())]
+        norm = Signal(_Normalised)
+        field = target + 127  # 1 .. (255 + 127): the exponent field if bit 47 is set
+        m.d.comb += [
+            norm.sign.eq(p.sign), norm.nan.eq(p.nan), norm.inf.eq(p.inf),
+            norm.zero.eq(p.zero | (p.sig == 0)),
+            norm.overflow.eq(shifted[-1] & (field >= 255)),
+            norm.exp.eq(Mux(shifted[-1], field[:8], 0)),
+            norm.man.eq(shifted[_PROD_BITS - 1 - _MAN_BITS:_PROD_BITS - 1]),
+            norm.round.eq(shifted[_PROD_BITS - 2 - _MAN_BITS]),
+            norm.sticky.eq(shifted[:_PROD_BITS - 2 - _MAN_BITS].any() | lost),
+        ]
+        n = delay(m, norm, cut_norm, name="norm", en=self.en)
+
+        # Round to nearest even and pack.
+        round_up = n.round & (n.sticky | n.man[0])
+        magnitude = (Cat(n.man, n.exp) + round_up)[:31]
+        result = Signal(_Fp32)
+        with m.If(n.nan):
+            m.d.comb += result.eq(FP32_CANONICAL_NAN)
+        with m.Elif(n.inf | n.overflow):
+            m.d.comb += [result.sign.eq(n.sign), result.exp.eq(0xFF)]
+        with m.Elif(n.zero):
+            m.d.comb += result.sign.eq(n.sign)
+        with m.Else():
+            m.d.comb += result.eq(Cat(magnitude, n.sign))
+        m.d.comb += self.result.eq(delay(m, result, cut_out, name="result", en=self.en))
+        return m
