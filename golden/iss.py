@@ -1,0 +1,299 @@
+"""The instruction-level simulator: the NeuronCore's command stream on numpy state.
+
+:class:`NeuronCoreISS` holds one core's state -- SBUF (N partitions x D uint32 words), PSUM
+and the stationary tile (:class:`golden.tensor.TensorEngineModel`), the activation engine's
+PRNG lanes (:class:`golden.activation.ActivationModel`) and DRAM (bytes) -- and executes
+descriptors (:mod:`golden.isa`) one by one, in program order: the result of a program is the
+result of running its commands sequentially. (The hardware may overlap engines; it must end
+with the same bits.) :class:`RingISS` runs P cores whose programs meet at COLLECTIVE
+commands.
+
+Semantics per opcode (fields as in ``golden.isa.FIELDS``):
+
+* ``DMA_LOAD`` - for p < rows, c < cols: the ``DTYPE_BYTES[dtype]``-byte little-endian element
+  at DRAM ``dram_addr + p * dram_stride + c * size`` goes, zero-extended, to SBUF partition
+  ``part + p``, word ``sbuf_addr + c``. ``DMA_STORE`` - the reverse: the low ``8 * size``
+  bits of each SBUF word go to DRAM, rows in increasing p (a later row wins where rows
+  overlap). No value changes: the copy preserves the dtype.
+* ``LOAD_STATIONARY`` - the K x M tile ``SBUF[part + k, sbuf_addr + m]`` (its low 16 bits for
+  bf16, low 8 for fp8) of operand format ``fmt`` (bf16, fp8-e4m3, fp8-e5m2).
+* ``MATMUL`` - the K x F moving tile ``SBUF[part + k, sbuf_addr + f]`` of ``fmt`` times the
+  stationary tile into PSUM ``bank``, words ``psum_addr ..``, overwrite or accumulate
+  (``golden.tensor``). K must be the stationary tile's.
+* ``ACTIVATE`` - F = ``cols`` beats of N lanes (lane l = partition l): lane l of beat c is
+  ``src[l][src_addr + c]`` for partitions ``part .. part + rows - 1`` (src = PSUM bank
+  ``src_bank`` or SBUF) and +0 for the others; the bias of lane l is SBUF word ``bias_addr``
+  of partition l when ``bias_en``, else −0 (so ``x * scale + (−0)`` is exactly ``x * scale``);
+  ``cast(f(x * scale + bias))`` (:class:`golden.activation.ActivationModel`: every lane draws
+  on an SR beat) goes to SBUF words ``dst_addr ..`` of the partitions in range. An SBUF source
+  may be the destination only exactly (``dst_addr == src_addr``).
+* ``COLLECTIVE`` - the rows x cols SBUF region, flattened partition-major, is the buffer of a
+  ring collective (``golden.collectives``) over all cores of the ring (``coll_op``: 0
+  all-reduce, 1 reduce-scatter, 2 all-gather).
+* ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
+
+Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
+sizes (BAD_SHAPE), ranges (BAD_RANGE), alignment (BAD_ALIGN), sets ``error`` and
+``error_index`` (the command's position) and stops the program; that command changes nothing.
+An illegal opcode is BAD_OPCODE.
+
+numpy + ml_dtypes only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .activation import ActivationModel
+from .collectives import run_collective
+from .isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Opcode, decode
+from .tensor import TensorEngineModel
+
+__all__ = ["CoreConfig", "NeuronCoreISS", "RingISS", "CommandError"]
+
+_OPERAND_FORMATS = (0, 1, 2)  # bf16, fp8-e4m3, fp8-e5m2: what the tensor engine takes
+_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFF}
+_UINT = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}  # DRAM: little-endian
+_NEG_ZERO = 0x80000000
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    """Sizes of one core: ``n`` partitions (= PE rows = activation lanes), ``sbuf_words``
+    per partition, PSUM ``psum_banks`` x ``psum_words``, ``dram_bytes``, the activation
+    engine's ``random_bits``, and the ring's ``link_width``."""
+
+    n: int = 4
+    sbuf_words: int = 256
+    psum_banks: int = 4
+    psum_words: int = 16
+    dram_bytes: int = 1 << 16
+    random_bits: int = 16
+    link_width: int = 1
+
+
+class CommandError(Exception):
+    def __init__(self, code: ErrorCode, reason: str):
+        super().__init__(f"{code.name}: {reason}")
+        self.code, self.reason = code, reason
+
+
+def _check(ok: bool, code: ErrorCode, reason: str) -> None:
+    if not ok:
+        raise CommandError(code, reason)
+
+
+class NeuronCoreISS:
+    """One core: state plus :meth:`step` / :meth:`run` over descriptors."""
+
+    def __init__(self, cfg: CoreConfig = CoreConfig(), *, dram=None):
+        self.cfg = cfg
+        self.sbuf = np.zeros((cfg.n, cfg.sbuf_words), dtype=np.uint32)
+        self.te = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.psum_words)
+        self.act = ActivationModel(cfg.n, random_bits=cfg.random_bits)
+        self.dram = np.zeros(cfg.dram_bytes, dtype=np.uint8)
+        if dram is not None:
+            d = np.asarray(dram, dtype=np.uint8).reshape(-1)
+            self.dram[:d.size] = d
+        self.error = ErrorCode.OK
+        self.error_index: int | None = None
+        self.error_reason = ""
+        self.executed = 0
+
+    @property
+    def psum(self) -> np.ndarray:
+        return self.te.psum
+
+    # --- one command ---------------------------------------------------------------------
+
+    def check(self, words) -> tuple[Opcode, dict]:
+        """Decode and validate a descriptor; raise :class:`CommandError` if illegal."""
+        code, f = decode(words)
+        _check(code in Opcode._value2member_map_, ErrorCode.BAD_OPCODE,
+               f"opcode {code} is not a command")
+        op = Opcode(code)
+        c = self.cfg
+        if op in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
+            _check(f["dtype"] in DTYPE_BYTES, ErrorCode.BAD_DTYPE, f"dtype {f['dtype']}")
+            _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+            self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
+            size = DTYPE_BYTES[f["dtype"]]
+            last = f["dram_addr"] + (f["rows"] - 1) * f["dram_stride"] + f["cols"] * size
+            _check(last <= c.dram_bytes, ErrorCode.BAD_RANGE,
+                   f"DRAM bytes up to {last} beyond {c.dram_bytes}")
+            _check(f["dram_addr"] % size == 0 and f["dram_stride"] % size == 0,
+                   ErrorCode.BAD_ALIGN, f"address or stride not a multiple of {size} bytes")
+        elif op == Opcode.LOAD_STATIONARY:
+            _check(f["fmt"] in _OPERAND_FORMATS, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
+            _check(1 <= f["k"] <= c.n and 1 <= f["m"] <= c.n, ErrorCode.BAD_SHAPE,
+                   f"K x M = {f['k']} x {f['m']} outside 1..{c.n}")
+            self._sbuf_range(f["part"], f["k"], f["sbuf_addr"], f["m"])
+        elif op == Opcode.MATMUL:
+            _check(f["fmt"] in _OPERAND_FORMATS, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
+            _check(f["f"] >= 1, ErrorCode.BAD_SHAPE, "F is 0")
+            _check(self.te.stationary_shape is not None
+                   and f["k"] == self.te.stationary_shape[0], ErrorCode.BAD_SHAPE,
+                   f"K = {f['k']} but the stationary tile is {self.te.stationary_shape}")
+            self._sbuf_range(f["part"], f["k"], f["sbuf_addr"], f["f"])
+            _check(f["bank"] < c.psum_banks and f["psum_addr"] + f["f"] <= c.psum_words,
+                   ErrorCode.BAD_RANGE, "PSUM bank or words out of range")
+        elif op == Opcode.ACTIVATE:
+            _check(f["func"] <= 1 and f["mode"] <= 2, ErrorCode.BAD_FIELD,
+                   f"func {f['func']} or mode {f['mode']} reserved")
+            _check(f["dtype"] in DTYPE_NAMES, ErrorCode.BAD_DTYPE, f"dtype {f['dtype']}")
+            _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+            self._sbuf_range(f["part"], f["rows"], f["dst_addr"], f["cols"])
+            if f["src_sbuf"]:
+                self._sbuf_range(f["part"], f["rows"], f["src_addr"], f["cols"])
+                apart = abs(f["src_addr"] - f["dst_addr"])
+                _check(apart == 0 or apart >= f["cols"], ErrorCode.BAD_RANGE,
+                       "SBUF source and destination overlap without being the same")
+            else:
+                _check(f["src_bank"] < c.psum_banks
+                       and f["src_addr"] + f["cols"] <= c.psum_words, ErrorCode.BAD_RANGE,
+                       "PSUM bank or words out of range")
+            _check(not f["bias_en"] or f["bias_addr"] < c.sbuf_words, ErrorCode.BAD_RANGE,
+                   "bias word out of range")
+        elif op == Opcode.COLLECTIVE:
+            _check(f["coll_op"] <= 2, ErrorCode.BAD_FIELD, f"collective op {f['coll_op']}")
+            _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+            self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
+        return op, f
+
+    def _sbuf_range(self, part, rows, addr, cols):
+        c = self.cfg
+        _check(part + rows <= c.n and addr + cols <= c.sbuf_words, ErrorCode.BAD_RANGE,
+               f"SBUF partitions {part}..{part + rows - 1}, words {addr}..{addr + cols - 1} "
+               f"outside {c.n} x {c.sbuf_words}")
+
+    def execute(self, op: Opcode, f: dict) -> None:
+        """Execute a validated command (COLLECTIVE needs a ring: see :class:`RingISS`)."""
+        if op == Opcode.DMA_LOAD:
+            size = DTYPE_BYTES[f["dtype"]]
+            for p in range(f["rows"]):
+                a = f["dram_addr"] + p * f["dram_stride"]
+                row = self.dram[a:a + f["cols"] * size].view(_UINT[size])
+                self.sbuf[f["part"] + p, f["sbuf_addr"]:f["sbuf_addr"] + f["cols"]] = row
+        elif op == Opcode.DMA_STORE:
+            size = DTYPE_BYTES[f["dtype"]]
+            for p in range(f["rows"]):
+                a = f["dram_addr"] + p * f["dram_stride"]
+                words = self.sbuf[f["part"] + p, f["sbuf_addr"]:f["sbuf_addr"] + f["cols"]]
+                self.dram[a:a + f["cols"] * size] = words.astype(_UINT[size]).view(np.uint8)
+        elif op == Opcode.LOAD_STATIONARY:
+            tile = self.sbuf[f["part"]:f["part"] + f["k"], f["sbuf_addr"]:f["sbuf_addr"] + f["m"]]
+            self.te.load_stationary(self._operand(tile, f["fmt"]), DTYPE_NAMES[f["fmt"]])
+        elif op == Opcode.MATMUL:
+            mv = self.sbuf[f["part"]:f["part"] + f["k"], f["sbuf_addr"]:f["sbuf_addr"] + f["f"]]
+            self.te.multiply_moving(self._operand(mv, f["fmt"]), DTYPE_NAMES[f["fmt"]],
+                                    f["bank"], f["psum_addr"], bool(f["accumulate"]))
+        elif op == Opcode.ACTIVATE:
+            n, p0, p1 = self.cfg.n, f["part"], f["part"] + f["rows"]
+            cols = f["cols"]
+            x = np.zeros((cols, n), dtype=np.uint32)
+            if f["src_sbuf"]:
+                src = self.sbuf[p0:p1, f["src_addr"]:f["src_addr"] + cols]
+            else:
+                src = self.te.psum[p0:p1, f["src_bank"], f["src_addr"]:f["src_addr"] + cols]
+            x[:, p0:p1] = src.T
+            bias = (self.sbuf[:, f["bias_addr"]].copy() if f["bias_en"]
+                    else np.full(n, _NEG_ZERO, dtype=np.uint32))
+            out = self.act.command(x, func=f["func"], scale_bits=f["scale"], bias_bits=bias,
+                                   fmt=DTYPE_NAMES[f["dtype"]],
+                                   mode=("rne", "rtz", "sr")[f["mode"]],
+                                   saturate=bool(f["saturate"]))
+            self.sbuf[p0:p1, f["dst_addr"]:f["dst_addr"] + cols] = out[:, p0:p1].T
+        elif op == Opcode.SET_SEED:
+            self.act.reseed(f["seed"])
+        elif op == Opcode.COLLECTIVE:
+            raise CommandError(ErrorCode.BAD_FIELD, "COLLECTIVE outside a ring")
+        # BARRIER: nothing.
+
+    @staticmethod
+    def _operand(words: np.ndarray, fmt: int) -> np.ndarray:
+        return (words & np.uint32(_MASK[fmt])).astype(np.uint16 if fmt == 0 else np.uint8)
+
+    def fail(self, index: int, err: CommandError) -> None:
+        self.error, self.error_index, self.error_reason = err.code, index, err.reason
+
+    def step(self, index: int, words) -> bool:
+        """Check and execute one descriptor; on an error record it and return False."""
+        try:
+            op, f = self.check(words)
+            self.execute(op, f)
+        except CommandError as err:
+            self.fail(index, err)
+            return False
+        self.executed += 1
+        return True
+
+    def run(self, program) -> ErrorCode:
+        """Run descriptors in order until the end or the first error; return the error."""
+        for i, words in enumerate(program):
+            if not self.step(i, words):
+                break
+        return self.error
+
+    # --- host views ---------------------------------------------------------------------
+
+    def read_dram(self, addr: int, count: int, dtype: int) -> np.ndarray:
+        size = DTYPE_BYTES[dtype]
+        return self.dram[addr:addr + count * size].view(_UINT[size]).copy()
+
+    def write_dram(self, addr: int, values, dtype: int) -> None:
+        size = DTYPE_BYTES[dtype]
+        v = np.asarray(values).astype(_UINT[size]).reshape(-1)
+        self.dram[addr:addr + v.size * size] = v.view(np.uint8)
+
+
+class RingISS:
+    """P cores in a ring; each runs its own program, and they meet at COLLECTIVE commands
+    (the k-th COLLECTIVE of every core is one collective; all must agree on its op and buffer
+    size, else the hardware would hang and this raises :class:`RuntimeError`)."""
+
+    def __init__(self, cores: list[NeuronCoreISS]):
+        if len(cores) < 2:
+            raise ValueError(f"a ring needs at least 2 cores, not {len(cores)}")
+        self.cores = cores
+
+    def run(self, programs: list) -> list[ErrorCode]:
+        P = len(self.cores)
+        if len(programs) != P:
+            raise ValueError(f"programs: one per core ({P}), not {len(programs)}")
+        pc = [0] * P
+        waiting: list[dict | None] = [None] * P
+        while True:
+            for r, core in enumerate(self.cores):
+                prog = programs[r]
+                while waiting[r] is None and pc[r] < len(prog) and core.error == ErrorCode.OK:
+                    try:
+                        op, f = core.check(prog[pc[r]])
+                        if op == Opcode.COLLECTIVE:
+                            waiting[r] = f
+                            break
+                        core.execute(op, f)
+                        core.executed += 1
+                    except CommandError as err:
+                        core.fail(pc[r], err)
+                        break
+                    pc[r] += 1
+            if all(w is None for w in waiting):
+                return [c.error for c in self.cores]
+            if any(w is None for w in waiting):
+                raise RuntimeError(f"cores {[r for r in range(P) if waiting[r] is None]} ended "
+                                   f"or failed while others wait at a COLLECTIVE: a hang")
+            sizes = {(w["coll_op"], w["rows"] * w["cols"]) for w in waiting}
+            if len(sizes) != 1:
+                raise RuntimeError(f"mismatched COLLECTIVE commands across cores: {sizes}")
+            bufs = [c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
+                           + w["cols"]].reshape(-1) for c, w in zip(self.cores, waiting,
+                                                                   strict=True)]
+            out = run_collective(waiting[0]["coll_op"], bufs, self.cores[0].cfg.link_width)
+            for r, (c, w) in enumerate(zip(self.cores, waiting, strict=True)):
+                c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
+                       + w["cols"]] = out[r].reshape(w["rows"], w["cols"])
+                c.executed += 1
+                pc[r] += 1
+                waiting[r] = None
