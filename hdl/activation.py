@@ -56,8 +56,10 @@ class ActivationEngine(wiring.Component):
       ``seed`` / ``seeding``: the SRU's (``SET_SEED``; ``i`` waits while it seeds).
 
     Timing: ``latency = mul_stages + add_stages + sru_stages`` cycles from ``i`` to ``o``; one
-    beat per cycle while the streams allow (one idle cycle between commands); full
-    back-pressure: the whole pipeline holds while ``o`` is stalled.
+    beat per cycle while the streams allow, commands back to back (the next one is taken with
+    the last beat of the current one); full back-pressure: the whole pipeline holds while
+    ``o`` is stalled. A seed on ``seed`` is taken only when the engine is not ``busy``, so
+    beats taken before it draw from the old stream, as in program order.
 
     Parameters (keyword-only): ``lanes`` (N), ``mul_stages`` (0..3), ``add_stages`` (0..5),
     ``sru_stages`` (0..3), ``random_bits`` (r), ``targets`` (the SRU's dtypes).
@@ -97,7 +99,6 @@ class ActivationEngine(wiring.Component):
         m = Module()
         N, ms, ad = self.lanes, self.mul_stages, self.add_stages
         m.submodules.sru = sru = self._sru
-        wiring.connect(m, wiring.flipped(self.seed), sru.seed)
         wiring.connect(m, sru.o, wiring.flipped(self.o))
         m.d.comb += self.seeding.eq(sru.seeding)
 
@@ -122,6 +123,7 @@ class ActivationEngine(wiring.Component):
         v_end = Signal()  # the pipeline's last stage holds a beat (for the SRU)
         active = left != 0
         if depth == 0:
+            # Combinational: the beat goes straight to the SRU (valid never waits for ready).
             m.d.comb += self.i.ready.eq(active & sru.i.ready)
         else:
             m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(active & en)]
@@ -141,7 +143,8 @@ class ActivationEngine(wiring.Component):
         tag_layout = data.StructLayout({"valid": 1, "func": ActivationFunc, "dtype": Dtype,
                                         "mode": Rounding, "saturate": 1})
         tag = Signal(tag_layout)
-        m.d.comb += [tag.valid.eq(take), tag.func.eq(cur.func), tag.dtype.eq(cur.dtype),
+        m.d.comb += [tag.valid.eq(self.i.valid & active if depth == 0 else take),
+                     tag.func.eq(cur.func), tag.dtype.eq(cur.dtype),
                      tag.mode.eq(cur.mode), tag.saturate.eq(cur.saturate)]
         tag_add = delay(m, tag, ms, name="tag_mul", en=en)
         bias_add = delay(m, cur.bias, ms, name="bias", en=en)
@@ -170,4 +173,10 @@ class ActivationEngine(wiring.Component):
         out_taken = self.o.valid & self.o.ready
         m.d.sync += in_flight.eq(in_flight + take - out_taken)
         m.d.comb += self.busy.eq(active | (in_flight != 0))
+
+        # SET_SEED orders after the beats already taken: the seed waits until none is left,
+        # so every beat draws from the stream the program order gives it (golden.iss).
+        m.d.comb += [sru.seed.payload.eq(self.seed.payload),
+                     sru.seed.valid.eq(self.seed.valid & ~self.busy),
+                     self.seed.ready.eq(sru.seed.ready & ~self.busy)]
         return m

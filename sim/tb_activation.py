@@ -11,8 +11,9 @@ Tests (selected by the runner's ``testcase``):
   built dtype, RNE / RTZ / SR, saturation on and off, scales and per-lane biases with
   special values (±0, subnormals, ±inf, NaN, max), 1 to 24 beats of data with special
   values each; illegal commands (reserved func or mode, a dtype not built, count 0) among
-  them must be dropped without taking beats and set ``error``. A reseed in the middle
-  (while idle). Every output beat is compared bit for bit with the golden model.
+  them must be dropped without taking beats and set ``error``. A reseed in the middle,
+  offered while the last beats are still in the pipeline. Every output beat is compared
+  bit for bit with the golden model.
 * ``throughput`` - one 300-beat command with no gaps: 300 beats in 300 + latency + 2 cycles.
 """
 
@@ -113,9 +114,11 @@ class ActivationTB:
             word |= int(v) << (32 * lane)
         return word
 
-    async def run(self, cmds: list[Command], *, stalls: float | None = None) -> list[list[int]]:
+    async def run(self, cmds: list[Command], *, stalls: float | None = None,
+                  on_sent=None) -> list[list[int]]:
         """Send the commands and their beats; return the output beats (lists of lane
-        values), checking the output protocol."""
+        values), checking the output protocol. ``on_sent()`` is called once when the last
+        beat has been taken (while results are still in the pipeline)."""
         dut, rng, gaps = self.dut, self.rng, self.gaps
         stalls = gaps if stalls is None else stalls
         beats = [self.pack_beat(row) for c in cmds if c.legal for row in c.x]
@@ -156,6 +159,9 @@ class ActivationTB:
                 bpos += 1
                 beat_shown = False
                 progressed = True
+                if bpos == len(beats) and on_sent is not None:
+                    on_sent()
+                    on_sent = None
             if dut.o__valid.value:
                 word = int(dut.o__payload.value)
                 if held is not None and held != word:
@@ -249,11 +255,16 @@ async def random_commands(dut):
     model = ActivationModel(tb.lanes, random_bits=tb.r)
     first = [random_command(tb, rng) for _ in range(n // 2)]
     first[len(first) // 2:len(first) // 2] = illegal_commands(tb, rng)
-    out = await tb.run(first)
+    # The seed is offered as soon as the last beat is taken, while results are still in the
+    # pipeline: the engine must hold it until they are out (they draw from the old stream).
+    seed = int(rng.integers(1, 1 << 63))
+    reseeding = []
+    out = await tb.run(first, on_sent=lambda: reseeding.append(
+        cocotb.start_soon(tb.reseed(seed))))
     total = tb.check(model, first, out)
     assert int(dut.error.value) == 1, "illegal commands did not set error"
-    seed = int(rng.integers(1, 1 << 63))
-    await tb.reseed(seed)
+    assert reseeding, "the reseed was never started"
+    await reseeding[0]
     model.reseed(seed)
     second = [random_command(tb, rng) for _ in range(n - n // 2)]
     total += tb.check(model, second, await tb.run(second))
