@@ -52,10 +52,11 @@ class ErrorCode(enum.IntEnum):
 
     OK = 0
     BAD_OPCODE = 1  #: opcode 0 or 9..15
-    BAD_FIELD = 2  #: a reserved func, mode or collective op
+    BAD_FIELD = 2  #: a reserved func, mode or collective op; a COLLECTIVE without a ring
     BAD_DTYPE = 3  #: a dtype the engine cannot take
     BAD_RANGE = 4  #: a partition, SBUF word, PSUM bank/word or DRAM byte out of range
-    BAD_SHAPE = 5  #: a zero size, or a MATMUL whose K is not its LOAD_STATIONARY's
+    BAD_SHAPE = 5  #: a zero size, K or M above N, or a MATMUL whose K is not its
+    #: LOAD_STATIONARY's
     BAD_ALIGN = 6  #: a DRAM address or stride not a multiple of the element size
 
 

@@ -26,10 +26,11 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   of partition l when ``bias_en``, else −0 (so ``x * scale + (−0)`` is exactly ``x * scale``);
   ``cast(f(x * scale + bias))`` (:class:`golden.activation.ActivationModel`: every lane draws
   on an SR beat) goes to SBUF words ``dst_addr ..`` of the partitions in range. An SBUF source
-  may be the destination only exactly (``dst_addr == src_addr``).
+  holds fp32 words (activations are computed in fp32; narrow data is widened by a MATMUL, not
+  here) and may be the destination only exactly (``dst_addr == src_addr``).
 * ``COLLECTIVE`` - the rows x cols SBUF region, flattened partition-major, is the buffer of a
   ring collective (``golden.collectives``) over all cores of the ring (``coll_op``: 0
-  all-reduce, 1 reduce-scatter, 2 all-gather).
+  all-reduce, 1 reduce-scatter, 2 all-gather). On a core outside a ring it is BAD_FIELD.
 * ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
 
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
@@ -230,11 +231,18 @@ class NeuronCoreISS:
         return True
 
     def run(self, program) -> ErrorCode:
-        """Run descriptors in order until the end or the first error; return the error."""
+        """Run descriptors in order until the end or the first error; return the error.
+        A core whose queue stopped on an error runs nothing until :meth:`clear_error`."""
+        if self.error != ErrorCode.OK:
+            return self.error
         for i, words in enumerate(program):
             if not self.step(i, words):
                 break
         return self.error
+
+    def clear_error(self) -> None:
+        """The soft reset's effect on the queue: the error is cleared, memories are kept."""
+        self.error, self.error_index, self.error_reason = ErrorCode.OK, None, ""
 
     # --- host views ---------------------------------------------------------------------
 

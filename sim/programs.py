@@ -22,11 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden.activation import ActivationFunc
-from golden.isa import DTYPE_BYTES, Opcode, encode
+from golden.isa import DTYPE_BYTES, DTYPE_NAMES, Opcode, encode
 from golden.iss import CoreConfig
+from golden.rounding import DEFAULT_SATURATE
 from golden.tensor import LoadStationary, gemm_schedule
 
-__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "FP32", "BF16"]
+__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "FP32", "BF16"]
 
 BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = range(5)
 _ONE = 0x3F800000  # fp32 1.0
@@ -83,13 +84,18 @@ class ProgramBuilder:
 
 def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | None, *,
          func: int = ActivationFunc.IDENTITY, bias: DramTensor | None = None,
-         dtype: int = FP32, mode: int = 0, saturate: bool = False,
+         dtype: int = FP32, mode: int = 0, saturate: bool | None = None,
          keep_in_sbuf: bool = False) -> None:
     """``out = cast(f(A.T @ B + bias))``: A (K x M, bf16/fp8) stationary, B (K x F) moving,
     ``bias`` an M x 1 fp32 column (one value per output row), ``out`` M x F of ``dtype``.
     With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the SBUF staging area and is
-    not stored."""
+    not stored. ``saturate`` defaults to the command layer's rule (on for fp8,
+    ``golden.rounding.DEFAULT_SATURATE``)."""
     cfg = b.cfg
+    if saturate is None:
+        saturate = DEFAULT_SATURATE.get(DTYPE_NAMES[dtype], False)
+    if out is not None and out.dtype != dtype:
+        raise ValueError(f"out holds dtype {out.dtype} but the cast is to {dtype}")
     if a.rows != mov.rows:
         raise ValueError(f"A and B must share K, got {a.rows} and {mov.rows}")
     m, k, f = a.cols, a.rows, mov.cols
@@ -118,9 +124,24 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
 
 
 def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor, bias: DramTensor, *,
-          dtype: int, mode: int = 0, saturate: bool = False,
+          dtype: int, mode: int = 0, saturate: bool | None = None,
           func: int = ActivationFunc.RELU) -> DramTensor:
     """A dense layer ``Y = cast(relu(W.T @ X + bias))`` into a new DRAM tensor (M x F)."""
     y = b.alloc(w.cols, x.cols, dtype)
     gemm(b, w, x, y, func=func, bias=bias, dtype=dtype, mode=mode, saturate=saturate)
     return y
+
+
+def mlp(b: ProgramBuilder, x: DramTensor, layers: list[dict]) -> DramTensor:
+    """Layers one after another: each ``dict(w=, bias=, dtype=, func=, mode=, saturate=)``
+    (w and bias DRAM tensors; the rest as :func:`dense`), the output of one the moving input
+    of the next (its dtype must be an operand format: bf16 or fp8). Returns the last output."""
+    h = x
+    for i, layer in enumerate(layers):
+        if i and h.dtype not in (BF16, FP8_E4M3, FP8_E5M2):
+            raise ValueError(f"layer {i - 1} writes dtype {h.dtype}, which the next layer's "
+                             f"MATMUL cannot take (bf16 or fp8 only)")
+        h = dense(b, layer["w"], h, layer["bias"], dtype=layer["dtype"],
+                  func=layer.get("func", ActivationFunc.RELU), mode=layer.get("mode", 0),
+                  saturate=layer.get("saturate"))
+    return h

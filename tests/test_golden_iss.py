@@ -13,10 +13,10 @@ from golden.collectives import ring_all_reduce
 from golden.fp32 import fp32_add, fp32_mul
 from golden.isa import ErrorCode, Opcode, encode
 from golden.iss import CoreConfig, NeuronCoreISS, RingISS
-from golden.rounding import round_fp32
+from golden.rounding import DEFAULT_SATURATE, round_fp32
 from golden.tensor import run_gemm
 from sim import vectors
-from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, dense, gemm
+from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, dense, gemm, mlp
 
 CFG = CoreConfig(n=4, sbuf_words=64, psum_banks=3, psum_words=8, dram_bytes=1 << 16)
 NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2", FP32: "fp32"}
@@ -56,7 +56,8 @@ def test_gemm_program_matches_run_gemm(m, k, f, a_dt, b_dt, seed):
 
 def _dense_reference(c_bits, bias_bits, dtype, mode):
     y = fp32_add(fp32_mul(c_bits, np.uint32(0x3F800000)), bias_bits[:, None])
-    return round_fp32(relu_bits(y), NAMES[dtype], mode, saturate=False, r=16,
+    return round_fp32(relu_bits(y), NAMES[dtype], mode,
+                      saturate=DEFAULT_SATURATE.get(NAMES[dtype], False), r=16,
                       rbits=np.zeros(y.shape, np.uint64) if mode == "sr" else None)
 
 
@@ -118,8 +119,9 @@ def test_two_layer_mlp(seed):
     pb = ProgramBuilder(CFG)
     tw1, tx, tb1 = pb.alloc(k, h, BF16), pb.alloc(k, f, BF16), pb.alloc(h, 1, FP32)
     tw2, tb2 = pb.alloc(h, o, BF16), pb.alloc(o, 1, FP32)
-    hid = dense(pb, tw1, tx, tb1, dtype=BF16)  # hidden layer kept in bf16 in DRAM
-    ty = dense(pb, tw2, hid, tb2, dtype=FP32, func=0)
+    # The hidden layer is kept in bf16 in DRAM; the output layer has no relu, fp32 out.
+    ty = mlp(pb, tx, [{"w": tw1, "bias": tb1, "dtype": BF16},
+                      {"w": tw2, "bias": tb2, "dtype": FP32, "func": 0}])
     iss = NeuronCoreISS(CFG)
     for t, v in ((tw1, w1), (tx, x), (tb1, b1), (tw2, w2), (tb2, b2)):
         iss.write_dram(t.addr, v, t.dtype)
@@ -172,11 +174,14 @@ def test_dma_round_trip_preserves_bytes(seed):
                            dram_addr=64 * size, dram_stride=24 * size))
         prog.append(encode(Opcode.DMA_STORE, dtype=dt, part=1, rows=3, sbuf_addr=5, cols=7,
                            dram_addr=2048 + 64 * size, dram_stride=16 * size))
-    assert iss.run(prog) == ErrorCode.OK
-    for r in range(3):  # the last (fp32) copy: 7 words per row
-        src = raw[256 + r * 96:256 + r * 96 + 28]
-        assert np.array_equal(iss.dram[2048 + 256 + r * 64:2048 + 256 + r * 64 + 28], src)
-        assert np.array_equal(iss.sbuf[1 + r, 5:12], src.view("<u4"))
+    # Run each load/store pair and check both ends (a later pair reloads the same words).
+    for i, (dt, size) in enumerate(((BF16, 2), (FP8_E5M2, 1), (FP32, 4))):
+        assert iss.run(prog[2 * i:2 * i + 2]) == ErrorCode.OK
+        for r in range(3):
+            src = raw[64 * size + r * 24 * size:][:7 * size]
+            dst = 2048 + 64 * size + r * 16 * size
+            assert np.array_equal(iss.dram[dst:dst + 7 * size], src), (dt, r)
+            assert np.array_equal(iss.sbuf[1 + r, 5:12], src.view(f"<u{size}")), (dt, r)
     iss2 = NeuronCoreISS(CFG, dram=raw)
     iss2.run([encode(Opcode.DMA_LOAD, dtype=FP8_E4M3, part=0, rows=1, sbuf_addr=0, cols=4,
                      dram_addr=3, dram_stride=0)])
@@ -218,8 +223,36 @@ def _bad_programs():
                              cols=1), ErrorCode.BAD_FIELD),
         ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
                                     sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
+        ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=0, part=2, k=3, m=1, sbuf_addr=0),
+         ErrorCode.BAD_RANGE),
+        ("mm k mismatch", [LS2, encode(Opcode.MATMUL, fmt=0, part=0, k=3, f=1, sbuf_addr=0,
+                                       bank=0, psum_addr=0, accumulate=0)],
+         ErrorCode.BAD_SHAPE),
+        ("mm past PSUM", [LS2, encode(Opcode.MATMUL, fmt=0, part=0, k=2, f=3, sbuf_addr=0,
+                                      bank=0, psum_addr=CFG.psum_words - 2, accumulate=1)],
+         ErrorCode.BAD_RANGE),
+        ("act bias word", encode(Opcode.ACTIVATE, **{**act, "bias_en": 1, "bias_addr": 64}),
+         ErrorCode.BAD_RANGE),
+        ("act rows 0", encode(Opcode.ACTIVATE, **{**act, "rows": 0}), ErrorCode.BAD_SHAPE),
+        ("dma stride unaligned", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
+                                                            "dram_stride": 6}),
+         ErrorCode.BAD_ALIGN),
+        ("dma huge stride", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
+                                                       "dram_stride": (1 << 32) - 4}),
+         ErrorCode.BAD_RANGE),
+        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1, sbuf_addr=60,
+                                  cols=5), ErrorCode.BAD_RANGE),
+        ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
+                                                               "rows": 0}),
+         ErrorCode.BAD_FIELD),
+        ("two faults: dtype before shape", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 5,
+                                                                      "rows": 0}),
+         ErrorCode.BAD_DTYPE),
         ("ok", ok, ErrorCode.OK),
     ]
+
+
+LS2 = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0)
 
 
 @pytest.mark.parametrize("what, bad, code", _bad_programs(), ids=lambda v: v
@@ -231,13 +264,19 @@ def test_errors_stop_the_queue_and_change_nothing(what, bad, code, seed):
     before = iss.sbuf.copy(), iss.dram.copy(), iss.psum.copy()
     after_bad = encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=4, sbuf_addr=0, cols=4,
                        dram_addr=0, dram_stride=16)
-    prog = [encode(Opcode.BARRIER), bad, after_bad]
+    setup = bad[:-1] if isinstance(bad, list) else []
+    bad = bad[-1] if isinstance(bad, list) else bad
+    prog = [encode(Opcode.BARRIER), *setup, bad, after_bad]
     assert iss.run(prog) == code, (what, iss.error_reason)
     if code == ErrorCode.OK:
         return
-    assert iss.error_index == 1 and iss.executed == 1, what
+    assert iss.error_index == 1 + len(setup) and iss.executed == 1 + len(setup), what
     assert np.array_equal(iss.sbuf, before[0]) and np.array_equal(iss.dram, before[1])
     assert np.array_equal(iss.psum, before[2])
+    # The queue stays stopped until the error is cleared.
+    assert iss.run([after_bad]) == code and iss.executed == 1 + len(setup)
+    iss.clear_error()
+    assert iss.run([after_bad]) == ErrorCode.OK and iss.executed == 2 + len(setup)
 
 
 def test_mismatched_collectives_are_a_hang():
