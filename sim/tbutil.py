@@ -12,7 +12,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from hdl.formats import Fmt
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
-           "reset", "hexs"]
+           "reset", "hexs", "StallMonitor"]
 
 
 #: Format name (as golden/ spells it) -> the 2-bit tag the hardware takes.
@@ -64,3 +64,27 @@ async def reset(dut, cycles: int = 2) -> None:
 def hexs(values, width: int = 8) -> str:
     """Format an iterable of integers as hex, for failure messages."""
     return "[" + ", ".join(f"0x{int(v):0{width}x}" for v in values) + "]"
+
+
+class StallMonitor:
+    """The stream rule on an output the testbench sinks: once ``valid`` is up, ``valid`` and
+    the payload stay until the beat is taken. Call :meth:`sample` once per cycle (in the
+    ReadOnly phase) with what the output shows and whether the sink was ready."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.held: int | None = None
+
+    def sample(self, valid: bool, payload: int | None, ready: bool) -> int | None:
+        """Returns the payload if a beat was taken this cycle, else None."""
+        if valid:
+            if self.held is not None and self.held != payload:
+                raise AssertionError(f"{self.name}.payload changed while stalled "
+                                     f"(seed {seed()})")
+            if ready:
+                self.held = None
+                return payload
+            self.held = payload
+        elif self.held is not None:
+            raise AssertionError(f"{self.name}.valid dropped while stalled (seed {seed()})")
+        return None
