@@ -199,11 +199,9 @@ class CollectiveEngine(wiring.Component):
         m.d.comb += [self.error.eq(error), self.busy.eq(running)]
         op = Signal(CollectiveOp)
         base = Signal(rows)
-        beats = Signal(rows)
         last_row = Signal(rows)  # the buffer's last row (may be partial)
         last_mask = Signal(W)  # its valid lanes
         steps = Signal(range(2 * P - 1))  # steps of this command: P - 1 or 2(P - 1)
-        reduce_steps = Signal(range(P))  # the first `reduce_steps` steps reduce
 
         def dec(c):  # (c - 1) mod P
             return Mux(c == 0, P - 1, c - 1)
@@ -241,7 +239,7 @@ class CollectiveEngine(wiring.Component):
                     with m.If(legal):
                         m.d.sync += [
                             running.eq(1), cycles.eq(0), op.eq(cmd.op), base.eq(cmd.addr),
-                            beats.eq(new_beats), last_row.eq(cmd.addr + new_beats - 1),
+                            last_row.eq(cmd.addr + new_beats - 1),
                             div_src.eq(new_beats), div_rem.eq(0), div_q.eq(0),
                             div_left.eq(nb),
                         ]
@@ -267,7 +265,6 @@ class CollectiveEngine(wiring.Component):
                     rank = self.rank
                     m.d.sync += [
                         steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
-                        reduce_steps.eq(Mux(gather, 0, P - 1)),
                         *tx.start(Mux(gather, rank, dec(rank))),
                         *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
                     ]
@@ -312,7 +309,7 @@ class CollectiveEngine(wiring.Component):
         m.d.sync += [
             s1.valid.eq(take), s1.row.eq(rx.row), s1.step.eq(rx.step),
             s1.mask.eq(Mux(rx.row == last_row, last_mask, (1 << W) - 1)),
-            s1.reduce.eq(rx.step < reduce_steps),
+            s1.reduce.eq((op != CollectiveOp.ALL_GATHER) & (rx.step < P - 1)),
             s1_data.eq(self.rx.payload),
         ]
         adders = []

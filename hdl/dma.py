@@ -9,7 +9,6 @@ from .formats import Dtype
 __all__ = ["AxiSignature", "DmaEngine", "dma_command_layout"]
 
 _INCR = 1
-_BYTES_PER_BEAT = 4  # a 32-bit data bus
 _SIZE_CODE = 2  # AxSIZE for 4 bytes
 
 
@@ -94,7 +93,7 @@ class DmaEngine(wiring.Component):
         row = Signal(range(self.n + 1), name=f"{name}_row")
         row_start = Signal(32, name=f"{name}_row_start")
         addr = Signal(32, name=f"{name}_addr")
-        left = Signal(range(((self.words * 4) >> 2) + 3), name=f"{name}_left")  # beats in row
+        left = Signal(range(self.words + 3), name=f"{name}_left")  # beats left in the row
         active = Signal(name=f"{name}_active")
         fire = Signal(name=f"{name}_fire")
         to_4k = (4096 - addr[:12]) >> 2

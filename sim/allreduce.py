@@ -115,6 +115,7 @@ def _error_vs_float64(inputs: np.ndarray, result: np.ndarray) -> dict:
 
 def format_collectives(r: dict) -> str:
     op = r["op"].replace("_", "-").lower()
+    bound = "2(P-1)/P*n/W" if op == "all-reduce" else "(P-1)/P*n/W"
     lines = [f"nclite allreduce: {op} on a ring of {r['ranks']} engines, {r['link_width']} fp32 "
              f"word(s) per beat, link latency {r['latency']}, stall rate "
              f"{r['stall_rate']}/256 ({r['simulator']}, seed {r['seed']})"]
@@ -124,10 +125,7 @@ def format_collectives(r: dict) -> str:
             "    result      : every word of every rank bit-exact with golden, ranks identical"
             if op != "reduce-scatter" else
             "    result      : every word of every rank bit-exact with golden",
-            f"    cycles      : {run['cycles']} (ring bound 2(P-1)/P*n/W = "
-            f"{run['bound_cycles']:.0f}; setup {r['setup_cycles']})"
-            if op == "all-reduce" else
-            f"    cycles      : {run['cycles']} (ring bound (P-1)/P*n/W = "
+            f"    cycles      : {run['cycles']} (ring bound {bound} = "
             f"{run['bound_cycles']:.0f}; setup {r['setup_cycles']})",
             f"    efficiency  : {run['efficiency']:.3f} of the bandwidth-optimal ring",
         ]
