@@ -241,8 +241,18 @@ class NeuronCoreISS:
         return self.error
 
     def clear_error(self) -> None:
-        """The soft reset's effect on the queue: the error is cleared, memories are kept."""
+        """CTRL bit 1: the error is cleared and the queue runs again; all state is kept."""
         self.error, self.error_index, self.error_reason = ErrorCode.OK, None, ""
+
+    def soft_reset(self) -> None:
+        """CTRL bit 0: the error is cleared, the executed count is 0, the tensor engine holds
+        no stationary tile (a MATMUL needs a new LOAD_STATIONARY) and every PRNG lane is
+        reseeded with 0, as after a reset. SBUF, PSUM and DRAM keep their contents."""
+        self.clear_error()
+        self.executed = 0
+        te = self.te
+        te.stationary, te.stationary_fmt, te.stationary_shape = None, None, None
+        self.act.reseed(0)
 
     # --- host views ---------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .isa import DESCRIPTOR_BITS
 
-__all__ = ["AxiLiteSignature", "CommandQueue", "REGISTERS", "CORE_ID"]
+__all__ = ["AxiLiteSignature", "CommandQueue", "REGISTERS", "CORE_ID", "DEBUG_ADDR_FIELDS"]
 
 #: The ID register's value: "NCL1".
 CORE_ID = 0x4E43_4C31
@@ -21,8 +21,17 @@ REGISTERS = {
     "EXECUTED": 0x10,  # read: commands executed since the last soft reset
     "DESC0": 0x20,  # DESC0..DESC7 at 0x20..0x3C: write/read the staged descriptor words
     "PUSH": 0x40,  # write: queue the staged descriptor (dropped, with overflow, if full)
+    "DBG_ADDR": 0x44,  # write: read one SBUF or PSUM word (DEBUG_ADDR_FIELDS) into DBG_DATA;
+    #                    the write's response waits until the word is there
+    "DBG_DATA": 0x48,  # read: the word the last DBG_ADDR write fetched
     "PERF0": 0x80,  # read: PERF0.. at 0x80, 0x84, ...: performance counters
 }
+
+
+#: The fields of a DBG_ADDR write: (bit offset, width). ``space`` 0 reads SBUF partition
+#: ``part`` word ``word``; 1 reads PSUM partition ``part``, bank ``bank``, word ``word``.
+#: A word outside the memories reads 0.
+DEBUG_ADDR_FIELDS = {"word": (0, 16), "part": (16, 8), "bank": (24, 4), "space": (31, 1)}
 
 
 class AxiLiteSignature(wiring.Signature):
@@ -47,7 +56,10 @@ class CommandQueue(wiring.Component):
     never stalls. The sequencer reports ``busy``, its ``error_code`` / ``error_index`` and the
     ``executed`` count; ``clear_error`` pulses when the host writes CTRL bit 1, ``soft_reset``
     when it writes CTRL bit 0 (the queue empties itself on it). ``perf`` are counters shown
-    at PERF0.. . Every access completes with OKAY (unmapped addresses read 0, ignore writes).
+    at PERF0.. . A DBG_ADDR write goes out on ``dbg_req`` and its B response waits for the
+    word on ``dbg_resp`` (then readable at DBG_DATA), so a host that reads DBG_DATA after the
+    write completes always sees the word it asked for. Every access completes with OKAY
+    (unmapped addresses read 0, ignore writes).
 
     Parameters (keyword-only): ``depth`` (descriptors, 1..256), ``perf_counters`` (0..16).
     """
@@ -70,6 +82,8 @@ class CommandQueue(wiring.Component):
             "perf": In(data.ArrayLayout(32, max(perf_counters, 1))),
             "clear_error": Out(1),
             "soft_reset": Out(1),
+            "dbg_req": Out(stream.Signature(32)),
+            "dbg_resp": In(stream.Signature(32)),
         })
 
     def elaborate(self, platform):
@@ -88,8 +102,16 @@ class CommandQueue(wiring.Component):
         aw_addr, aw_full = Signal(12), Signal()
         w_data, w_full = Signal(32), Signal()
         b_pending = Signal()
-        m.d.comb += [bus.awready.eq(~aw_full & ~b_pending), bus.wready.eq(~w_full & ~b_pending),
-                     bus.bvalid.eq(b_pending), bus.bresp.eq(0)]
+        dbg_wait = Signal()  # a DBG_ADDR write waits for its word before B is answered
+        dbg_data = Signal(32)
+        busy_w = b_pending | dbg_wait
+        m.d.comb += [bus.awready.eq(~aw_full & ~busy_w), bus.wready.eq(~w_full & ~busy_w),
+                     bus.bvalid.eq(b_pending), bus.bresp.eq(0),
+                     self.dbg_resp.ready.eq(dbg_wait & ~self.dbg_req.valid)]
+        with m.If(self.dbg_req.ready):
+            m.d.sync += self.dbg_req.valid.eq(0)
+        with m.If(self.dbg_resp.valid & self.dbg_resp.ready):
+            m.d.sync += [dbg_data.eq(self.dbg_resp.payload), dbg_wait.eq(0), b_pending.eq(1)]
         with m.If(bus.awvalid & bus.awready):
             m.d.sync += [aw_addr.eq(bus.awaddr), aw_full.eq(1)]
         with m.If(bus.wvalid & bus.wready):
@@ -107,6 +129,9 @@ class CommandQueue(wiring.Component):
                 for i in range(8):
                     with m.Case((REGISTERS["DESC0"] >> 2) + i):
                         m.d.sync += staged[i].eq(w_data)
+                with m.Case(REGISTERS["DBG_ADDR"] >> 2):
+                    m.d.sync += [b_pending.eq(0), dbg_wait.eq(1), self.dbg_req.valid.eq(1),
+                                 self.dbg_req.payload.eq(w_data)]
                 with m.Case(REGISTERS["PUSH"] >> 2):
                     with m.If(queue.w_rdy):
                         m.d.comb += queue.w_en.eq(1)
@@ -145,6 +170,8 @@ class CommandQueue(wiring.Component):
                 for i in range(8):
                     with m.Case((REGISTERS["DESC0"] >> 2) + i):
                         m.d.sync += r_data.eq(staged[i])
+                with m.Case(REGISTERS["DBG_DATA"] >> 2):
+                    m.d.sync += r_data.eq(dbg_data)
                 for i in range(self.perf_counters):
                     with m.Case((REGISTERS["PERF0"] >> 2) + i):
                         m.d.sync += r_data.eq(self.perf[i])

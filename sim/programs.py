@@ -4,10 +4,11 @@ A :class:`ProgramBuilder` lays tensors out in DRAM (row-major, each at a 64-byte
 emits descriptors (:mod:`golden.isa`). The same program runs on the golden ISS
 (``golden.iss``) and, through the host driver, on the RTL.
 
-SBUF plan (N partitions, words per partition): the stationary tile at words ``0 .. N-1``, the
-moving tile at ``N .. N + W - 1`` (W = PSUM words per bank), the output staging area at
-``N + W .. N + 2W - 1`` and the bias column at word ``N + 2W``; so a core needs at least
-``N + 2W + 1`` SBUF words.
+SBUF plan (N partitions, words per partition; W = PSUM words per bank): two stationary tile
+areas at words ``0`` and ``N``, two moving tile areas at ``2N`` and ``2N + W``, the output
+staging area at ``2N + 2W`` and the bias column at word ``2N + 3W``; so a core needs at least
+``2N + 3W + 1`` SBUF words. Tiles alternate between their two areas, so the core can load the
+next tile by DMA while the tensor engine still reads the current one.
 
 :func:`gemm` tiles ``C = A.T @ B`` exactly as ``golden.tensor.gemm_schedule`` does (so C's
 bits equal ``golden.tensor.run_gemm``'s), takes each finished PSUM block through ACTIVATE
@@ -22,12 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from golden.activation import ActivationFunc
-from golden.isa import DTYPE_BYTES, DTYPE_NAMES, Opcode, encode
+from golden.isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Opcode, encode
 from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
 from golden.tensor import LoadStationary, gemm_schedule
 
-__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "FP32", "BF16"]
+__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "FP32",
+           "BF16"]
 
 BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = range(5)
 _ONE = 0x3F800000  # fp32 1.0
@@ -50,16 +52,24 @@ class DramTensor:
 
 class ProgramBuilder:
     def __init__(self, cfg: CoreConfig):
-        need = cfg.n + 2 * cfg.psum_words + 1
+        need = 2 * cfg.n + 3 * cfg.psum_words + 1
         if cfg.sbuf_words < need:
-            raise ValueError(f"sbuf_words must be at least N + 2 * psum_words + 1 = {need} for "
-                             f"these programs, not {cfg.sbuf_words}")
+            raise ValueError(f"sbuf_words must be at least 2 * N + 3 * psum_words + 1 = {need} "
+                             f"for these programs, not {cfg.sbuf_words}")
         self.cfg = cfg
         self.program: list[np.ndarray] = []
         self.dram_top = 0
-        self.stat_addr, self.mov_addr = 0, cfg.n
-        self.out_addr = cfg.n + cfg.psum_words
-        self.bias_addr = cfg.n + 2 * cfg.psum_words
+        self.stat_areas = (0, cfg.n)
+        self.mov_areas = (2 * cfg.n, 2 * cfg.n + cfg.psum_words)
+        self.out_addr = 2 * cfg.n + 2 * cfg.psum_words
+        self.bias_addr = 2 * cfg.n + 3 * cfg.psum_words
+        self._placed: dict[tuple[int, int], int] = {}  # tiles placed per pair of areas
+
+    def next_area(self, areas: tuple[int, int]) -> int:
+        """The next of a pair of ping-pong areas."""
+        k = self._placed.get(areas, 0)
+        self._placed[areas] = k + 1
+        return areas[k % 2]
 
     def alloc(self, rows: int, cols: int, dtype: int) -> DramTensor:
         t = DramTensor(self.dram_top, rows, cols, dtype)
@@ -104,13 +114,15 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
     for rnd in gemm_schedule(m, k, f, n=cfg.n, banks=cfg.psum_banks, bank_words=cfg.psum_words):
         for c in rnd.commands:
             if isinstance(c, LoadStationary):
-                b.load(a, c.k0, c.k1, c.m0, c.m1, b.stat_addr)
+                addr = b.next_area(b.stat_areas)
+                b.load(a, c.k0, c.k1, c.m0, c.m1, addr)
                 b.emit(Opcode.LOAD_STATIONARY, fmt=a.dtype, part=0, k=c.k1 - c.k0,
-                       m=c.m1 - c.m0, sbuf_addr=b.stat_addr)
+                       m=c.m1 - c.m0, sbuf_addr=addr)
             else:
-                b.load(mov, c.k0, c.k1, c.f0, c.f1, b.mov_addr)
+                addr = b.next_area(b.mov_areas)
+                b.load(mov, c.k0, c.k1, c.f0, c.f1, addr)
                 b.emit(Opcode.MATMUL, fmt=mov.dtype, part=0, k=c.k1 - c.k0, f=c.f1 - c.f0,
-                       sbuf_addr=b.mov_addr, bank=c.bank, psum_addr=c.addr,
+                       sbuf_addr=addr, bank=c.bank, psum_addr=c.addr,
                        accumulate=int(c.accumulate))
         for blk in rnd.blocks:
             if bias is not None:
@@ -145,3 +157,76 @@ def mlp(b: ProgramBuilder, x: DramTensor, layers: list[dict]) -> DramTensor:
                   func=layer.get("func", ActivationFunc.RELU), mode=layer.get("mode", 0),
                   saturate=layer.get("saturate"))
     return h
+
+
+def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
+    """Programs whose last command fails, each with the error it must give (and one legal
+    control, "ok"): every check of ``golden.iss.NeuronCoreISS.check``. Needs n >= 3."""
+    n = cfg.n
+    ok = encode(Opcode.BARRIER)
+    ls2 = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0)
+    dma = {"dtype": FP32, "part": 0, "rows": 1, "sbuf_addr": 0, "cols": 4, "dram_addr": 0,
+           "dram_stride": 0}
+    act = {"func": 0, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2, "src_bank": 0,
+           "src_addr": 0, "bias_en": 0, "bias_addr": 0, "scale": 0x3F800000, "dtype": FP32,
+           "mode": 0, "saturate": 0, "dst_addr": 0}
+    cases = [
+        ("opcode 0", np.zeros(8, np.uint32), ErrorCode.BAD_OPCODE),
+        ("opcode 12", np.array([12, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
+        ("dma dtype 6", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 6}), ErrorCode.BAD_DTYPE),
+        ("dma rows 0", encode(Opcode.DMA_LOAD, **{**dma, "rows": 0}), ErrorCode.BAD_SHAPE),
+        ("dma past SBUF", encode(Opcode.DMA_LOAD, **{**dma, "part": n - 1, "rows": 2}),
+         ErrorCode.BAD_RANGE),
+        ("dma past DRAM", encode(Opcode.DMA_STORE, **{**dma,
+                                                    "dram_addr": cfg.dram_bytes - 8}),
+         ErrorCode.BAD_RANGE),
+        ("dma unaligned", encode(Opcode.DMA_LOAD, **{**dma, "dram_addr": 2}),
+         ErrorCode.BAD_ALIGN),
+        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=3, part=0, k=1, m=1, sbuf_addr=0),
+         ErrorCode.BAD_DTYPE),
+        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=n + 1, m=1, sbuf_addr=0),
+         ErrorCode.BAD_SHAPE),
+        ("mm before ls", encode(Opcode.MATMUL, fmt=0, part=0, k=1, f=1, sbuf_addr=0, bank=0,
+                                psum_addr=0, accumulate=0), ErrorCode.BAD_SHAPE),
+        ("act func 3", encode(Opcode.ACTIVATE, **{**act, "func": 3}), ErrorCode.BAD_FIELD),
+        ("act mode 3", encode(Opcode.ACTIVATE, **{**act, "mode": 3}), ErrorCode.BAD_FIELD),
+        ("act dtype 7", encode(Opcode.ACTIVATE, **{**act, "dtype": 7}), ErrorCode.BAD_DTYPE),
+        ("act overlap", encode(Opcode.ACTIVATE, **{**act, "dst_addr": 1}),
+         ErrorCode.BAD_RANGE),
+        ("act psum bank", encode(Opcode.ACTIVATE, **{**act, "src_sbuf": 0,
+                                                       "src_bank": cfg.psum_banks}),
+         ErrorCode.BAD_RANGE),
+        ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=1, sbuf_addr=0,
+                             cols=1), ErrorCode.BAD_FIELD),
+        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
+                                    sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
+        ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=0, part=n - 2, k=3, m=1,
+                                sbuf_addr=0),
+         ErrorCode.BAD_RANGE),
+        ("mm k mismatch", [ls2, encode(Opcode.MATMUL, fmt=0, part=0, k=3, f=1, sbuf_addr=0,
+                                       bank=0, psum_addr=0, accumulate=0)],
+         ErrorCode.BAD_SHAPE),
+        ("mm past PSUM", [ls2, encode(Opcode.MATMUL, fmt=0, part=0, k=2, f=3, sbuf_addr=0,
+                                      bank=0, psum_addr=cfg.psum_words - 2, accumulate=1)],
+         ErrorCode.BAD_RANGE),
+        ("act bias word", encode(Opcode.ACTIVATE, **{**act, "bias_en": 1,
+                                                       "bias_addr": cfg.sbuf_words}),
+         ErrorCode.BAD_RANGE),
+        ("act rows 0", encode(Opcode.ACTIVATE, **{**act, "rows": 0}), ErrorCode.BAD_SHAPE),
+        ("dma stride unaligned", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
+                                                            "dram_stride": 6}),
+         ErrorCode.BAD_ALIGN),
+        ("dma huge stride", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
+                                                       "dram_stride": (1 << 32) - 4}),
+         ErrorCode.BAD_RANGE),
+        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
+                                  sbuf_addr=cfg.sbuf_words - 4, cols=5), ErrorCode.BAD_RANGE),
+        ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
+                                                               "rows": 0}),
+         ErrorCode.BAD_FIELD),
+        ("two faults: dtype before shape", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 5,
+                                                                      "rows": 0}),
+         ErrorCode.BAD_DTYPE),
+        ("ok", ok, ErrorCode.OK),
+    ]
+    return [(w, p if isinstance(p, list) else [p], c) for w, p, c in cases]

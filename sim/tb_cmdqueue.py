@@ -6,7 +6,8 @@ Test ``registers_and_queue``: the ID; descriptors arrive in order bit for bit; a
 full queue is dropped and sets overflow (cleared by CTRL bit 1, which also pulses
 ``clear_error``); STATUS, ERROR, EXECUTED and PERF show the sequencer's inputs; the staged
 words read back; an unmapped address reads 0; CTRL bit 0 pulses ``soft_reset`` and empties
-the queue.
+the queue; a DBG_ADDR write waits for the word a responder returns after a random delay,
+and DBG_DATA then reads it.
 """
 
 import cocotb
@@ -37,9 +38,40 @@ class QueueTB:
         for name in ("busy", "error_code", "error_index", "executed"):
             getattr(dut, name).value = 0
         dut.perf.value = 0
+        dut.dbg_req__ready.value = 0
+        dut.dbg_resp__valid.value = 0
         await tbutil.start_clock(self.dut)
         await tbutil.reset(self.dut)
         cocotb.start_soon(self._consumer())
+        cocotb.start_soon(self._debug_responder())
+
+    @staticmethod
+    def debug_word(addr: int) -> int:
+        return (addr * 0x9E3779B1 + 0x1234567) & 0xFFFFFFFF
+
+    async def _debug_responder(self):
+        """Takes a DBG_ADDR request, waits 0..6 cycles, answers ``debug_word(addr)``."""
+        dut = self.dut
+        while True:
+            await FallingEdge(dut.clk)
+            dut.dbg_req__ready.value = 1
+            await ReadOnly()
+            if not dut.dbg_req__valid.value:
+                continue
+            addr = int(dut.dbg_req__payload.value)
+            await FallingEdge(dut.clk)
+            dut.dbg_req__ready.value = 0
+            for _ in range(int(self.rng.integers(0, 7))):
+                await FallingEdge(dut.clk)
+            dut.dbg_resp__payload.value = self.debug_word(addr)
+            dut.dbg_resp__valid.value = 1
+            while True:
+                await ReadOnly()
+                taken = bool(dut.dbg_resp__ready.value)
+                await FallingEdge(dut.clk)
+                if taken:
+                    break
+            dut.dbg_resp__valid.value = 0
 
     async def _consumer(self):
         dut = self.dut
@@ -119,6 +151,13 @@ async def registers_and_queue(dut):
     counters = tbutil.params().get("perf_counters", 4)
     for i in range(counters):
         assert await tb.host.read_dword(R["PERF0"] + 4 * i) == perf[i]
+
+    # Debug reads: DBG_DATA holds the word of the DBG_ADDR written just before.
+    for _ in range(6):
+        addr = int(rng.integers(0, 1 << 32))
+        await tb.host.write_dword(R["DBG_ADDR"], addr)
+        got = await tb.host.read_dword(R["DBG_DATA"])
+        assert got == tb.debug_word(addr), f"DBG_DATA 0x{got:08x} for 0x{addr:08x} (seed {seed})"
 
     # Soft reset: a pulse, and the queue empties without the sequencer seeing it.
     tb.ready_p, tb.got = 0.0, []

@@ -16,7 +16,17 @@ from golden.iss import CoreConfig, NeuronCoreISS, RingISS
 from golden.rounding import DEFAULT_SATURATE, round_fp32
 from golden.tensor import run_gemm
 from sim import vectors
-from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, dense, gemm, mlp
+from sim.programs import (
+    BF16,
+    FP8_E4M3,
+    FP8_E5M2,
+    FP32,
+    ProgramBuilder,
+    dense,
+    error_programs,
+    gemm,
+    mlp,
+)
 
 CFG = CoreConfig(n=4, sbuf_words=64, psum_banks=3, psum_words=8, dram_bytes=1 << 16)
 NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2", FP32: "fp32"}
@@ -189,70 +199,10 @@ def test_dma_round_trip_preserves_bytes(seed):
 
 
 def _bad_programs():
-    ok = encode(Opcode.BARRIER)
-    dma = {"dtype": FP32, "part": 0, "rows": 1, "sbuf_addr": 0, "cols": 4, "dram_addr": 0,
-           "dram_stride": 0}
-    act = {"func": 0, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2, "src_bank": 0,
-           "src_addr": 0, "bias_en": 0, "bias_addr": 0, "scale": 0x3F800000, "dtype": FP32,
-           "mode": 0, "saturate": 0, "dst_addr": 0}
-    return [
-        ("opcode 0", np.zeros(8, np.uint32), ErrorCode.BAD_OPCODE),
-        ("opcode 12", np.array([12, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
-        ("dma dtype 6", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 6}), ErrorCode.BAD_DTYPE),
-        ("dma rows 0", encode(Opcode.DMA_LOAD, **{**dma, "rows": 0}), ErrorCode.BAD_SHAPE),
-        ("dma past SBUF", encode(Opcode.DMA_LOAD, **{**dma, "part": 3, "rows": 2}),
-         ErrorCode.BAD_RANGE),
-        ("dma past DRAM", encode(Opcode.DMA_STORE, **{**dma, "dram_addr": CFG.dram_bytes - 8}),
-         ErrorCode.BAD_RANGE),
-        ("dma unaligned", encode(Opcode.DMA_LOAD, **{**dma, "dram_addr": 2}),
-         ErrorCode.BAD_ALIGN),
-        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=3, part=0, k=1, m=1, sbuf_addr=0),
-         ErrorCode.BAD_DTYPE),
-        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=5, m=1, sbuf_addr=0),
-         ErrorCode.BAD_SHAPE),
-        ("mm before ls", encode(Opcode.MATMUL, fmt=0, part=0, k=1, f=1, sbuf_addr=0, bank=0,
-                                psum_addr=0, accumulate=0), ErrorCode.BAD_SHAPE),
-        ("act func 3", encode(Opcode.ACTIVATE, **{**act, "func": 3}), ErrorCode.BAD_FIELD),
-        ("act mode 3", encode(Opcode.ACTIVATE, **{**act, "mode": 3}), ErrorCode.BAD_FIELD),
-        ("act dtype 7", encode(Opcode.ACTIVATE, **{**act, "dtype": 7}), ErrorCode.BAD_DTYPE),
-        ("act overlap", encode(Opcode.ACTIVATE, **{**act, "dst_addr": 1}),
-         ErrorCode.BAD_RANGE),
-        ("act psum bank", encode(Opcode.ACTIVATE, **{**act, "src_sbuf": 0, "src_bank": 3}),
-         ErrorCode.BAD_RANGE),
-        ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=1, sbuf_addr=0,
-                             cols=1), ErrorCode.BAD_FIELD),
-        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
-                                    sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
-        ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=0, part=2, k=3, m=1, sbuf_addr=0),
-         ErrorCode.BAD_RANGE),
-        ("mm k mismatch", [LS2, encode(Opcode.MATMUL, fmt=0, part=0, k=3, f=1, sbuf_addr=0,
-                                       bank=0, psum_addr=0, accumulate=0)],
-         ErrorCode.BAD_SHAPE),
-        ("mm past PSUM", [LS2, encode(Opcode.MATMUL, fmt=0, part=0, k=2, f=3, sbuf_addr=0,
-                                      bank=0, psum_addr=CFG.psum_words - 2, accumulate=1)],
-         ErrorCode.BAD_RANGE),
-        ("act bias word", encode(Opcode.ACTIVATE, **{**act, "bias_en": 1, "bias_addr": 64}),
-         ErrorCode.BAD_RANGE),
-        ("act rows 0", encode(Opcode.ACTIVATE, **{**act, "rows": 0}), ErrorCode.BAD_SHAPE),
-        ("dma stride unaligned", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
-                                                            "dram_stride": 6}),
-         ErrorCode.BAD_ALIGN),
-        ("dma huge stride", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
-                                                       "dram_stride": (1 << 32) - 4}),
-         ErrorCode.BAD_RANGE),
-        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1, sbuf_addr=60,
-                                  cols=5), ErrorCode.BAD_RANGE),
-        ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
-                                                               "rows": 0}),
-         ErrorCode.BAD_FIELD),
-        ("two faults: dtype before shape", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 5,
-                                                                      "rows": 0}),
-         ErrorCode.BAD_DTYPE),
-        ("ok", ok, ErrorCode.OK),
-    ]
+    return [(what, prog if len(prog) > 1 else prog[0], code)
+            for what, prog, code in error_programs(CFG)]
 
 
-LS2 = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0)
 
 
 @pytest.mark.parametrize("what, bad, code", _bad_programs(), ids=lambda v: v

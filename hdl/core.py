@@ -1,0 +1,431 @@
+"""The NeuronCore top: command queue, sequencer, SBUF, tensor / activation / DMA engines."""
+
+from amaranth.hdl import Array, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .activation import ActivationEngine, activation_command_layout
+from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
+from .dma import AxiSignature, DmaEngine
+from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
+from .sequencer import Sequencer, check_core_sizes
+from .sru import sru_layouts
+from .tensor_engine import Opcode as TeOpcode
+from .tensor_engine import TensorEngine, drain_request_layout
+
+__all__ = ["NeuronCore", "PERF_COUNTERS"]
+
+#: The performance counters at PERF0.. (cycles, since the last reset or soft reset).
+PERF_COUNTERS = ("busy", "tensor_busy", "activation_busy", "dma_busy", "moving_columns")
+
+_NEG_ZERO = 0x8000_0000
+
+
+def _rotate(m, src, part, n, name):
+    """Lane i of the result is ``src[(part + i) % n]``: partitions part.. as lanes 0.."""
+    out = Signal(data.ArrayLayout(32, n), name=name)
+    with m.Switch(part):
+        for p in range(n):
+            with m.Case(p):
+                for i in range(n):
+                    m.d.comb += out[i].eq(src[(p + i) % n])
+    return out
+
+
+class _TensorFeeder(wiring.Component):
+    """Runs a LOAD_STATIONARY or MATMUL descriptor against the SBUF's first read port.
+
+    LOAD_STATIONARY: reads the tile's m columns (word ``sbuf_addr + j`` of every partition,
+    one per cycle; partition ``part + k`` is row k) into an n x n register tile, then sends
+    the tensor engine its command and k weight beats (lanes >= m are +0). MATMUL: sends the
+    command and f moving beats, beat j being word ``sbuf_addr + j`` of partitions ``part..``
+    (the read port holds its data while the engine stalls). ``busy`` until the last beat is
+    taken."""
+
+    class _State(enum.Enum):
+        IDLE = 0
+        LS_READ = 1
+        LS_SEND = 2
+        MM = 3
+
+    def __init__(self, *, n, words, te_cmd_layout):
+        self.n, self.words = n, words
+        super().__init__({
+            "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
+            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_data": In(data.ArrayLayout(32, n)),
+            "te_cmd": Out(stream.Signature(te_cmd_layout)),
+            "weights": Out(stream.Signature(data.ArrayLayout(16, n))),
+            "moving": Out(stream.Signature(data.ArrayLayout(16, n))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, S = self.n, self._State
+        state = Signal(S)
+        cur = Signal(DESCRIPTOR_BITS)
+        ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], cur)
+        mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], cur)
+        is_mm = Signal()
+        idx = Signal(range(max(self.words, n) + 2))
+        cmd_pending = Signal()
+        m.d.comb += [self.busy.eq((state != S.IDLE) | cmd_pending),
+                     self.cmd.ready.eq((state == S.IDLE) & ~cmd_pending)]
+
+        with m.If(self.cmd.valid & self.cmd.ready):
+            op = self.cmd.payload[:4]
+            m.d.sync += [cur.eq(self.cmd.payload), cmd_pending.eq(1), idx.eq(0),
+                         is_mm.eq(op == Opcode.MATMUL)]
+            m.d.sync += state.eq(Mux(op == Opcode.MATMUL, S.MM, S.LS_READ))
+
+        # The tensor engine's command.
+        p = self.te_cmd.payload
+        m.d.comb += [self.te_cmd.valid.eq(cmd_pending),
+                     p.op.eq(Mux(is_mm, TeOpcode.MULTIPLY_MOVING, TeOpcode.LOAD_STATIONARY)),
+                     p.fmt.as_value().eq(Mux(is_mm, mm.fmt.as_value(), ls.fmt.as_value())),
+                     p.k.eq(Mux(is_mm, mm.k, ls.k)), p.m.eq(ls.m), p.f.eq(mm.f),
+                     p.bank.eq(mm.bank), p.addr.eq(mm.psum_addr),
+                     p.accumulate.eq(mm.accumulate)]
+        with m.If(self.te_cmd.ready):
+            m.d.sync += cmd_pending.eq(0)
+
+        rot = _rotate(m, self.rd_data, Mux(is_mm, mm.part, ls.part), n, "rot")
+
+        # LOAD_STATIONARY: m column reads into the tile, then k row beats.
+        tile = [[Signal(16, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
+        col_q, col_valid = Signal(range(n)), Signal()
+        m.d.sync += col_valid.eq(0)
+        with m.If(col_valid):
+            for j in range(n):
+                with m.If(col_q == j):
+                    m.d.sync += [tile[k][j].eq(rot[k][:16]) for k in range(n)]
+        with m.If(state == S.LS_READ):
+            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(ls.sbuf_addr + idx)]
+            m.d.sync += [col_q.eq(idx), col_valid.eq(1), idx.eq(idx + 1)]
+            with m.If(idx + 1 == ls.m):
+                m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
+        with m.If(state == S.LS_SEND):
+            m.d.comb += self.weights.valid.eq(~col_valid & (idx < ls.k))
+            for j in range(n):
+                m.d.comb += self.weights.payload[j].eq(
+                    Mux(ls.m > j, Array(tile[k][j] for k in range(n))[idx], 0))
+            with m.If(self.weights.valid & self.weights.ready):
+                m.d.sync += idx.eq(idx + 1)
+            with m.If((idx == ls.k) & ~cmd_pending):
+                m.d.sync += state.eq(S.IDLE)
+
+        # MATMUL: the read port feeds the moving stream, holding its data while stalled.
+        mv_valid = Signal()
+        with m.If(state == S.MM):
+            adv = ~mv_valid | self.moving.ready
+            m.d.comb += [self.rd_en.eq(adv & (idx < mm.f)), self.rd_addr.eq(mm.sbuf_addr + idx),
+                         self.moving.valid.eq(mv_valid)]
+            for i in range(n):
+                m.d.comb += self.moving.payload[i].eq(rot[i][:16])
+            with m.If(adv):
+                m.d.sync += mv_valid.eq(idx < mm.f)
+                with m.If(idx < mm.f):
+                    m.d.sync += idx.eq(idx + 1)
+            with m.If((idx == mm.f) & ~mv_valid & ~cmd_pending):
+                m.d.sync += state.eq(S.IDLE)
+        return m
+
+
+class _ActivationFeeder(wiring.Component):
+    """Runs an ACTIVATE descriptor: the bias column (word ``bias_addr`` of every partition,
+    or −0), the engine's command, ``cols`` input beats (PSUM rows through the tensor
+    engine's drain port, or SBUF words through the second read port; lanes outside
+    ``part .. part + rows − 1`` are +0) and the output beats written to SBUF words
+    ``dst_addr ..`` of the partitions in range. ``busy`` until the last output is written."""
+
+    class _State(enum.Enum):
+        IDLE = 0
+        BIAS = 1
+        BIAS_LATCH = 2
+        CMD = 3
+        RUN = 4
+
+    def __init__(self, *, n, words, banks, psum_words, o_layout):
+        self.n, self.words = n, words
+        super().__init__({
+            "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
+            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_data": In(data.ArrayLayout(32, n)),
+            "drain_req": Out(stream.Signature(drain_request_layout(banks, psum_words))),
+            "drain_resp": In(stream.Signature(data.ArrayLayout(32, n))),
+            "act_cmd": Out(stream.Signature(activation_command_layout(n))),
+            "act_i": Out(stream.Signature(data.ArrayLayout(32, n))),
+            "act_o": In(stream.Signature(o_layout)),
+            "wr_en": Out(n), "wr_addr": Out(range(max(words, 2))),
+            "wr_data": Out(data.ArrayLayout(32, n)),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, S = self.n, self._State
+        state = Signal(S)
+        cur = Signal(DESCRIPTOR_BITS)
+        a = data.View(DESCRIPTOR_LAYOUTS[Opcode.ACTIVATE], self.cmd.payload)
+        c = data.View(DESCRIPTOR_LAYOUTS[Opcode.ACTIVATE], cur)
+        lanes = Signal(n)  # partitions in range
+        bias = Signal(data.ArrayLayout(32, n))
+        idx = Signal(range(max(self.words, 2) + 1))  # input beats requested
+        out_idx = Signal(range(max(self.words, 2) + 1))  # output beats written
+        m.d.comb += [self.busy.eq(state != S.IDLE), self.cmd.ready.eq(state == S.IDLE)]
+
+        with m.If(self.cmd.valid & self.cmd.ready):
+            m.d.sync += [cur.eq(self.cmd.payload), idx.eq(0), out_idx.eq(0),
+                         state.eq(Mux(a.bias_en, S.BIAS, S.CMD))]
+            m.d.sync += [lanes[j].eq((a.part <= j) & (a.part + a.rows > j)) for j in range(n)]
+            m.d.sync += [bias[j].eq(_NEG_ZERO) for j in range(n)]
+        with m.If(state == S.BIAS):
+            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(c.bias_addr)]
+            m.d.sync += state.eq(S.BIAS_LATCH)
+        with m.If(state == S.BIAS_LATCH):
+            m.d.sync += [bias.eq(self.rd_data), state.eq(S.CMD)]
+
+        p = self.act_cmd.payload
+        m.d.comb += [p.func.as_value().eq(c.func.as_value()),
+                     p.dtype.as_value().eq(c.dtype.as_value()),
+                     p.mode.as_value().eq(c.mode.as_value()), p.saturate.eq(c.saturate),
+                     p.scale.eq(c.scale), p.bias.eq(bias), p.count.eq(c.cols),
+                     self.act_cmd.valid.eq(state == S.CMD)]
+        with m.If(self.act_cmd.valid & self.act_cmd.ready):
+            m.d.sync += state.eq(S.RUN)
+
+        # Inputs.
+        feed = Signal(data.ArrayLayout(32, n))
+        for j in range(n):
+            m.d.comb += self.act_i.payload[j].eq(Mux(lanes[j], feed[j], 0))
+        iv = Signal()
+        with m.If((state == S.RUN) & c.src_sbuf):
+            adv = ~iv | self.act_i.ready
+            m.d.comb += [self.rd_en.eq(adv & (idx < c.cols)),
+                         self.rd_addr.eq(c.src_addr + idx),
+                         self.act_i.valid.eq(iv), feed.eq(self.rd_data)]
+            with m.If(adv):
+                m.d.sync += iv.eq(idx < c.cols)
+                with m.If(idx < c.cols):
+                    m.d.sync += idx.eq(idx + 1)
+        with m.If((state == S.RUN) & ~c.src_sbuf):
+            m.d.comb += [self.drain_req.valid.eq(idx < c.cols),
+                         self.drain_req.payload.bank.eq(c.src_bank),
+                         self.drain_req.payload.addr.eq(c.src_addr + idx),
+                         self.act_i.valid.eq(self.drain_resp.valid),
+                         self.drain_resp.ready.eq(self.act_i.ready),
+                         feed.eq(self.drain_resp.payload)]
+            with m.If(self.drain_req.valid & self.drain_req.ready):
+                m.d.sync += idx.eq(idx + 1)
+
+        # Outputs: written as they come (nothing else writes the SBUF meanwhile).
+        m.d.comb += [self.act_o.ready.eq(1), self.wr_addr.eq(c.dst_addr + out_idx)]
+        for j in range(n):
+            m.d.comb += [self.wr_data[j].eq(self.act_o.payload.data[j]),
+                         self.wr_en[j].eq(self.act_o.valid & lanes[j])]
+        with m.If(self.act_o.valid):
+            m.d.sync += out_idx.eq(out_idx + 1)
+            with m.If(out_idx + 1 == c.cols):
+                m.d.sync += state.eq(S.IDLE)
+        return m
+
+
+class NeuronCore(wiring.Component):
+    """One NeuronCore: an AXI4-Lite slave for the host, an AXI4 master to DRAM.
+
+    Inside (ARCHITECTURE.md §1): the :class:`~hdl.cmdqueue.CommandQueue` (registers, see
+    ``hdl.cmdqueue.REGISTERS``), the :class:`~hdl.sequencer.Sequencer`, the SBUF (``n``
+    partitions of ``sbuf_words`` 32-bit words, one memory each with two read ports and a
+    write port), the :class:`~hdl.tensor_engine.TensorEngine` with its PSUM (``psum_banks`` x
+    ``psum_words``), the :class:`~hdl.activation.ActivationEngine` and the
+    :class:`~hdl.dma.DmaEngine`. Programs give the same bits in every memory as
+    ``golden.iss.NeuronCoreISS`` with :meth:`iss_config`.
+
+    SBUF ports: the first read port belongs to the tensor feeder (LOAD_STATIONARY, MATMUL);
+    the second is shared by DMA stores, ACTIVATE's SBUF source and bias, and debug reads;
+    the write port by DMA loads and ACTIVATE's results. The sequencer never lets two users of
+    a shared port run at once, so the DMA of one tile overlaps the tensor engine's work on
+    another, and an ACTIVATE overlaps the next MATMULs.
+
+    Soft reset (CTRL bit 0): the queue empties; the sequencer stops at once; when the DMA has
+    no AXI transaction in flight (AXI has no abort), the sequencer, the engines and the
+    performance counters are reset (error cleared, EXECUTED 0, no stationary tile, the PRNG
+    lanes reseeded with 0). Memories keep their contents. Debug reads (DBG_ADDR / DBG_DATA)
+    give any SBUF or PSUM word; they wait until no DMA or ACTIVATE uses the port.
+
+    Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
+    ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth``, ``te_mul_stages``,
+    ``te_add_stages``, ``random_bits``, ``max_burst``.
+    """
+
+    def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,
+                 psum_words: int = 16, dram_bytes: int = 1 << 16, queue_depth: int = 8,
+                 te_mul_stages: int = 1, te_add_stages: int = 2, random_bits: int = 16,
+                 max_burst: int = 16):
+        check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
+                         psum_words=psum_words, dram_bytes=dram_bytes)
+        self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
+        self.psum_words, self.dram_bytes = psum_words, dram_bytes
+        self.random_bits = random_bits
+        self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
+        self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
+                              psum_words=psum_words, dram_bytes=dram_bytes)
+        self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
+                                mul_stages=te_mul_stages, add_stages=te_add_stages)
+        self._act = ActivationEngine(lanes=n, random_bits=random_bits)
+        self._dma = DmaEngine(n=n, words=sbuf_words, max_burst=max_burst)
+        super().__init__({
+            "axil": Out(AxiLiteSignature()),
+            "axi": Out(AxiSignature()),
+        })
+
+    def iss_config(self, **kwargs):
+        """The ``golden.iss.CoreConfig`` of this core (``kwargs`` override, e.g. link_width)."""
+        from golden.iss import CoreConfig
+
+        return CoreConfig(n=self.n, sbuf_words=self.sbuf_words, psum_banks=self.psum_banks,
+                          psum_words=self.psum_words, dram_bytes=self.dram_bytes,
+                          random_bits=self.random_bits, **kwargs)
+
+    def elaborate(self, platform):
+        m = Module()
+        n, words = self.n, self.sbuf_words
+        cq = m.submodules.cq = self._cq
+        wiring.connect(m, wiring.flipped(self.axil), cq.axil)
+
+        # Soft reset: hold the sequencer at once, reset the rest once no AXI burst is open.
+        soft = Signal()
+        dma = self._dma
+        eng_rst = Signal()
+        m.d.comb += eng_rst.eq(soft & ~dma.busy)
+        with m.If(cq.soft_reset):
+            m.d.sync += soft.eq(1)
+        with m.Elif(eng_rst):
+            m.d.sync += soft.eq(0)
+
+        def reset_by(sig, sub):
+            return ResetInserter(sig)(sub)
+
+        seq = self._seq
+        te, act = self._te, self._act
+        tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout)
+        _, o_layout = sru_layouts(n, act.targets)
+        af = _ActivationFeeder(n=n, words=words, banks=self.psum_banks,
+                               psum_words=self.psum_words, o_layout=o_layout)
+        m.submodules.seq = reset_by(soft, seq)
+        m.submodules.te = reset_by(eng_rst, te)
+        m.submodules.act = reset_by(eng_rst, act)
+        m.submodules.dma = reset_by(eng_rst, dma)
+        m.submodules.tfeed = reset_by(eng_rst, tf)
+        m.submodules.afeed = reset_by(eng_rst, af)
+        wiring.connect(m, wiring.flipped(self.axi), dma.axi)
+
+        # Queue -> sequencer -> engines.
+        wiring.connect(m, cq.desc, seq.desc)
+        wiring.connect(m, seq.dma, dma.cmd)
+        wiring.connect(m, seq.te, tf.cmd)
+        wiring.connect(m, seq.act, af.cmd)
+        wiring.connect(m, seq.seed, act.seed)
+        wiring.connect(m, tf.te_cmd, te.cmd)
+        wiring.connect(m, tf.weights, te.weights)
+        wiring.connect(m, tf.moving, te.moving)
+        wiring.connect(m, af.act_cmd, act.cmd)
+        wiring.connect(m, af.act_i, act.i)
+        wiring.connect(m, act.o, af.act_o)
+        m.d.comb += [seq.coll.ready.eq(1), seq.coll_busy.eq(0),
+                     seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
+                     seq.te_busy.eq(te.busy), seq.act_busy.eq(af.busy),
+                     seq.clear_error.eq(cq.clear_error)]
+        m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
+                     cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
+
+        # --- SBUF: one memory per partition. ---------------------------------------------------
+        r0_data = Signal(data.ArrayLayout(32, n))
+        r1_data = Signal(data.ArrayLayout(32, n))
+        r1_en, r1_addr = Signal(), Signal(range(max(words, 2)))
+        dbg_rd_en, dbg_rd_addr = Signal(), Signal(range(max(words, 2)))
+        m.d.comb += [
+            r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg_rd_en),
+            r1_addr.eq(Mux(dma.sbuf_rd_en, dma.sbuf_rd_addr,
+                           Mux(af.rd_en, af.rd_addr, dbg_rd_addr))),
+        ]
+        for p in range(n):
+            mem = memory.Memory(shape=32, depth=words, init=[])
+            m.submodules[f"sbuf{p}"] = mem
+            r0 = mem.read_port(transparent_for=())
+            r1 = mem.read_port(transparent_for=())
+            w = mem.write_port()
+            dma_w = dma.sbuf_wr_en & (dma.sbuf_wr_part == p)
+            m.d.comb += [
+                r0.en.eq(tf.rd_en), r0.addr.eq(tf.rd_addr), r0_data[p].eq(r0.data),
+                r1.en.eq(r1_en), r1.addr.eq(r1_addr), r1_data[p].eq(r1.data),
+                w.en.eq(dma_w | af.wr_en[p]),
+                w.addr.eq(Mux(dma.sbuf_wr_en, dma.sbuf_wr_addr, af.wr_addr)),
+                w.data.eq(Mux(dma.sbuf_wr_en, dma.sbuf_wr_data, af.wr_data[p])),
+            ]
+        m.d.comb += [tf.rd_data.eq(r0_data), af.rd_data.eq(r1_data)]
+        dma_part = Signal.like(dma.sbuf_rd_part)
+        with m.If(dma.sbuf_rd_en):
+            m.d.sync += dma_part.eq(dma.sbuf_rd_part)
+        m.d.comb += dma.sbuf_rd_data.eq(Array(r1_data[p] for p in range(n))[dma_part])
+
+        # --- The drain port: the activation feeder's, or a debug read's. ---------------------
+        dbg_drain = Signal(drain_request_layout(self.psum_banks, self.psum_words))
+        dbg_drain_valid, dbg_drain_taken, dbg_resp_take = Signal(), Signal(), Signal()
+        with m.If(af.busy):
+            wiring.connect(m, af.drain_req, te.drain_req)
+            wiring.connect(m, te.drain_resp, af.drain_resp)
+        with m.Else():
+            m.d.comb += [te.drain_req.valid.eq(dbg_drain_valid),
+                         te.drain_req.payload.eq(dbg_drain),
+                         dbg_drain_taken.eq(te.drain_req.ready),
+                         te.drain_resp.ready.eq(dbg_resp_take)]
+
+        # --- Debug reads. -----------------------------------------------------------------------
+        req = cq.dbg_req.payload
+        fld = {k: req[o:o + w] for k, (o, w) in DEBUG_ADDR_FIELDS.items()}
+        d_part = Signal(8)
+        d_data = Signal(32)
+        d_state = Signal(range(5))  # 0 idle, 1 SBUF read, 2 PSUM request, 3 PSUM wait, 4 resp
+        port_free = ~(seq.dma.valid | dma.busy | seq.act.valid | af.busy)
+        m.d.comb += seq.hold.eq(cq.dbg_req.valid | (d_state != 0))
+        with m.If(d_state == 0):
+            with m.If(cq.dbg_req.valid & port_free):
+                m.d.comb += cq.dbg_req.ready.eq(1)
+                m.d.sync += [d_part.eq(fld["part"]), d_data.eq(0), d_state.eq(4)]
+                in_part = fld["part"] < n
+                with m.If(~fld["space"] & in_part & (fld["word"] < words)):
+                    m.d.comb += [dbg_rd_en.eq(1), dbg_rd_addr.eq(fld["word"])]
+                    m.d.sync += d_state.eq(1)
+                with m.If(fld["space"] & in_part & (fld["bank"] < self.psum_banks)
+                          & (fld["word"] < self.psum_words)):
+                    m.d.sync += [dbg_drain.bank.eq(fld["bank"]), dbg_drain.addr.eq(fld["word"]),
+                                 d_state.eq(2)]
+        with m.If(d_state == 1):
+            m.d.sync += [d_data.eq(Array(r1_data[p] for p in range(n))[d_part]), d_state.eq(4)]
+        with m.If(d_state == 2):
+            m.d.comb += dbg_drain_valid.eq(1)
+            with m.If(dbg_drain_taken):
+                m.d.sync += d_state.eq(3)
+        with m.If(d_state == 3):
+            m.d.comb += dbg_resp_take.eq(1)
+            with m.If(te.drain_resp.valid):
+                m.d.sync += [d_data.eq(Array(te.drain_resp.payload[p]
+                                             for p in range(n))[d_part]), d_state.eq(4)]
+        with m.If(d_state == 4):
+            m.d.comb += [cq.dbg_resp.valid.eq(1), cq.dbg_resp.payload.eq(d_data)]
+            with m.If(cq.dbg_resp.ready):
+                m.d.sync += d_state.eq(0)
+
+        # --- Performance counters. -------------------------------------------------------------
+        counts = [Signal(32, name=f"perf_{name}") for name in PERF_COUNTERS]
+        events = [seq.busy, tf.busy | te.busy, af.busy, dma.busy,
+                  te.moving.valid & te.moving.ready]
+        for cnt, ev, i in zip(counts, events, range(len(counts)), strict=True):
+            with m.If(eng_rst):
+                m.d.sync += cnt.eq(0)
+            with m.Elif(ev):
+                m.d.sync += cnt.eq(cnt + 1)
+            m.d.comb += cq.perf[i].eq(cnt)
+        return m

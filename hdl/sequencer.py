@@ -1,0 +1,295 @@
+"""The sequencer: checks each descriptor and dispatches it to its engine, in program order."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .dma import dma_command_layout
+from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, ErrorCode, Opcode
+
+__all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
+
+#: Width of the error index (the ERROR register's bits 8..31).
+ERROR_INDEX_BITS = 24
+
+
+def _int(value, name, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer between {lo} and {hi}, not {value!r}")
+    return value
+
+
+def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
+    """The memory sizes a core can be built with (each fits its descriptor field)."""
+    _int(n, "n", 1, 64)
+    _int(sbuf_words, "sbuf_words", 1, 1 << 16)
+    _int(psum_banks, "psum_banks", 1, 16)
+    _int(psum_words, "psum_words", 1, 1 << 16)
+    _int(dram_bytes, "dram_bytes", 1, 1 << 32)
+
+
+class Sequencer(wiring.Component):
+    """Takes descriptors from ``desc``, checks them exactly as ``golden.iss.NeuronCoreISS.check``
+    does, and dispatches each to its engine's stream as soon as that engine is free and no
+    command still in flight touches the same data.
+
+    Checks, in the ISS's order (the first failing one is reported): opcode (BAD_OPCODE),
+    reserved field values (BAD_FIELD), dtype (BAD_DTYPE), sizes (BAD_SHAPE), SBUF / PSUM /
+    DRAM ranges (BAD_RANGE, DRAM up to ``dram_bytes`` computed at full width), alignment
+    (BAD_ALIGN). A MATMUL's K must be the K of the last LOAD_STATIONARY dispatched. A
+    COLLECTIVE on a core built without ``ring`` is BAD_FIELD after its other checks.
+
+    On a failing command: ``error_code`` and ``error_index`` (= ``executed`` then: the
+    commands executed since the last reset) are set, the command is dropped, and every
+    descriptor that arrives while the error is set is dropped unexecuted (the queue stops,
+    as the ISS runs nothing until ``clear_error``); the commands already dispatched finish.
+    ``clear_error`` clears the code and lets the next descriptor in.
+
+    Dispatch (one command per cycle at most, in order; a command waits at the head):
+
+    * ``dma`` — DMA_LOAD / DMA_STORE, when the DMA and the activation path are free (they
+      share the SBUF's second read port and its write port); a load also waits while the
+      tensor feeder reads the SBUF words it writes.
+    * ``te`` — LOAD_STATIONARY / MATMUL (the raw descriptor), when the tensor feeder is free,
+      no DMA load or activation writes the words it reads, and (MATMUL) no activation is
+      reading the PSUM bank it writes.
+    * ``act`` — ACTIVATE (the raw descriptor), when the activation path and the DMA are free,
+      no tensor-feeder read overlaps the words it writes, and no MATMUL still in flight
+      writes the PSUM bank it reads. ``seed`` — SET_SEED, when the activation path is free.
+    * ``coll`` — COLLECTIVE (``ring`` only) and BARRIER wait until everything is idle.
+
+    SBUF regions are compared as word ranges over all partitions (conservative). The engines'
+    busy inputs must rise the cycle after they take a command and stay high until its last
+    effect on a memory; ``hold`` (a debug read waiting for the SBUF port) stops DMA, ACTIVATE
+    and COLLECTIVE dispatch.
+
+    Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
+    ``dram_bytes``, ``ring``.
+    """
+
+    def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
+                 dram_bytes: int, ring: bool = False):
+        check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
+                         psum_words=psum_words, dram_bytes=dram_bytes)
+        self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
+        self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
+        ports = {
+            "desc": In(stream.Signature(DESCRIPTOR_BITS)),
+            "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
+            "te": Out(stream.Signature(DESCRIPTOR_BITS)),
+            "act": Out(stream.Signature(DESCRIPTOR_BITS)),
+            "seed": Out(stream.Signature(64)),
+            "coll": Out(stream.Signature(DESCRIPTOR_BITS)),
+            "dma_busy": In(1),
+            "te_feed_busy": In(1),  # the tensor feeder is reading SBUF for a command
+            "te_busy": In(1),  # the tensor engine still computes or writes PSUM
+            "act_busy": In(1),  # the activation path reads or writes for a command
+            "coll_busy": In(1),
+            "hold": In(1),
+            "clear_error": In(1),
+            "busy": Out(1),
+            "error_code": Out(ErrorCode),
+            "error_index": Out(ERROR_INDEX_BITS),
+            "executed": Out(32),
+        }
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        # Design note: the head register holds one descriptor; all checks are combinational on
+        # it (the DRAM bound is a 9 x 32-bit multiply), so a legal command dispatches the cycle
+        # after it arrives if its engine is free. Each engine runs one command at a time; the
+        # hazard records are the regions of the command each engine holds.
+        m = Module()
+        n, words, banks, pwords = self.n, self.sbuf_words, self.psum_banks, self.psum_words
+
+        head = Signal(DESCRIPTOR_BITS)
+        head_valid = Signal()
+        op = Signal(4)
+        m.d.comb += op.eq(head[:4])
+        v = {o: data.View(DESCRIPTOR_LAYOUTS[o], head) for o in Opcode}
+
+        error = Signal(ErrorCode)
+        error_index = Signal(ERROR_INDEX_BITS)
+        executed = Signal(32)
+        m.d.comb += [self.error_code.eq(error), self.error_index.eq(error_index),
+                     self.executed.eq(executed)]
+        stat_k = Signal(range(n + 1))  # K of the last LOAD_STATIONARY (0: none yet)
+
+        # --- Checks. ---------------------------------------------------------------------------
+        def sbuf_ok(part, rows, addr, cols):
+            return (part + rows <= n) & (addr + cols <= words)
+
+        fault = Signal(ErrorCode)  # the head's first failing check, or OK
+
+        def chain(checks):
+            """checks: (ok, code) in order; the first not ok sets ``fault``."""
+            first = True
+            for ok, code in checks:
+                ctx = m.If(~ok) if first else m.Elif(~ok)
+                first = False
+                with ctx:
+                    m.d.comb += fault.eq(code)
+
+        with m.Switch(op):
+            for o in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
+                with m.Case(o):
+                    f = v[o]
+                    dt = f.dtype.as_value()
+                    shift = Signal(2)
+                    with m.Switch(dt):
+                        with m.Case(0, 3):
+                            m.d.comb += shift.eq(1)
+                        with m.Case(4):
+                            m.d.comb += shift.eq(2)
+                    last = Signal(48)  # dram_addr + (rows - 1) * stride + cols * size
+                    m.d.comb += last.eq(f.dram_addr + (f.rows - 1) * f.dram_stride
+                                        + (f.cols << shift))
+                    align = Mux(shift == 2, 0b11, Mux(shift == 1, 0b01, 0b00))
+                    chain([(dt <= 4, ErrorCode.BAD_DTYPE),
+                           ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                           (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
+                           (last <= self.dram_bytes, ErrorCode.BAD_RANGE),
+                           (((f.dram_addr[:2] | f.dram_stride[:2]) & align) == 0,
+                            ErrorCode.BAD_ALIGN)])
+            with m.Case(Opcode.LOAD_STATIONARY):
+                f = v[Opcode.LOAD_STATIONARY]
+                chain([(f.fmt.as_value() <= 2, ErrorCode.BAD_DTYPE),
+                       ((f.k >= 1) & (f.k <= n) & (f.m >= 1) & (f.m <= n), ErrorCode.BAD_SHAPE),
+                       (sbuf_ok(f.part, f.k, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
+            with m.Case(Opcode.MATMUL):
+                f = v[Opcode.MATMUL]
+                chain([(f.fmt.as_value() <= 2, ErrorCode.BAD_DTYPE),
+                       (f.f != 0, ErrorCode.BAD_SHAPE),
+                       ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
+                       (sbuf_ok(f.part, f.k, f.sbuf_addr, f.f), ErrorCode.BAD_RANGE),
+                       ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
+            with m.Case(Opcode.ACTIVATE):
+                f = v[Opcode.ACTIVATE]
+                apart = Signal(17)
+                m.d.comb += apart.eq(Mux(f.src_addr >= f.dst_addr, f.src_addr - f.dst_addr,
+                                         f.dst_addr - f.src_addr))
+                src_ok = Mux(f.src_sbuf,
+                             sbuf_ok(f.part, f.rows, f.src_addr, f.cols)
+                             & ((apart == 0) | (apart >= f.cols)),
+                             (f.src_bank < banks) & (f.src_addr + f.cols <= pwords))
+                chain([((f.func.as_value() <= 1) & (f.mode.as_value() <= 2),
+                        ErrorCode.BAD_FIELD),
+                       (f.dtype.as_value() <= 4, ErrorCode.BAD_DTYPE),
+                       ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                       (sbuf_ok(f.part, f.rows, f.dst_addr, f.cols), ErrorCode.BAD_RANGE),
+                       (src_ok, ErrorCode.BAD_RANGE),
+                       (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
+            with m.Case(Opcode.COLLECTIVE):
+                f = v[Opcode.COLLECTIVE]
+                chain([(f.coll_op.as_value() <= 2, ErrorCode.BAD_FIELD),
+                       ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                       (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
+                       (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
+            with m.Case(Opcode.BARRIER, Opcode.SET_SEED):
+                pass
+            with m.Default():
+                m.d.comb += fault.eq(ErrorCode.BAD_OPCODE)
+
+        # --- Hazard records: the regions of the command each engine holds. ------------------
+        word = range(words + 1)
+        dma_lo, dma_hi, dma_load = Signal(word), Signal(word), Signal()
+        te_lo, te_hi = Signal(word), Signal(word)
+        act_lo, act_hi = Signal(word), Signal(word)  # words it writes
+        act_psum, act_bank = Signal(), Signal(range(max(banks, 2)))  # the PSUM bank it reads
+        psum_dirty = Signal(banks)  # banks a MATMUL in flight writes
+
+        dma_held = self.dma.valid | self.dma_busy
+        te_held = self.te.valid | self.te_feed_busy
+        act_held = self.act.valid | self.act_busy | self.seed.valid
+        coll_held = self.coll.valid | self.coll_busy
+        te_idle = ~te_held & ~self.te_busy
+        all_idle = ~dma_held & te_idle & ~act_held & ~coll_held
+        with m.If(te_idle):
+            m.d.sync += psum_dirty.eq(0)
+
+        def overlaps(lo, hi, lo2, hi2):
+            return (lo < hi2) & (lo2 < hi)
+
+        # --- Dispatch. -------------------------------------------------------------------------
+        for s in (self.dma, self.te, self.act, self.seed, self.coll):
+            with m.If(s.ready):
+                m.d.sync += s.valid.eq(0)
+
+        go = Signal()  # the head (legal) is dispatched this cycle
+        d = v[Opcode.DMA_LOAD]
+        mm = v[Opcode.MATMUL]
+        ls = v[Opcode.LOAD_STATIONARY]
+        a = v[Opcode.ACTIVATE]
+        with m.Switch(op):
+            with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
+                lo, hi = d.sbuf_addr, d.sbuf_addr + d.cols
+                is_load = op == Opcode.DMA_LOAD
+                m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
+                                  & ~(is_load & te_held & overlaps(lo, hi, te_lo, te_hi)))
+                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                    m.d.sync += [self.dma.valid.eq(1), dma_lo.eq(lo), dma_hi.eq(hi),
+                                 dma_load.eq(is_load)]
+                    p = self.dma.payload
+                    m.d.sync += [p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
+                                 p.rows.eq(d.rows), p.sbuf_addr.eq(d.sbuf_addr),
+                                 p.cols.eq(d.cols), p.dram_addr.eq(d.dram_addr),
+                                 p.dram_stride.eq(d.dram_stride)]
+            with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
+                is_mm = op == Opcode.MATMUL
+                lo = Mux(is_mm, mm.sbuf_addr, ls.sbuf_addr)
+                hi = Mux(is_mm, mm.sbuf_addr + mm.f, ls.sbuf_addr + ls.m)
+                m.d.comb += go.eq(
+                    ~te_held & ~coll_held
+                    & ~(dma_held & dma_load & overlaps(lo, hi, dma_lo, dma_hi))
+                    & ~(act_held & overlaps(lo, hi, act_lo, act_hi))
+                    & ~(is_mm & act_held & act_psum & (act_bank == mm.bank)))
+                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                    m.d.sync += [self.te.valid.eq(1), self.te.payload.eq(head),
+                                 te_lo.eq(lo), te_hi.eq(hi)]
+                    with m.If(is_mm):
+                        for b in range(banks):
+                            with m.If(mm.bank == b):
+                                m.d.sync += psum_dirty[b].eq(1)
+                    with m.Else():
+                        m.d.sync += stat_k.eq(ls.k)
+            with m.Case(Opcode.ACTIVATE):
+                lo, hi = a.dst_addr, a.dst_addr + a.cols
+                dirty = Signal()
+                for b in range(banks):
+                    with m.If(a.src_bank == b):
+                        m.d.comb += dirty.eq(psum_dirty[b])
+                m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
+                                  & ~(te_held & overlaps(lo, hi, te_lo, te_hi))
+                                  & ~(~a.src_sbuf & dirty))
+                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                    m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
+                                 act_lo.eq(lo), act_hi.eq(hi), act_psum.eq(~a.src_sbuf),
+                                 act_bank.eq(a.src_bank)]
+            with m.Case(Opcode.SET_SEED):
+                m.d.comb += go.eq(~act_held)
+                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                    m.d.sync += [self.seed.valid.eq(1),
+                                 self.seed.payload.eq(v[Opcode.SET_SEED].seed)]
+            with m.Case(Opcode.BARRIER):
+                m.d.comb += go.eq(all_idle)
+            with m.Case(Opcode.COLLECTIVE):
+                m.d.comb += go.eq(all_idle & ~self.hold)
+                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                    m.d.sync += [self.coll.valid.eq(1), self.coll.payload.eq(head)]
+
+        # --- The head register, errors and counting. -----------------------------------------
+        stopped = error != ErrorCode.OK
+        dispatch = head_valid & (fault == ErrorCode.OK) & go
+        fail = head_valid & (fault != ErrorCode.OK)
+        m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
+        with m.If(dispatch):
+            m.d.sync += [head_valid.eq(0), executed.eq(executed + 1)]
+        with m.If(fail):
+            m.d.sync += [head_valid.eq(0), error.eq(fault), error_index.eq(executed)]
+        with m.If(self.desc.valid & self.desc.ready & ~stopped):
+            m.d.sync += [head.eq(self.desc.payload), head_valid.eq(1)]
+        with m.If(self.clear_error):
+            m.d.sync += error.eq(ErrorCode.OK)
+
+        m.d.comb += self.busy.eq(head_valid | ~all_idle)
+        return m

@@ -1,0 +1,175 @@
+"""The host driver: a NeuronCore in simulation, driven the way software drives the hardware.
+
+:class:`CoreHost` talks to ``hdl.core.NeuronCore`` only through its two buses: the registers
+(``hdl.cmdqueue.REGISTERS``) through cocotbext-axi's ``AxiLiteMaster`` on the ``axil`` port,
+and DRAM as cocotbext-axi's ``AxiRam`` on the ``axi`` port. Programs are lists of descriptors
+(``golden.isa``, e.g. from ``sim.programs``); :meth:`CoreHost.run` pushes them while the queue
+has room and waits until the core is idle. :meth:`CoreHost.read_sbuf` and
+:meth:`CoreHost.read_psum` read every word back through the debug registers, so a test can
+compare each memory with ``golden.iss.NeuronCoreISS``.
+
+Runs inside a cocotb test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+
+from golden.isa import ErrorCode
+from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
+
+__all__ = ["CoreHost", "CoreTimeout", "RunResult"]
+
+R = REGISTERS
+_BUSY, _ERROR, _FULL = 1, 2, 4
+
+
+class CoreTimeout(AssertionError):
+    """The core stayed busy longer than the caller allowed (a hang: always a bug)."""
+
+
+@dataclass
+class RunResult:
+    error: ErrorCode
+    error_index: int | None  # position in the program of the failing command
+    executed: int  # commands of this program executed
+    cycles: int  # clock cycles from the first push until idle
+    perf: dict[str, int]
+
+
+def _debug_addr(space: int, part: int, word: int, bank: int = 0) -> int:
+    v = {"space": space, "part": part, "word": word, "bank": bank}
+    return sum(v[k] << off for k, (off, _) in DEBUG_ADDR_FIELDS.items())
+
+
+class CoreHost:
+    """One core's host side. ``cfg`` is the core's ``golden.iss.CoreConfig``;
+    ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``)."""
+
+    def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None):
+        self.dut, self.cfg, self.perf_names = dut, cfg, tuple(perf_names)
+        self.regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "axil_"), dut.clk, dut.rst)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "axi_"), dut.clk, dut.rst,
+                          size=cfg.dram_bytes)
+        self.cycle = 0
+        if dram_pauses:
+            rng = rng if rng is not None else np.random.default_rng(0)
+            for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                       self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                       self.ram.write_if.b_channel):
+                ch.set_pause_generator(_pauses(np.random.default_rng(rng.integers(1 << 30)),
+                                               dram_pauses))
+
+    # --- registers ---------------------------------------------------------------------------
+
+    async def read(self, name: str, index: int = 0) -> int:
+        return await self.regs.read_dword(R[name] + 4 * index)
+
+    async def write(self, name: str, value: int, index: int = 0) -> None:
+        await self.regs.write_dword(R[name] + 4 * index, int(value) & 0xFFFFFFFF)
+
+    async def check_id(self) -> None:
+        got = await self.read("ID")
+        if got != CORE_ID:
+            raise AssertionError(f"ID register reads 0x{got:08x}, not 0x{CORE_ID:08x}")
+
+    async def status(self) -> int:
+        return await self.read("STATUS")
+
+    async def error(self) -> tuple[ErrorCode, int]:
+        v = await self.read("ERROR")
+        return ErrorCode(v & 0xF), v >> 8
+
+    async def perf(self) -> dict[str, int]:
+        return {name: await self.read("PERF0", i) for i, name in enumerate(self.perf_names)}
+
+    async def clear_error(self) -> None:
+        await self.write("CTRL", 0b10)
+
+    async def soft_reset(self, timeout: int = 100_000) -> None:
+        await self.write("CTRL", 0b01)
+        await self.wait_idle(timeout)
+
+    # --- programs ----------------------------------------------------------------------------
+
+    async def push(self, words, timeout: int = 1_000_000) -> None:
+        """Queue one descriptor, waiting while the queue is full."""
+        waited = 0
+        while await self.status() & _FULL:
+            await ClockCycles(self.dut.clk, 8)
+            waited += 8
+            if waited > timeout:
+                raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
+        for i, w in enumerate(np.asarray(words, dtype=np.uint32).tolist()):
+            await self.write("DESC0", w, i)
+        await self.write("PUSH", 0)
+
+    async def wait_idle(self, timeout: int = 1_000_000, poll: int = 4) -> int:
+        """Poll STATUS until the core is not busy; returns the cycles waited."""
+        waited = 0
+        while await self.status() & _BUSY:
+            await ClockCycles(self.dut.clk, poll)
+            waited += poll
+            if waited > timeout:
+                raise CoreTimeout(f"the core stayed busy for {waited} cycles (STATUS "
+                                  f"0x{await self.status():08x})")
+        return waited
+
+    async def run(self, program, timeout: int = 1_000_000) -> RunResult:
+        """Push every descriptor of ``program`` and wait until the core is idle. A program
+        that fails stops the queue: its later descriptors are dropped by the core."""
+        start = await self.read("EXECUTED")
+        t0 = _now(self.dut)
+        for words in program:
+            await self.push(words, timeout)
+        await self.wait_idle(timeout)
+        cycles = _now(self.dut) - t0
+        code, index = await self.error()
+        executed = await self.read("EXECUTED") - start
+        return RunResult(code, index - start if code != ErrorCode.OK else None, executed,
+                         cycles, await self.perf())
+
+    # --- memories ----------------------------------------------------------------------------
+
+    def write_dram(self, addr: int, data) -> None:
+        self.ram.write(addr, bytes(np.asarray(data, dtype=np.uint8).reshape(-1)))
+
+    def read_dram(self, addr: int = 0, size: int | None = None) -> np.ndarray:
+        size = self.cfg.dram_bytes - addr if size is None else size
+        return np.frombuffer(self.ram.read(addr, size), dtype=np.uint8).copy()
+
+    async def debug_read(self, space: int, part: int, word: int, bank: int = 0) -> int:
+        await self.write("DBG_ADDR", _debug_addr(space, part, word, bank))
+        return await self.read("DBG_DATA")
+
+    async def read_sbuf(self) -> np.ndarray:
+        c = self.cfg
+        out = np.zeros((c.n, c.sbuf_words), dtype=np.uint32)
+        for p in range(c.n):
+            for w in range(c.sbuf_words):
+                out[p, w] = await self.debug_read(0, p, w)
+        return out
+
+    async def read_psum(self) -> np.ndarray:
+        c = self.cfg
+        out = np.zeros((c.n, c.psum_banks, c.psum_words), dtype=np.uint32)
+        for p in range(c.n):
+            for b in range(c.psum_banks):
+                for w in range(c.psum_words):
+                    out[p, b, w] = await self.debug_read(1, p, w, b)
+        return out
+
+
+def _pauses(rng, p):
+    while True:
+        yield int(rng.random() < p)
+
+
+def _now(dut) -> int:
+    from cocotb.utils import get_sim_time
+
+    return int(get_sim_time("ns")) // 10  # the testbenches' 10 ns clock

@@ -1,0 +1,294 @@
+"""cocotb testbench: ``hdl.core.NeuronCore`` running programs, against the golden ISS.
+
+The host side is :class:`sim.host.CoreHost` (cocotbext-axi ``AxiLiteMaster`` on the registers,
+``AxiRam`` as DRAM with random pauses on every channel). Every program runs on the RTL and on
+``golden.iss.NeuronCoreISS`` from the same state; afterwards the error code, the failing
+command's index, the executed count, and **every byte of DRAM, every SBUF word and every PSUM
+word** must be equal (bit for bit: the RTL and the ISS emit the same canonical NaNs).
+
+Tests (the runner picks one per pytest case with ``testcase``):
+
+* ``gemm_tiled`` - tiled GEMMs with K > N (PSUM accumulation over K tiles), M and F not
+  multiples of N or the bank, bf16 and fp8 operands with special values, fp32 results.
+* ``dense_sr`` - dense layers ``cast(relu(W.T @ X + b))`` with SR output after SET_SEED
+  (bf16, and fp8-e4m3 with saturation), then RNE and RTZ.
+* ``mlp`` - a 2-layer MLP forward pass (bf16 hidden layer, fp8 output with SR).
+* ``random_commands`` - random legal commands at random partitions and addresses (DMA with
+  strides, LOAD_STATIONARY / MATMUL with ``part`` != 0, ACTIVATE from PSUM and from SBUF,
+  in place, with bias, SET_SEED, BARRIER), so consecutive commands often touch the same
+  words and the sequencer's hazard checks decide the result.
+* ``errors`` - every error of ``sim.programs.error_programs`` after a legal prefix, with
+  legal commands behind it: the error code and index, nothing executed after it (the core
+  drops them), memories unchanged; then CTRL clear-error and a legal program; a soft reset
+  (EXECUTED 0, the stationary tile gone, the PRNG reseeded with 0) - each ends in a reported
+  error or a completed program, never a timeout.
+"""
+
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+
+from golden.activation import ActivationFunc
+from golden.isa import ErrorCode, Opcode, decode, encode
+from golden.iss import CommandError, NeuronCoreISS
+from hdl.core import PERF_COUNTERS, NeuronCore
+from sim import programs as pg
+from sim import tbutil, vectors
+from sim.host import CoreHost
+from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder
+
+_FMT_NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2"}
+
+
+class CoreTB:
+    def __init__(self, dut):
+        self.dut = dut
+        self.core = NeuronCore(**tbutil.params())
+        self.cfg = self.core.iss_config()
+        self.iss = NeuronCoreISS(self.cfg)
+        self.rng = tbutil.rng(0xC0E)
+        self.seed = tbutil.seed()
+        self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.2, rng=self.rng)
+
+    async def start(self):
+        await tbutil.start_clock(self.dut)
+        await tbutil.reset(self.dut)
+        await self.host.check_id()
+        await self.host.wait_idle(20_000)  # the PRNG lanes seed themselves after reset
+
+    def dram(self, data, addr: int = 0):
+        d = np.asarray(data, dtype=np.uint8).reshape(-1)
+        self.iss.dram[addr:addr + d.size] = d
+        self.host.write_dram(addr, d)
+
+    def put(self, t, bits):
+        """Write a DRAM tensor's bit patterns to both DRAMs."""
+        size = t.size
+        raw = np.asarray(bits).astype(f"<u{size}").reshape(-1).view(np.uint8)
+        self.dram(raw, t.addr)
+
+    async def run(self, program, what: str):
+        before = self.iss.executed
+        stopped = self.iss.error != ErrorCode.OK  # the queue drops the whole program
+        code = self.iss.run(program)
+        res = await self.host.run(program)
+        want_index = self.iss.error_index if code != ErrorCode.OK else None
+        if stopped:
+            res.error_index = want_index = None
+        assert (res.error, res.error_index) == (code, want_index), \
+            (f"{what}: RTL error {res.error.name} at {res.error_index}, ISS {code.name} at "
+             f"{want_index} ({self.iss.error_reason}) (seed {self.seed})")
+        assert res.executed == self.iss.executed - before, \
+            f"{what}: RTL executed {res.executed}, ISS {self.iss.executed - before}"
+        await self.compare(what)
+        self.dut._log.info("%s: %d commands, %d cycles, %s", what, len(program), res.cycles,
+                           res.perf)
+        return res
+
+    async def compare(self, what: str):
+        dram = self.host.read_dram()
+        bad = np.flatnonzero(dram != self.iss.dram)
+        assert bad.size == 0, (f"{what}: DRAM differs at {bad.size} bytes, first at "
+                               f"0x{bad[0]:x}: RTL {dram[bad[:8]]}, ISS {self.iss.dram[bad[:8]]}"
+                               f" (seed {self.seed})")
+        sbuf = await self.host.read_sbuf()
+        bad = np.argwhere(sbuf != self.iss.sbuf)
+        assert bad.size == 0, (f"{what}: SBUF differs at {len(bad)} words, first (partition, "
+                               f"word) {bad[:4].tolist()}: RTL "
+                               f"{tbutil.hexs(sbuf[tuple(bad[:4].T)])}, ISS "
+                               f"{tbutil.hexs(self.iss.sbuf[tuple(bad[:4].T)])} "
+                               f"(seed {self.seed})")
+        psum = await self.host.read_psum()
+        bad = np.argwhere(psum != self.iss.psum)
+        assert bad.size == 0, (f"{what}: PSUM differs at {len(bad)} words, first (partition, "
+                               f"bank, word) {bad[:4].tolist()}: RTL "
+                               f"{tbutil.hexs(psum[tuple(bad[:4].T)])}, ISS "
+                               f"{tbutil.hexs(self.iss.psum[tuple(bad[:4].T)])} "
+                               f"(seed {self.seed})")
+
+    def operands(self, fmt, shape, specials=0.1):
+        return vectors.operands(_FMT_NAMES[fmt], self.rng, shape, specials)
+
+    def fp32(self, shape, scale=1.0):
+        return (self.rng.standard_normal(shape) * scale).astype(np.float32).view(np.uint32)
+
+
+async def _started(dut) -> CoreTB:
+    tb = CoreTB(dut)
+    await tb.start()
+    return tb
+
+
+@cocotb.test()
+async def gemm_tiled(dut):
+    tb = await _started(dut)
+    n, w = tb.cfg.n, tb.cfg.psum_words
+    for fa, fb, (m, k, f) in ((BF16, BF16, (n + 2, 2 * n + 3, w + 5)),
+                              (FP8_E4M3, FP8_E5M2, (n - 1, 3 * n, 2 * w)),
+                              (FP8_E5M2, BF16, (1, n + 1, 3))):
+        pb = ProgramBuilder(tb.cfg)
+        a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
+        c = pb.alloc(m, f, FP32)
+        tb.put(a, tb.operands(fa, (k, m)))
+        tb.put(b, tb.operands(fb, (k, f)))
+        pg.gemm(pb, a, b, c)
+        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f} {_FMT_NAMES[fa]} x {_FMT_NAMES[fb]}")
+        assert res.perf["moving_columns"] > 0 and res.perf["tensor_busy"] > 0
+
+
+@cocotb.test()
+async def dense_sr(dut):
+    tb = await _started(dut)
+    n = tb.cfg.n
+    for dtype, mode, seed in ((BF16, 2, 0x5EED), (FP8_E4M3, 2, 12345), (BF16, 0, None),
+                              (FP8_E5M2, 1, None)):
+        pb = ProgramBuilder(tb.cfg)
+        k, m, f = n + 3, n + 1, 9
+        wt, x = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+        bias = pb.alloc(m, 1, FP32)
+        tb.put(wt, tb.operands(BF16, (k, m), 0.05))
+        tb.put(x, tb.operands(BF16, (k, f), 0.05))
+        tb.put(bias, tb.fp32((m, 1)))
+        if seed is not None:
+            pb.emit(Opcode.SET_SEED, seed=seed)
+        pg.dense(pb, wt, x, bias, dtype=dtype, mode=mode)
+        await tb.run(pb.program, f"dense layer to {dtype=} {mode=} seed {seed}")
+
+
+@cocotb.test()
+async def mlp_forward(dut):
+    tb = await _started(dut)
+    n = tb.cfg.n
+    pb = ProgramBuilder(tb.cfg)
+    d_in, d_h, d_out, batch = n + 2, 2 * n - 1, 3, 11
+    x = pb.alloc(d_in, batch, BF16)
+    w1, b1 = pb.alloc(d_in, d_h, BF16), pb.alloc(d_h, 1, FP32)
+    w2, b2 = pb.alloc(d_h, d_out, BF16), pb.alloc(d_out, 1, FP32)
+    for t, bits in ((x, tb.operands(BF16, (d_in, batch), 0.02)),
+                    (w1, tb.operands(BF16, (d_in, d_h), 0.02)), (b1, tb.fp32((d_h, 1))),
+                    (w2, tb.operands(BF16, (d_h, d_out), 0.02)), (b2, tb.fp32((d_out, 1)))):
+        tb.put(t, bits)
+    pb.emit(Opcode.SET_SEED, seed=2026)
+    pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
+                dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=2, func=ActivationFunc.IDENTITY)])
+    await tb.run(pb.program, "2-layer MLP")
+
+
+def _random_command(tb, rng, stat_k):
+    """One random legal command (checked by the ISS's own check), or None."""
+    c, n, words = tb.cfg, tb.cfg.n, tb.cfg.sbuf_words
+    part = int(rng.integers(0, n))
+    rows = int(rng.integers(1, n - part + 1))
+    kind = rng.choice(["load", "store", "ls", "mm", "act", "act", "seed", "barrier"],
+                      p=[.2, .1, .1, .25, .1, .15, .05, .05])
+    if kind in ("load", "store"):
+        dtype = int(rng.choice([BF16, FP8_E4M3, FP32, 3]))
+        size = {BF16: 2, FP8_E4M3: 1, FP32: 4, 3: 2}[dtype]
+        cols = int(rng.integers(1, 13))
+        stride = size * int(rng.choice([0, cols, cols + int(rng.integers(0, 9))]))
+        op = Opcode.DMA_LOAD if kind == "load" else Opcode.DMA_STORE
+        f = dict(dtype=dtype, part=part, rows=rows, sbuf_addr=int(rng.integers(0, words - cols)),
+                 cols=cols, dram_addr=size * int(rng.integers(0, 1500)), dram_stride=stride)
+    elif kind == "ls" or (kind == "mm" and stat_k is None):
+        k = int(rng.integers(1, n - part + 1))
+        m = int(rng.integers(1, n + 1))
+        op, f = Opcode.LOAD_STATIONARY, dict(fmt=int(rng.integers(0, 3)), part=part, k=k, m=m,
+                                             sbuf_addr=int(rng.integers(0, words - m)))
+    elif kind == "mm":
+        k = stat_k
+        part = int(rng.integers(0, n - k + 1))
+        fcols = int(rng.integers(1, c.psum_words + 1))
+        op, f = Opcode.MATMUL, dict(fmt=int(rng.integers(0, 3)), part=part, k=k, f=fcols,
+                                    sbuf_addr=int(rng.integers(0, words - fcols)),
+                                    bank=int(rng.integers(0, c.psum_banks)),
+                                    psum_addr=int(rng.integers(0, c.psum_words - fcols + 1)),
+                                    accumulate=int(rng.integers(0, 2)))
+    elif kind == "act":
+        src_sbuf = int(rng.random() < 0.4)
+        cols = int(rng.integers(1, c.psum_words + 1))
+        src = int(rng.integers(0, (words if src_sbuf else c.psum_words) - cols + 1))
+        dst = src if src_sbuf and rng.random() < 0.5 else int(rng.integers(0, words - cols))
+        op, f = Opcode.ACTIVATE, dict(
+            func=int(rng.integers(0, 2)), src_sbuf=src_sbuf, part=part, rows=rows, cols=cols,
+            src_bank=int(rng.integers(0, c.psum_banks)), src_addr=src,
+            bias_en=int(rng.integers(0, 2)), bias_addr=int(rng.integers(0, words)),
+            scale=int(tb.fp32(1, 2.0)[0]) if rng.random() < 0.5 else 0x3F800000,
+            dtype=int(rng.integers(0, 5)), mode=int(rng.integers(0, 3)),
+            saturate=int(rng.integers(0, 2)), dst_addr=dst)
+    elif kind == "seed":
+        op, f = Opcode.SET_SEED, dict(seed=int(rng.integers(0, 1 << 63)))
+    else:
+        op, f = Opcode.BARRIER, {}
+    words_ = encode(op, **f)
+    try:
+        tb.iss_probe.check(words_)
+    except CommandError:
+        return None
+    return words_
+
+
+@cocotb.test()
+async def random_commands(dut):
+    tb = await _started(dut)
+    rng = tb.rng
+    raw = rng.integers(0, 256, tb.cfg.dram_bytes // 4, dtype=np.uint8)
+    tb.dram(raw)
+    # fp32 data with special values in the first words of DRAM, for the ACTIVATE inputs.
+    specials = vectors.cast_inputs("bf16", rng, 1024).astype(np.uint32)
+    tb.dram(specials.view(np.uint8), 0)
+    tb.iss_probe = NeuronCoreISS(tb.cfg)
+    for batch in range(6):
+        prog, stat_k = [], tb.iss.te.stationary_shape
+        stat_k = None if stat_k is None else stat_k[0]
+        while len(prog) < 12:
+            tb.iss_probe.te.stationary_shape = None if stat_k is None else (stat_k, 1)
+            cmd = _random_command(tb, rng, stat_k)
+            if cmd is None:
+                continue
+            op, fields = decode(cmd)
+            if op == Opcode.LOAD_STATIONARY:
+                stat_k = fields["k"]
+            prog.append(cmd)
+        await tb.run(prog, f"random batch {batch}")
+
+
+@cocotb.test()
+async def errors(dut):
+    tb = await _started(dut)
+    rng = tb.rng
+    tb.dram(rng.integers(0, 256, tb.cfg.dram_bytes, dtype=np.uint8))
+    legal = encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=tb.cfg.n, sbuf_addr=0, cols=4,
+                   dram_addr=0, dram_stride=16)
+    await tb.run([legal], "fill")
+    for what, prog, code in pg.error_programs(tb.cfg):
+        after = encode(Opcode.DMA_LOAD, dtype=FP8_E4M3, part=0, rows=2, sbuf_addr=8, cols=5,
+                       dram_addr=int(rng.integers(0, 4096)), dram_stride=7)
+        res = await tb.run([encode(Opcode.BARRIER), *prog, after, legal], f"error: {what}")
+        assert res.error == code, f"{what}: {res.error.name}, want {code.name}"
+        if code != ErrorCode.OK:
+            # Stopped: a program pushed now is dropped until the error is cleared.
+            await tb.run([after], f"after {what}, not cleared")
+            tb.iss.clear_error()
+            await tb.host.clear_error()
+            await tb.run([after], f"after {what}, cleared")
+
+    # Soft reset: EXECUTED 0, no stationary tile (a MATMUL fails), the PRNG reseeded with 0.
+    pb = ProgramBuilder(tb.cfg)
+    pb.emit(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0)
+    pb.emit(Opcode.SET_SEED, seed=99)
+    await tb.run(pb.program, "before soft reset")
+    tb.iss.soft_reset()
+    await tb.host.soft_reset()
+    assert await tb.host.read("EXECUTED") == 0 and (await tb.host.error())[0] == ErrorCode.OK
+    sr = encode(Opcode.ACTIVATE, func=0, src_sbuf=1, part=0, rows=tb.cfg.n, cols=6, src_bank=0,
+                src_addr=0, bias_en=0, bias_addr=0, scale=0x3F800000, dtype=BF16, mode=2,
+                saturate=0, dst_addr=20)
+    await tb.run([sr], "SR after soft reset (seed 0 stream)")
+    mm = encode(Opcode.MATMUL, fmt=BF16, part=0, k=2, f=1, sbuf_addr=0, bank=0, psum_addr=0,
+                accumulate=0)
+    res = await tb.run([mm], "MATMUL after soft reset")
+    assert res.error == ErrorCode.BAD_SHAPE, res.error.name
+    tb.iss.soft_reset()
+    await tb.host.soft_reset()
+    await tb.run([pb.program[0], mm], "LOAD_STATIONARY then MATMUL after soft reset")
