@@ -14,7 +14,9 @@ CORE_ID = 0x4E43_4C31
 #: Register map (byte offsets). DESC0..7 stage a descriptor, PUSH queues it.
 REGISTERS = {
     "ID": 0x00,  # read: CORE_ID
-    "CTRL": 0x04,  # write: bit 0 soft reset (a pulse), bit 1 clear the error
+    "CTRL": 0x04,  # write: bit 0 soft reset (a pulse), bit 1 clear the error (a pulse), bit 2
+    #                pause (a level, set or cleared by every CTRL write: while set, no
+    #                descriptor leaves the queue; commands already taken run on). Read: bit 2
     "STATUS": 0x08,  # read: bit 0 busy, bit 1 error, bit 2 queue full, bit 3 overflow
     #                  (a PUSH was dropped; cleared by CTRL bit 1), bits 8.. queue level
     "ERROR": 0x0C,  # read: bits 0..3 error code (golden.isa.ErrorCode), bits 8..31 index
@@ -82,6 +84,7 @@ class CommandQueue(wiring.Component):
             "perf": In(data.ArrayLayout(32, max(perf_counters, 1))),
             "clear_error": Out(1),
             "soft_reset": Out(1),
+            "pause": Out(1),
             "dbg_req": Out(stream.Signature(32)),
             "dbg_resp": In(stream.Signature(32)),
         })
@@ -95,8 +98,10 @@ class CommandQueue(wiring.Component):
         m.submodules.queue = queue = fifo.SyncFIFO(width=DESCRIPTOR_BITS, depth=self.depth)
         staged = [Signal(32, name=f"desc{i}") for i in range(8)]
         overflow = Signal()
-        m.d.comb += [self.desc.valid.eq(queue.r_rdy), self.desc.payload.eq(queue.r_data),
-                     queue.r_en.eq(self.desc.ready), queue.w_data.eq(Cat(*staged))]
+        pause = Signal()
+        m.d.comb += [self.desc.valid.eq(queue.r_rdy & ~pause), self.desc.payload.eq(queue.r_data),
+                     queue.r_en.eq(self.desc.ready & ~pause), queue.w_data.eq(Cat(*staged)),
+                     self.pause.eq(pause)]
 
         # --- Writes. -------------------------------------------------------------------------
         aw_addr, aw_full = Signal(12), Signal()
@@ -124,6 +129,7 @@ class CommandQueue(wiring.Component):
             with m.Switch(aw_addr[2:]):
                 with m.Case(REGISTERS["CTRL"] >> 2):
                     m.d.comb += [self.soft_reset.eq(w_data[0]), self.clear_error.eq(w_data[1])]
+                    m.d.sync += pause.eq(w_data[2])
                     with m.If(w_data[1]):
                         m.d.sync += overflow.eq(0)
                 for i in range(8):
@@ -159,6 +165,8 @@ class CommandQueue(wiring.Component):
             with m.Switch(bus.araddr[2:]):
                 with m.Case(REGISTERS["ID"] >> 2):
                     m.d.sync += r_data.eq(CORE_ID)
+                with m.Case(REGISTERS["CTRL"] >> 2):
+                    m.d.sync += r_data.eq(pause << 2)
                 with m.Case(REGISTERS["STATUS"] >> 2):
                     m.d.sync += r_data.eq(Cat(self.busy | queue.r_rdy | flushing,
                                               self.error_code != 0, ~queue.w_rdy, overflow,

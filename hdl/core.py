@@ -255,8 +255,8 @@ class NeuronCore(wiring.Component):
     give any SBUF or PSUM word; they wait until no DMA or ACTIVATE uses the port.
 
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
-    ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth``, ``te_mul_stages``,
-    ``te_add_stages``, ``random_bits``, ``max_burst``.
+    ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
+    ``te_mul_stages``, ``te_add_stages``, ``random_bits``, ``max_burst``.
     """
 
     def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,

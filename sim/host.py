@@ -25,7 +25,8 @@ from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
 __all__ = ["CoreHost", "CoreTimeout", "RunResult"]
 
 R = REGISTERS
-_BUSY, _ERROR, _FULL = 1, 2, 4
+_BUSY, _ERROR, _FULL = 1, 2, 4  # STATUS bits
+_PAUSE = 4  # CTRL bit 2
 
 
 class CoreTimeout(AssertionError):
@@ -119,12 +120,23 @@ class CoreHost:
                                   f"0x{await self.status():08x})")
         return waited
 
-    async def run(self, program, timeout: int = 1_000_000) -> RunResult:
+    async def run(self, program, timeout: int = 1_000_000, *, burst: bool = True) -> RunResult:
         """Push every descriptor of ``program`` and wait until the core is idle. A program
-        that fails stops the queue: its later descriptors are dropped by the core."""
+        that fails stops the queue: its later descriptors are dropped by the core.
+
+        With ``burst`` the queue is paused (CTRL bit 2) while it is filled, so the first
+        descriptors reach the sequencer back to back, as from a host faster than this bus."""
         start = await self.read("EXECUTED")
         t0 = _now(self.dut)
-        for words in program:
+        program = list(program)
+        i = 0
+        if burst:
+            await self.write("CTRL", _PAUSE)
+            while i < len(program) and not await self.status() & _FULL:
+                await self.push(program[i], timeout)
+                i += 1
+            await self.write("CTRL", 0)
+        for words in program[i:]:
             await self.push(words, timeout)
         await self.wait_idle(timeout)
         cycles = _now(self.dut) - t0

@@ -152,6 +152,20 @@ async def registers_and_queue(dut):
     for i in range(counters):
         assert await tb.host.read_dword(R["PERF0"] + 4 * i) == perf[i]
 
+    # Pause (CTRL bit 2, a level): nothing leaves the queue until it is cleared.
+    tb.ready_p, tb.got = 1.0, []
+    await tb.host.write_dword(R["CTRL"], 0b100)
+    want = []
+    for _ in range(2):
+        words, value = tb.random_descriptor(rng)
+        await tb.push(words)
+        want.append(value)
+    await ClockCycles(dut.clk, 20)
+    assert tb.got == [] and await tb.host.read_dword(R["CTRL"]) == 0b100, "pause ignored"
+    await tb.host.write_dword(R["CTRL"], 0)
+    await ClockCycles(dut.clk, 10)
+    assert tb.got == want and await tb.host.read_dword(R["CTRL"]) == 0, "pause not released"
+
     # Debug reads: DBG_DATA holds the word of the DBG_ADDR written just before.
     for _ in range(6):
         addr = int(rng.integers(0, 1 << 32))
