@@ -28,9 +28,13 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   on an SR beat) goes to SBUF words ``dst_addr ..`` of the partitions in range. An SBUF source
   holds fp32 words (activations are computed in fp32; narrow data is widened by a MATMUL, not
   here) and may be the destination only exactly (``dst_addr == src_addr``).
-* ``COLLECTIVE`` - the rows x cols SBUF region, flattened partition-major, is the buffer of a
-  ring collective (``golden.collectives``) over all cores of the ring (``coll_op``: 0
-  all-reduce, 1 reduce-scatter, 2 all-gather). On a core outside a ring it is BAD_FIELD.
+* ``COLLECTIVE`` - the rows x cols SBUF region is the buffer of a ring collective
+  (``golden.collectives``) over all cores of the ring (``coll_op``: 0 all-reduce, 1
+  reduce-scatter, 2 all-gather), flattened word by word: element i is partition
+  ``part + i % rows``, word ``sbuf_addr + i // rows``. ``rows`` must be the ring's link width W
+  (BAD_SHAPE otherwise), so each link beat is one SBUF word of W partitions; a wider region
+  takes one COLLECTIVE per band of W partitions. On a core outside a ring it is BAD_FIELD
+  (after the other checks).
 * ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
 
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
@@ -160,6 +164,9 @@ class NeuronCoreISS:
         elif op == Opcode.COLLECTIVE:
             _check(f["coll_op"] <= 2, ErrorCode.BAD_FIELD, f"collective op {f['coll_op']}")
             _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+            _check(f["rows"] == c.link_width, ErrorCode.BAD_SHAPE,
+                   f"a COLLECTIVE moves {c.link_width} partitions (the link width), not "
+                   f"{f['rows']}")
             self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
         return op, f
 
@@ -306,12 +313,12 @@ class RingISS:
             if len(sizes) != 1:
                 raise RuntimeError(f"mismatched COLLECTIVE commands across cores: {sizes}")
             bufs = [c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
-                           + w["cols"]].reshape(-1) for c, w in zip(self.cores, waiting,
-                                                                   strict=True)]
+                           + w["cols"]].T.reshape(-1) for c, w in zip(self.cores, waiting,
+                                                                     strict=True)]
             out = run_collective(waiting[0]["coll_op"], bufs, self.cores[0].cfg.link_width)
             for r, (c, w) in enumerate(zip(self.cores, waiting, strict=True)):
                 c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
-                       + w["cols"]] = out[r].reshape(w["rows"], w["cols"])
+                       + w["cols"]] = out[r].reshape(w["cols"], w["rows"]).T
                 c.executed += 1
                 pc[r] += 1
                 waiting[r] = None

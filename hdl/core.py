@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .activation import ActivationEngine, activation_command_layout
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
+from .collective import CollectiveEngine, check_ranks
 from .dma import AxiSignature, DmaEngine
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .sequencer import Sequencer, check_core_sizes
@@ -16,7 +17,8 @@ from .tensor_engine import TensorEngine, drain_request_layout
 __all__ = ["NeuronCore", "PERF_COUNTERS"]
 
 #: The performance counters at PERF0.. (cycles, since the last reset or soft reset).
-PERF_COUNTERS = ("busy", "tensor_busy", "activation_busy", "dma_busy", "moving_columns")
+PERF_COUNTERS = ("busy", "tensor_busy", "activation_busy", "dma_busy", "moving_columns",
+                 "collective_busy")
 
 _NEG_ZERO = 0x8000_0000
 
@@ -262,23 +264,31 @@ class NeuronCore(wiring.Component):
     def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,
                  psum_words: int = 16, dram_bytes: int = 1 << 16, queue_depth: int = 8,
                  te_mul_stages: int = 1, te_add_stages: int = 2, random_bits: int = 16,
-                 max_burst: int = 16):
+                 max_burst: int = 16, ranks: int = 0, link_width: int = 1):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes = psum_words, dram_bytes
         self.random_bits = random_bits
+        if ranks != 0:
+            check_ranks(ranks)
+        self.ranks, self.link_width = ranks, link_width
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
-                              psum_words=psum_words, dram_bytes=dram_bytes)
+                              psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
+                              link_width=link_width)
+        self._coll = None
+        ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature())}
+        if ranks:
+            self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words)
+            row = data.ArrayLayout(32, link_width)
+            ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(row)),
+                          "rx": In(stream.Signature(row))})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages)
         self._act = ActivationEngine(lanes=n, random_bits=random_bits)
         self._dma = DmaEngine(n=n, words=sbuf_words, max_burst=max_burst)
-        super().__init__({
-            "axil": Out(AxiLiteSignature()),
-            "axi": Out(AxiSignature()),
-        })
+        super().__init__(ports)
 
     def iss_config(self, **kwargs):
         """The ``golden.iss.CoreConfig`` of this core (``kwargs`` override, e.g. link_width)."""
@@ -286,7 +296,7 @@ class NeuronCore(wiring.Component):
 
         return CoreConfig(n=self.n, sbuf_words=self.sbuf_words, psum_banks=self.psum_banks,
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
-                          random_bits=self.random_bits, **kwargs)
+                          random_bits=self.random_bits, link_width=self.link_width, **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -333,23 +343,68 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, af.act_cmd, act.cmd)
         wiring.connect(m, af.act_i, act.i)
         wiring.connect(m, act.o, af.act_o)
-        m.d.comb += [seq.coll.ready.eq(1), seq.coll_busy.eq(0),
-                     seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
+        m.d.comb += [seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
                      seq.te_busy.eq(te.busy), seq.act_busy.eq(af.busy),
                      seq.clear_error.eq(cq.clear_error)]
         m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
                      cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
+
+        # --- The collective engine (a core in a ring): word columns of W partitions. ----------
+        W = self.link_width
+        coll_part = Signal(8)  # the running COLLECTIVE's first partition
+        coll_rd0 = Signal(data.ArrayLayout(32, n))  # the SBUF words its two reads address
+        coll_rd1 = Signal(data.ArrayLayout(32, n))
+        coll_wen = Signal(n)
+        coll_wdata = Signal(data.ArrayLayout(32, n))
+        coll = self._coll
+        if coll is None:
+            m.d.comb += [seq.coll.ready.eq(1), seq.coll_busy.eq(0)]
+            coll_busy = 0
+        else:
+            m.submodules.coll = reset_by(eng_rst, coll)
+            cd = data.View(DESCRIPTOR_LAYOUTS[Opcode.COLLECTIVE], seq.coll.payload)
+            m.d.comb += [coll.rank.eq(self.rank), coll.cmd.valid.eq(seq.coll.valid),
+                         seq.coll.ready.eq(coll.cmd.ready),
+                         coll.cmd.payload.op.as_value().eq(cd.coll_op.as_value()),
+                         coll.cmd.payload.addr.eq(cd.sbuf_addr),
+                         coll.cmd.payload.words.eq(cd.cols * W),
+                         seq.coll_busy.eq(coll.busy)]
+            with m.If(seq.coll.valid & seq.coll.ready):
+                m.d.sync += coll_part.eq(cd.part)
+            wiring.connect(m, coll.tx, wiring.flipped(self.tx))
+            wiring.connect(m, wiring.flipped(self.rx), coll.rx)
+            rot0 = _rotate(m, coll_rd0, coll_part, n, "coll_rot0")
+            rot1 = _rotate(m, coll_rd1, coll_part, n, "coll_rot1")
+            for j in range(W):
+                m.d.comb += [coll.tx_rd.data[j].eq(rot0[j]), coll.rx_rd.data[j].eq(rot1[j])]
+            with m.Switch(coll_part):
+                for q in range(n - W + 1):
+                    with m.Case(q):
+                        for j in range(W):
+                            m.d.comb += [coll_wen[q + j].eq(coll.wr.en[j]),
+                                         coll_wdata[q + j].eq(coll.wr.data[j])]
+            coll_busy = coll.busy
 
         # --- SBUF: one memory per partition. ---------------------------------------------------
         r0_data = Signal(data.ArrayLayout(32, n))
         r1_data = Signal(data.ArrayLayout(32, n))
         r1_en, r1_addr = Signal(), Signal(range(max(words, 2)))
         dbg_rd_en, dbg_rd_addr = Signal(), Signal(range(max(words, 2)))
+        r0_en, r0_addr = Signal(), Signal(range(max(words, 2)))
+        w_sel = Signal(range(3))  # the write port's user: 0 DMA, 1 activation, 2 collective
         m.d.comb += [
+            r0_en.eq(tf.rd_en), r0_addr.eq(tf.rd_addr),
             r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg_rd_en),
             r1_addr.eq(Mux(dma.sbuf_rd_en, dma.sbuf_rd_addr,
                            Mux(af.rd_en, af.rd_addr, dbg_rd_addr))),
+            w_sel.eq(Mux(dma.sbuf_wr_en, 0, Mux(af.busy, 1, 2))),
         ]
+        if coll is not None:
+            # The sequencer runs a COLLECTIVE alone: its reads take both ports.
+            with m.If(coll.busy):
+                m.d.comb += [r0_en.eq(coll.tx_rd.en), r0_addr.eq(coll.tx_rd.addr),
+                             r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
+            m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
         for p in range(n):
             mem = memory.Memory(shape=32, depth=words, init=[])
             m.submodules[f"sbuf{p}"] = mem
@@ -358,12 +413,18 @@ class NeuronCore(wiring.Component):
             w = mem.write_port()
             dma_w = dma.sbuf_wr_en & (dma.sbuf_wr_part == p)
             m.d.comb += [
-                r0.en.eq(tf.rd_en), r0.addr.eq(tf.rd_addr), r0_data[p].eq(r0.data),
+                r0.en.eq(r0_en), r0.addr.eq(r0_addr), r0_data[p].eq(r0.data),
                 r1.en.eq(r1_en), r1.addr.eq(r1_addr), r1_data[p].eq(r1.data),
-                w.en.eq(dma_w | af.wr_en[p]),
-                w.addr.eq(Mux(dma.sbuf_wr_en, dma.sbuf_wr_addr, af.wr_addr)),
-                w.data.eq(Mux(dma.sbuf_wr_en, dma.sbuf_wr_data, af.wr_data[p])),
+                w.en.eq(dma_w | af.wr_en[p] | coll_wen[p]),
             ]
+            with m.Switch(w_sel):
+                with m.Case(0):
+                    m.d.comb += [w.addr.eq(dma.sbuf_wr_addr), w.data.eq(dma.sbuf_wr_data)]
+                with m.Case(1):
+                    m.d.comb += [w.addr.eq(af.wr_addr), w.data.eq(af.wr_data[p])]
+                with m.Default():
+                    if coll is not None:
+                        m.d.comb += [w.addr.eq(coll.wr.addr), w.data.eq(coll_wdata[p])]
         m.d.comb += [tf.rd_data.eq(r0_data), af.rd_data.eq(r1_data)]
         dma_part = Signal.like(dma.sbuf_rd_part)
         with m.If(dma.sbuf_rd_en):
@@ -388,7 +449,8 @@ class NeuronCore(wiring.Component):
         d_part = Signal(8)
         d_data = Signal(32)
         d_state = Signal(range(5))  # 0 idle, 1 SBUF read, 2 PSUM request, 3 PSUM wait, 4 resp
-        port_free = ~(seq.dma.valid | dma.busy | seq.act.valid | af.busy)
+        port_free = ~(seq.dma.valid | dma.busy | seq.act.valid | af.busy | seq.coll.valid
+                      | coll_busy)
         m.d.comb += seq.hold.eq(cq.dbg_req.valid | (d_state != 0))
         with m.If(d_state == 0):
             with m.If(cq.dbg_req.valid & port_free):
@@ -421,7 +483,7 @@ class NeuronCore(wiring.Component):
         # --- Performance counters. -------------------------------------------------------------
         counts = [Signal(32, name=f"perf_{name}") for name in PERF_COUNTERS]
         events = [seq.busy, tf.busy | te.busy, af.busy, dma.busy,
-                  te.moving.valid & te.moving.ready]
+                  te.moving.valid & te.moving.ready, coll_busy]
         for cnt, ev, i in zip(counts, events, range(len(counts)), strict=True):
             with m.If(eng_rst):
                 m.d.sync += cnt.eq(0)

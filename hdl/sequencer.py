@@ -36,8 +36,9 @@ class Sequencer(wiring.Component):
     Checks, in the ISS's order (the first failing one is reported): opcode (BAD_OPCODE),
     reserved field values (BAD_FIELD), dtype (BAD_DTYPE), sizes (BAD_SHAPE), SBUF / PSUM /
     DRAM ranges (BAD_RANGE, DRAM up to ``dram_bytes`` computed at full width), alignment
-    (BAD_ALIGN). A MATMUL's K must be the K of the last LOAD_STATIONARY dispatched. A
-    COLLECTIVE on a core built without ``ring`` is BAD_FIELD after its other checks.
+    (BAD_ALIGN). A MATMUL's K must be the K of the last LOAD_STATIONARY dispatched, a
+    COLLECTIVE's rows the ``link_width``. A COLLECTIVE on a core built without ``ring`` is
+    BAD_FIELD after its other checks.
 
     On a failing command: ``error_code`` and ``error_index`` (= ``executed`` then: the
     commands executed since the last reset) are set, the command is dropped, and every
@@ -64,15 +65,16 @@ class Sequencer(wiring.Component):
     and COLLECTIVE dispatch.
 
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
-    ``dram_bytes``, ``ring``.
+    ``dram_bytes``, ``ring``, ``link_width``.
     """
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
-                 dram_bytes: int, ring: bool = False):
+                 dram_bytes: int, ring: bool = False, link_width: int = 1):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
+        self.link_width = _int(link_width, "link_width", 1, n)
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -183,6 +185,7 @@ class Sequencer(wiring.Component):
                 f = v[Opcode.COLLECTIVE]
                 chain([(f.coll_op.as_value() <= 2, ErrorCode.BAD_FIELD),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                       (f.rows == self.link_width, ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
                        (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
             with m.Case(Opcode.BARRIER, Opcode.SET_SEED):

@@ -49,12 +49,16 @@ def _debug_addr(space: int, part: int, word: int, bank: int = 0) -> int:
 
 class CoreHost:
     """One core's host side. ``cfg`` is the core's ``golden.iss.CoreConfig``;
-    ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``)."""
+    ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``);
+    ``suffix`` picks the core's ports ``axil<suffix>`` / ``axi<suffix>`` (``hdl.multicore``);
+    ``dram_pauses`` the probability of a pause on each DRAM channel per cycle."""
 
-    def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None):
+    def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
+                 suffix: str = ""):
         self.dut, self.cfg, self.perf_names = dut, cfg, tuple(perf_names)
-        self.regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "axil_"), dut.clk, dut.rst)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, "axi_"), dut.clk, dut.rst,
+        self.regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"axil{suffix}_"), dut.clk,
+                                  dut.rst)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, f"axi{suffix}_"), dut.clk, dut.rst,
                           size=cfg.dram_bytes)
         self.cycle = 0
         if dram_pauses:

@@ -28,7 +28,8 @@ from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
 from golden.tensor import LoadStationary, gemm_schedule
 
-__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "FP32",
+__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "collective",
+           "FP32",
            "BF16"]
 
 BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = range(5)
@@ -135,6 +136,18 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
                 b.store(out, blk.m0, blk.m1, blk.f0, blk.f1, b.out_addr)
 
 
+def collective(b: ProgramBuilder, op: int, part: int, rows: int, sbuf_addr: int,
+               cols: int) -> None:
+    """A collective (0 all-reduce, 1 reduce-scatter, 2 all-gather) over an SBUF region of
+    ``rows`` partitions: one COLLECTIVE per band of ``link_width`` partitions (``rows`` must be
+    a multiple of it)."""
+    w = b.cfg.link_width
+    if rows % w:
+        raise ValueError(f"rows must be a multiple of the link width {w}, not {rows}")
+    for p in range(part, part + rows, w):
+        b.emit(Opcode.COLLECTIVE, coll_op=op, part=p, rows=w, sbuf_addr=sbuf_addr, cols=cols)
+
+
 def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor, bias: DramTensor, *,
           dtype: int, mode: int = 0, saturate: bool | None = None,
           func: int = ActivationFunc.RELU) -> DramTensor:
@@ -219,6 +232,9 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("dma huge stride", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
                                                        "dram_stride": (1 << 32) - 4}),
          ErrorCode.BAD_RANGE),
+        ("coll rows not the link width", encode(Opcode.COLLECTIVE, coll_op=0, part=0,
+                                                rows=cfg.link_width + 1, sbuf_addr=0, cols=1),
+         ErrorCode.BAD_SHAPE),
         ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
                                   sbuf_addr=cfg.sbuf_words - 4, cols=5), ErrorCode.BAD_RANGE),
         ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,

@@ -22,6 +22,7 @@ from sim.programs import (
     FP8_E5M2,
     FP32,
     ProgramBuilder,
+    collective,
     dense,
     error_programs,
     gemm,
@@ -150,14 +151,14 @@ def test_four_cores_all_reduce_partial_products(seed):
     """Data parallel: core r multiplies its K-slice, an all-reduce sums the partial C's."""
     rng = np.random.default_rng([seed, 4])
     cfg = CoreConfig(n=4, sbuf_words=64, psum_banks=2, psum_words=8, link_width=2)
-    k, m, f, P = 4, 4, 6, 4
+    k, m, f, P = 4, 4, 6, 4  # two bands of W = 2 partitions
     cores, programs, parts = [], [], []
     for _ in range(P):
         a, bm = _operands(rng, (k, m), BF16), _operands(rng, (k, f), FP8_E4M3)
         pb = ProgramBuilder(cfg)
         ta, tb, tc = pb.alloc(k, m, BF16), pb.alloc(k, f, FP8_E4M3), pb.alloc(m, f, FP32)
         gemm(pb, ta, tb, None, keep_in_sbuf=True)
-        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=0, rows=m, sbuf_addr=pb.out_addr, cols=f)
+        collective(pb, 0, 0, m, pb.out_addr, f)
         pb.store(tc, 0, m, 0, f, pb.out_addr)
         core = NeuronCoreISS(cfg)
         core.write_dram(ta.addr, a, BF16)
@@ -166,9 +167,14 @@ def test_four_cores_all_reduce_partial_products(seed):
         programs.append(pb.program)
         parts.append(run_gemm(a, "bf16", bm, "fp8_e4m3", n=4, banks=2, bank_words=8))
     assert RingISS(cores).run(programs) == [ErrorCode.OK] * P
-    want = ring_all_reduce([p.reshape(-1) for p in parts], link_width=2)
+    # Each band of 2 partitions is one all-reduce of its words, flattened word by word.
+    want = np.zeros((P, m, f), dtype=np.uint32)
+    for band in (slice(0, 2), slice(2, 4)):
+        out = ring_all_reduce([p[band].T.reshape(-1) for p in parts], link_width=2)
+        for r in range(P):
+            want[r, band] = out[r].reshape(f, 2).T
     for r, core in enumerate(cores):
-        got = core.read_dram(tc.addr, m * f, FP32)
+        got = core.read_dram(tc.addr, m * f, FP32).reshape(m, f)
         assert np.array_equal(got, want[r]), f"core {r}, seed {seed}"
     assert all(np.array_equal(want[0], w) for w in want)
 

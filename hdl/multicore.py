@@ -1,0 +1,58 @@
+"""P NeuronCores in a ring: each with its own host registers and DRAM port."""
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .cmdqueue import AxiLiteSignature
+from .collective import check_ranks
+from .core import NeuronCore
+from .dma import AxiSignature
+from .ring import MAX_LINK_LATENCY, LinkModel
+
+__all__ = ["CoreRing"]
+
+
+class CoreRing(wiring.Component):
+    """``ranks`` :class:`~hdl.core.NeuronCore` s (rank r's ``tx`` to rank r + 1's ``rx``
+    through a :class:`~hdl.ring.LinkModel`), as on a multi-core Trainium device.
+
+    Ports: ``axil<r>`` (AXI4-Lite slave) and ``axi<r>`` (AXI4 master) of each core r; the
+    links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` (shared by all links,
+    set at run time). Every other parameter is a :class:`~hdl.core.NeuronCore` one
+    (``link_width`` included), the same for every core.
+    """
+
+    def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
+        self.ranks = check_ranks(ranks)
+        self.max_latency = max_latency
+        self._cores = [NeuronCore(ranks=ranks, **core) for _ in range(ranks)]
+        self.link_width = self._cores[0].link_width
+        ports = {}
+        for r in range(ranks):
+            ports[f"axil{r}"] = Out(AxiLiteSignature())
+            ports[f"axi{r}"] = Out(AxiSignature())
+        ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
+                      "stall_seed": In(32), "stall_reseed": In(1)})
+        super().__init__(ports)
+
+    def iss_config(self):
+        return self._cores[0].iss_config()
+
+    def elaborate(self, platform):
+        m = Module()
+        links = []
+        for r, core in enumerate(self._cores):
+            m.submodules[f"core{r}"] = core
+            wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")), core.axil)
+            wiring.connect(m, wiring.flipped(getattr(self, f"axi{r}")), core.axi)
+            m.d.comb += core.rank.eq(r)
+            link = LinkModel(link_width=self.link_width, max_latency=self.max_latency, index=r)
+            m.submodules[f"link{r}"] = link
+            m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
+                         link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed)]
+            links.append(link)
+        for r, core in enumerate(self._cores):
+            wiring.connect(m, core.tx, links[r].i)
+            wiring.connect(m, links[r].o, self._cores[(r + 1) % self.ranks].rx)
+        return m
