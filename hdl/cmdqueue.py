@@ -18,7 +18,8 @@ REGISTERS = {
     #                pause (a level, set or cleared by every CTRL write: while set, no
     #                descriptor leaves the queue; commands already taken run on). Read: bit 2
     "STATUS": 0x08,  # read: bit 0 busy, bit 1 error, bit 2 queue full, bit 3 overflow
-    #                  (a PUSH was dropped; cleared by CTRL bit 1), bits 8.. queue level
+    #                  (a PUSH was dropped; cleared by CTRL bit 1), bits 4..7 the core's flags
+    #                  (status_flags: bit 4 a debug read timed out), bits 8.. queue level
     "ERROR": 0x0C,  # read: bits 0..3 error code (golden.isa.ErrorCode), bits 8..31 index
     "EXECUTED": 0x10,  # read: commands executed since the last soft reset
     "DESC0": 0x20,  # DESC0..DESC7 at 0x20..0x3C: write/read the staged descriptor words
@@ -85,6 +86,7 @@ class CommandQueue(wiring.Component):
             "clear_error": Out(1),
             "soft_reset": Out(1),
             "pause": Out(1),
+            "status_flags": In(4),
             "dbg_req": Out(stream.Signature(32)),
             "dbg_resp": In(stream.Signature(32)),
         })
@@ -170,7 +172,7 @@ class CommandQueue(wiring.Component):
                 with m.Case(REGISTERS["STATUS"] >> 2):
                     m.d.sync += r_data.eq(Cat(self.busy | queue.r_rdy | flushing,
                                               self.error_code != 0, ~queue.w_rdy, overflow,
-                                              Const(0, 4), queue.level))
+                                              self.status_flags, queue.level))
                 with m.Case(REGISTERS["ERROR"] >> 2):
                     m.d.sync += r_data.eq(Cat(self.error_code, Const(0, 4), self.error_index))
                 with m.Case(REGISTERS["EXECUTED"] >> 2):

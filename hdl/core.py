@@ -21,6 +21,8 @@ PERF_COUNTERS = ("busy", "tensor_busy", "activation_busy", "dma_busy", "moving_c
                  "collective_busy")
 
 _NEG_ZERO = 0x8000_0000
+#: Cycles a debug read waits for its port before it answers 0 and flags a timeout.
+DEBUG_TIMEOUT = 4095
 
 
 def _rotate(m, src, part, n, name):
@@ -253,8 +255,10 @@ class NeuronCore(wiring.Component):
     Soft reset (CTRL bit 0): the queue empties; the sequencer stops at once; when the DMA has
     no AXI transaction in flight (AXI has no abort), the sequencer, the engines and the
     performance counters are reset (error cleared, EXECUTED 0, no stationary tile, the PRNG
-    lanes reseeded with 0). Memories keep their contents. Debug reads (DBG_ADDR / DBG_DATA)
-    give any SBUF or PSUM word; they wait until no DMA or ACTIVATE uses the port.
+    lanes reseeded with 0). Memories keep their contents. Descriptors pushed meanwhile stay in
+    the queue. Debug reads (DBG_ADDR / DBG_DATA) give any SBUF or PSUM word; they wait until
+    no DMA, ACTIVATE or COLLECTIVE uses the port, at most :data:`DEBUG_TIMEOUT` cycles (then
+    the word reads 0 and STATUS bit 4 is set until CTRL clears the error).
 
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
     ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
@@ -332,7 +336,10 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, wiring.flipped(self.axi), dma.axi)
 
         # Queue -> sequencer -> engines.
-        wiring.connect(m, cq.desc, seq.desc)
+        # While a soft reset is pending the sequencer is held in reset: the queue keeps what
+        # the host pushes meanwhile for after it.
+        m.d.comb += [seq.desc.valid.eq(cq.desc.valid & ~soft), seq.desc.payload.eq(cq.desc.payload),
+                     cq.desc.ready.eq(seq.desc.ready & ~soft)]
         wiring.connect(m, seq.dma, dma.cmd)
         wiring.connect(m, seq.te, tf.cmd)
         wiring.connect(m, seq.act, af.cmd)
@@ -452,10 +459,23 @@ class NeuronCore(wiring.Component):
         port_free = ~(seq.dma.valid | dma.busy | seq.act.valid | af.busy | seq.coll.valid
                       | coll_busy)
         m.d.comb += seq.hold.eq(cq.dbg_req.valid | (d_state != 0))
+        # A debug read waits for the port at most DEBUG_TIMEOUT cycles (a COLLECTIVE whose
+        # ring hangs, or DRAM that never answers, holds it forever); then it answers 0 and
+        # sets the sticky timeout flag (STATUS bit 4), so the register bus is never stuck.
+        d_wait = Signal(range(DEBUG_TIMEOUT + 1))
+        d_timeout = Signal()
+        m.d.comb += cq.status_flags.eq(d_timeout)
+        with m.If(cq.clear_error):
+            m.d.sync += d_timeout.eq(0)
         with m.If(d_state == 0):
+            with m.If(cq.dbg_req.valid & ~port_free):
+                m.d.sync += d_wait.eq(d_wait + 1)
+                with m.If(d_wait == DEBUG_TIMEOUT):
+                    m.d.comb += cq.dbg_req.ready.eq(1)
+                    m.d.sync += [d_data.eq(0), d_state.eq(4), d_timeout.eq(1), d_wait.eq(0)]
             with m.If(cq.dbg_req.valid & port_free):
                 m.d.comb += cq.dbg_req.ready.eq(1)
-                m.d.sync += [d_part.eq(fld["part"]), d_data.eq(0), d_state.eq(4)]
+                m.d.sync += [d_part.eq(fld["part"]), d_data.eq(0), d_state.eq(4), d_wait.eq(0)]
                 in_part = fld["part"] < n
                 with m.If(~fld["space"] & in_part & (fld["word"] < words)):
                     m.d.comb += [dbg_rd_en.eq(1), dbg_rd_addr.eq(fld["word"])]

@@ -285,14 +285,14 @@ class Sequencer(wiring.Component):
         dispatch = head_valid & (fault == ErrorCode.OK) & go
         fail = head_valid & (fault != ErrorCode.OK)
         m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
+        with m.If(self.clear_error):
+            m.d.sync += error.eq(ErrorCode.OK)
         with m.If(dispatch):
             m.d.sync += [head_valid.eq(0), executed.eq(executed + 1)]
-        with m.If(fail):
+        with m.If(fail):  # after clear_error: an error in the same cycle is not lost
             m.d.sync += [head_valid.eq(0), error.eq(fault), error_index.eq(executed)]
         with m.If(self.desc.valid & self.desc.ready & ~stopped):
             m.d.sync += [head.eq(self.desc.payload), head_valid.eq(1)]
-        with m.If(self.clear_error):
-            m.d.sync += error.eq(ErrorCode.OK)
 
         m.d.comb += self.busy.eq(head_valid | ~all_idle)
         return m

@@ -25,7 +25,7 @@ from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
 __all__ = ["CoreHost", "CoreTimeout", "RunResult"]
 
 R = REGISTERS
-_BUSY, _ERROR, _FULL = 1, 2, 4  # STATUS bits
+_BUSY, _ERROR, _FULL, _DEBUG_TIMEOUT = 1, 2, 4, 16  # STATUS bits
 _PAUSE = 4  # CTRL bit 2
 
 
@@ -168,7 +168,12 @@ class CoreHost:
         for p in range(c.n):
             for w in range(c.sbuf_words):
                 out[p, w] = await self.debug_read(0, p, w)
+        await self._check_debug()
         return out
+
+    async def _check_debug(self) -> None:
+        if await self.status() & _DEBUG_TIMEOUT:
+            raise CoreTimeout("a debug read timed out: the port stayed busy (STATUS bit 4)")
 
     async def read_psum(self) -> np.ndarray:
         c = self.cfg
@@ -177,6 +182,7 @@ class CoreHost:
             for b in range(c.psum_banks):
                 for w in range(c.psum_words):
                     out[p, b, w] = await self.debug_read(1, p, w, b)
+        await self._check_debug()
         return out
 
 

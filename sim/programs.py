@@ -174,7 +174,8 @@ def mlp(b: ProgramBuilder, x: DramTensor, layers: list[dict]) -> DramTensor:
 
 def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
     """Programs whose last command fails, each with the error it must give (and one legal
-    control, "ok"): every check of ``golden.iss.NeuronCoreISS.check``. Needs n >= 3."""
+    control, "ok"): every check of ``golden.iss.NeuronCoreISS.check``, for a core outside a
+    ring ("collective alone" is BAD_FIELD there). Needs n >= 3 and link_width < n."""
     n = cfg.n
     ok = encode(Opcode.BARRIER)
     ls2 = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0)
@@ -209,9 +210,9 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("act psum bank", encode(Opcode.ACTIVATE, **{**act, "src_sbuf": 0,
                                                        "src_bank": cfg.psum_banks}),
          ErrorCode.BAD_RANGE),
-        ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=1, sbuf_addr=0,
-                             cols=1), ErrorCode.BAD_FIELD),
-        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
+        ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=cfg.link_width,
+                             sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
+        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=cfg.link_width,
                                     sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
         ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=0, part=n - 2, k=3, m=1,
                                 sbuf_addr=0),
@@ -235,7 +236,7 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("coll rows not the link width", encode(Opcode.COLLECTIVE, coll_op=0, part=0,
                                                 rows=cfg.link_width + 1, sbuf_addr=0, cols=1),
          ErrorCode.BAD_SHAPE),
-        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1,
+        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=cfg.link_width,
                                   sbuf_addr=cfg.sbuf_words - 4, cols=5), ErrorCode.BAD_RANGE),
         ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
                                                                "rows": 0}),

@@ -38,6 +38,7 @@ class QueueTB:
         for name in ("busy", "error_code", "error_index", "executed"):
             getattr(dut, name).value = 0
         dut.perf.value = 0
+        dut.status_flags.value = 0
         dut.dbg_req__ready.value = 0
         dut.dbg_resp__valid.value = 0
         await tbutil.start_clock(self.dut)
@@ -144,8 +145,10 @@ async def registers_and_queue(dut):
     dut.executed.value = 77
     perf = [int(v) for v in rng.integers(0, 1 << 32, len(dut.perf) // 32, dtype=np.uint64)]
     dut.perf.value = sum(v << (32 * i) for i, v in enumerate(perf))
+    dut.status_flags.value = 0b1010
     status = await tb.host.read_dword(R["STATUS"])
-    assert status & 0b11 == 0b11, hex(status)
+    assert status & 0b11 == 0b11 and (status >> 4) & 0xF == 0b1010, hex(status)
+    dut.status_flags.value = 0
     assert await tb.host.read_dword(R["ERROR"]) == 4 | 0x1234 << 8
     assert await tb.host.read_dword(R["EXECUTED"]) == 77
     counters = tbutil.params().get("perf_counters", 4)

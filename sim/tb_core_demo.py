@@ -85,20 +85,10 @@ async def mlp_demo(dut):
 async def ring_demo(dut):
     tb = RingTB(dut)
     await tb.start()
-    cfg, rng = tb.cfg, tb.rng
+    cfg = tb.cfg
     n, w, W = cfg.n, cfg.psum_words, cfg.link_width
     k, m, f = int(os.environ.get("NCLITE_DEMO_K", 4 * n)), W, w
-    programs = []
-    for r in range(tb.P):
-        pb = ProgramBuilder(cfg)
-        a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
-        c = pb.alloc(m, f, FP32)
-        tb.put(r, a, vectors.operands("bf16", rng, (k, m), 0.0))
-        tb.put(r, b, vectors.operands("bf16", rng, (k, f), 0.0))
-        pg.gemm(pb, a, b, None, keep_in_sbuf=True)
-        pg.collective(pb, 0, 0, m, pb.out_addr, f)
-        pb.store(c, 0, m, 0, f, pb.out_addr)
-        programs.append(pb.program)
+    programs, _ = tb.data_parallel(k, m, f, BF16, BF16, 0.0)
     ok, why = True, ""
     try:
         await tb.run(programs, "data-parallel all-reduce")

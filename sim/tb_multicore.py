@@ -77,11 +77,28 @@ class RingTB:
             f"(seed {self.seed})"
         for name, got, want in (("SBUF", await h.read_sbuf(), iss.sbuf),
                                 ("PSUM", await h.read_psum(), iss.psum)):
-            bad = np.argwhere(got != want)
-            assert bad.size == 0, (f"{what}: core {r} {name} differs at {len(bad)} words, "
-                                   f"first {bad[:4].tolist()}: RTL "
-                                   f"{tbutil.hexs(got[tuple(bad[:4].T)])}, ISS "
-                                   f"{tbutil.hexs(want[tuple(bad[:4].T)])} (seed {self.seed})")
+            msg = tbutil.mismatch(name, got, want)
+            assert msg is None, f"{what}: core {r} {msg} (seed {self.seed})"
+
+    def data_parallel(self, k: int, m: int, f: int, a_fmt: int, b_fmt: int,
+                      specials: float) -> tuple[list, list]:
+        """Programs in which core r computes ``C_r = A_r.T @ B_r`` (K x M, K x F, random
+        operands of the formats given) in SBUF, all-reduces it over the ring and stores it:
+        (programs, the DRAM tensor C of each core)."""
+        names = {BF16: "bf16", FP8_E4M3: "fp8_e4m3"}
+        programs, outs = [], []
+        for r in range(self.P):
+            pb = ProgramBuilder(self.cfg)
+            a, b = pb.alloc(k, m, a_fmt), pb.alloc(k, f, b_fmt)
+            c = pb.alloc(m, f, FP32)
+            self.put(r, a, vectors.operands(names[a_fmt], self.rng, (k, m), specials))
+            self.put(r, b, vectors.operands(names[b_fmt], self.rng, (k, f), specials))
+            pg.gemm(pb, a, b, None, keep_in_sbuf=True)
+            pg.collective(pb, 0, 0, m, pb.out_addr, f)
+            pb.store(c, 0, m, 0, f, pb.out_addr)
+            programs.append(pb.program)
+            outs.append(c)
+        return programs, outs
 
 
 @cocotb.test()
@@ -91,18 +108,7 @@ async def data_parallel(dut):
     cfg, rng = tb.cfg, tb.rng
     n, w, W = cfg.n, cfg.psum_words, cfg.link_width
     k, m, f = 2 * n + 1, W, w - 1
-    programs, outs = [], []
-    for r in range(tb.P):
-        pb = ProgramBuilder(cfg)
-        a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, FP8_E4M3)
-        c = pb.alloc(m, f, FP32)
-        tb.put(r, a, vectors.operands("bf16", rng, (k, m), 0.02))
-        tb.put(r, b, vectors.operands("fp8_e4m3", rng, (k, f), 0.02))
-        pg.gemm(pb, a, b, None, keep_in_sbuf=True)
-        pg.collective(pb, 0, 0, m, pb.out_addr, f)
-        pb.store(c, 0, m, 0, f, pb.out_addr)
-        programs.append(pb.program)
-        outs.append(c)
+    programs, outs = tb.data_parallel(k, m, f, BF16, FP8_E4M3, 0.02)
     await tb.run(programs, "data-parallel GEMM + all-reduce")
     c = outs[0]
     results = [tb.hosts[r].read_dram(c.addr, c.rows * c.cols * 4).view("<u4")

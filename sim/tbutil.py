@@ -12,7 +12,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from hdl.formats import Fmt
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
-           "reset", "hexs", "StallMonitor"]
+           "reset", "hexs", "mismatch", "StallMonitor"]
 
 
 #: Format name (as golden/ spells it) -> the 2-bit tag the hardware takes.
@@ -59,6 +59,17 @@ async def reset(dut, cycles: int = 2) -> None:
         dut.rst.value = 1
         await ClockCycles(dut.clk, cycles)
         dut.rst.value = 0
+
+
+def mismatch(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
+    """None if the two word arrays are equal, else a message: how many words differ, the
+    first indices and both values (hex)."""
+    bad = np.argwhere(np.asarray(got) != np.asarray(want))
+    if bad.size == 0:
+        return None
+    first = tuple(bad[:4].T)
+    return (f"{name} differs at {len(bad)} words, first {bad[:4].tolist()}: RTL "
+            f"{hexs(np.asarray(got)[first])}, golden {hexs(np.asarray(want)[first])}")
 
 
 def hexs(values, width: int = 8) -> str:
