@@ -12,14 +12,17 @@ Tests:
   stores C; then a reduce-scatter and an all-gather of random fp32 data (special values
   included) loaded by DMA, and an all-reduce at the last W partitions (lanes rotated). The
   links run with random latency and stalls.
+* ``hung_collective`` - three cores enter a COLLECTIVE the fourth never joins: the three hang,
+  their debug reads time out (0, STATUS bit 4) instead of stalling the bus, the fourth works.
 """
 
 from __future__ import annotations
 
 import cocotb
 import numpy as np
+from cocotb.triggers import ClockCycles
 
-from golden.isa import ErrorCode
+from golden.isa import ErrorCode, Opcode, encode
 from golden.iss import NeuronCoreISS, RingISS
 from hdl.core import PERF_COUNTERS
 from hdl.multicore import CoreRing
@@ -129,3 +132,30 @@ async def data_parallel(dut):
         pb.store(t, 0, W, 0, cols, 5)
         programs.append(pb.program)
     await tb.run(programs, "reduce-scatter + all-gather")
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")  # a bus that stalls fails, never hangs
+async def hung_collective(dut):
+    """A COLLECTIVE that one core never joins hangs the others (as RingISS says it would);
+    their register bus still answers: a debug read gives up after DEBUG_TIMEOUT cycles with
+    0 and STATUS bit 4, which CTRL clears; the core left out works normally."""
+    tb = RingTB(dut)
+    await tb.start()
+    W, P = tb.cfg.link_width, tb.P
+    coll = encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=4)
+    for r in range(P - 1):
+        await tb.hosts[r].push(coll)
+    await ClockCycles(dut.clk, 300)
+    hung, free = tb.hosts[0], tb.hosts[P - 1]
+    assert await hung.status() & 1, "the COLLECTIVE finished without core P-1"
+    assert await hung.debug_read(0, 0, 0) == 0
+    status = await hung.status()
+    assert status & 0b1_0001 == 0b1_0001, f"STATUS 0x{status:x}: still busy, timeout flagged"
+    await hung.clear_error()
+    assert not await hung.status() & 0b1_0000, "CTRL bit 1 did not clear the timeout flag"
+    res = await free.run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
+                                 cols=4, dram_addr=0, dram_stride=0)])
+    assert res.error == ErrorCode.OK and res.executed == 1
+    tb.iss[P - 1].run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
+                              cols=4, dram_addr=0, dram_stride=0)])
+    await tb.compare(P - 1, "the core outside the hung COLLECTIVE")
