@@ -194,4 +194,6 @@ def _pauses(rng, p):
 def _now(dut) -> int:
     from cocotb.utils import get_sim_time
 
-    return int(get_sim_time("ns")) // 10  # the testbenches' 10 ns clock
+    from .tbutil import CLOCK_PERIOD_NS
+
+    return int(get_sim_time("ns")) // CLOCK_PERIOD_NS

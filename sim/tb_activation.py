@@ -86,15 +86,7 @@ class ActivationTB:
     async def reseed(self, seed: int):
         dut = self.dut
         await FallingEdge(dut.clk)
-        dut.seed__payload.value = seed
-        dut.seed__valid.value = 1
-        while True:
-            await ReadOnly()
-            taken = bool(dut.seed__ready.value)
-            await FallingEdge(dut.clk)
-            if taken:
-                break
-        dut.seed__valid.value = 0
+        await tbutil.offer(dut, "seed", seed)
         await self.wait_seeded()
 
     def pack_cmd(self, c: Command) -> int:

@@ -64,15 +64,7 @@ class QueueTB:
             dut.dbg_req__ready.value = 0
             for _ in range(int(self.rng.integers(0, 7))):
                 await FallingEdge(dut.clk)
-            dut.dbg_resp__payload.value = self.debug_word(addr)
-            dut.dbg_resp__valid.value = 1
-            while True:
-                await ReadOnly()
-                taken = bool(dut.dbg_resp__ready.value)
-                await FallingEdge(dut.clk)
-                if taken:
-                    break
-            dut.dbg_resp__valid.value = 0
+            await tbutil.offer(dut, "dbg_resp", self.debug_word(addr))
 
     async def _consumer(self):
         dut = self.dut

@@ -176,10 +176,10 @@ async def mlp_forward(dut):
     await tb.run(pb.program, "2-layer MLP")
 
 
-def _random_command(tb, rng, stat_k, hot):
+def _random_command(tb, rng, stat_k, hot, probe):
     """One random command, or None if the ISS's own check finds it illegal. Addresses come
     from a few hot spots (``hot``: SBUF words, PSUM banks), so that commands in flight often
-    touch the words the next ones read or write."""
+    touch the words the next ones read or write. ``probe``: an ISS used only for its check."""
     c, n, words = tb.cfg, tb.cfg.n, tb.cfg.sbuf_words
     part = int(rng.integers(0, n))
     rows = int(rng.integers(1, n - part + 1))
@@ -228,7 +228,6 @@ def _random_command(tb, rng, stat_k, hot):
     else:
         op, f = Opcode.BARRIER, {}
     words_ = encode(op, **f)
-    probe = NeuronCoreISS(tb.cfg)
     probe.te.stationary_shape = None if stat_k is None else (stat_k, 1)
     try:
         probe.check(words_)
@@ -246,13 +245,14 @@ async def random_commands(dut):
     # fp32 data with special values in the first words of DRAM, for the ACTIVATE inputs.
     specials = vectors.cast_inputs("bf16", rng, 1024).astype(np.uint32)
     tb.dram(specials.view(np.uint8), 0)
+    probe = NeuronCoreISS(tb.cfg)  # checks candidates; never runs them
     for batch in range(8):
         prog, stat_k = [], tb.iss.te.stationary_shape
         stat_k = None if stat_k is None else stat_k[0]
         hot = {"sbuf": rng.integers(0, tb.cfg.sbuf_words, 3),
                "bank": rng.integers(0, tb.cfg.psum_banks, 2)}
         while len(prog) < 24:
-            cmd = _random_command(tb, rng, stat_k, hot)
+            cmd = _random_command(tb, rng, stat_k, hot, probe)
             if cmd is None:
                 continue
             op, fields = decode(cmd)

@@ -24,7 +24,7 @@ import numpy as np
 from golden.activation import ActivationFunc
 from golden.isa import ErrorCode
 from sim import programs as pg
-from sim import vectors
+from sim import tbutil, vectors
 from sim.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 from sim.tb_core import CoreTB
 from sim.tb_multicore import RingTB
@@ -72,7 +72,7 @@ async def mlp_demo(dut):
     macs = d_in * d_h * batch + d_h * d_out * batch
     busy = res.perf["busy"]
     _write({
-        "kind": "mlp", "simulator": tbutil_sim(), "seed": tb.seed, "n": n,
+        "kind": "mlp", "simulator": tbutil.simulator(), "seed": tb.seed, "n": n,
         "layers": [[d_in, d_h], [d_h, d_out]], "batch": batch, "commands": len(pb.program),
         "bit_exact": ok, "mismatch": why, "error": res.error.name, "cycles": res.cycles,
         "perf": res.perf, "macs": macs, "utilization": macs / (n * n * busy) if busy else 0,
@@ -96,7 +96,7 @@ async def ring_demo(dut):
     except AssertionError as exc:
         ok, why, res = False, str(exc), getattr(tb, "last_results", [])
     _write({
-        "kind": "ring", "simulator": tbutil_sim(), "seed": tb.seed, "ranks": tb.P, "n": n,
+        "kind": "ring", "simulator": tbutil.simulator(), "seed": tb.seed, "ranks": tb.P, "n": n,
         "link_width": W, "gemm": [m, k, f], "words": m * f, "bit_exact": ok, "mismatch": why,
         "cycles": [r.cycles for r in res], "perf": [r.perf for r in res],
     })
@@ -125,11 +125,5 @@ async def gemm_bench(dut):
                      "cycles": perf["busy"], "perf": perf,
                      "utilization": macs / (n * n * perf["busy"]),
                      "tensor_share": perf["tensor_busy"] / perf["busy"]})
-    _write({"kind": "gemm_bench", "simulator": tbutil_sim(), "n": n, "bit_exact": True,
+    _write({"kind": "gemm_bench", "simulator": tbutil.simulator(), "n": n, "bit_exact": True,
             "rows": rows})
-
-
-def tbutil_sim() -> str:
-    from sim import tbutil
-
-    return tbutil.simulator()

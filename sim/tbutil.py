@@ -7,12 +7,15 @@ import os
 
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
 from hdl.formats import Fmt
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
-           "reset", "hexs", "mismatch", "StallMonitor"]
+           "reset", "offer", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS"]
+
+#: The testbenches' clock period.
+CLOCK_PERIOD_NS = 10
 
 
 #: Format name (as golden/ spells it) -> the 2-bit tag the hardware takes.
@@ -46,7 +49,7 @@ def has_clock(dut) -> bool:
     return True
 
 
-async def start_clock(dut, period_ns: int = 10) -> None:
+async def start_clock(dut, period_ns: int = CLOCK_PERIOD_NS) -> None:
     """Start ``clk`` (if the design has one) and wait for its first rising edge."""
     if has_clock(dut):
         Clock(dut.clk, period_ns, unit="ns").start()
@@ -59,6 +62,22 @@ async def reset(dut, cycles: int = 2) -> None:
         dut.rst.value = 1
         await ClockCycles(dut.clk, cycles)
         dut.rst.value = 0
+
+
+async def offer(dut, stream: str, payload: int) -> None:
+    """Drive one beat into the DUT's input stream ``stream`` (ports ``<stream>__valid``,
+    ``__payload``, ``__ready``), starting after a falling edge, until it is taken; returns
+    after the next falling edge with ``valid`` low."""
+    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
+    getattr(dut, f"{stream}__payload").value = payload
+    valid.value = 1
+    while True:
+        await ReadOnly()
+        taken = bool(ready.value)
+        await FallingEdge(dut.clk)
+        if taken:
+            break
+    valid.value = 0
 
 
 def mismatch(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
