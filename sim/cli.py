@@ -268,5 +268,85 @@ def bench(out, quick):
     click.echo(f"wrote {path_json} and {path_md}")
 
 
+@main.group()
+def synth():
+    """FPGA synthesis with Yosys and nextpnr from PyPI (ECP5 25F/85F, iCE40 UP5K).
+
+    Results are cached under build/synth/, keyed by the design's Verilog, the tool versions
+    and the options: re-running with nothing changed is instant.
+    """
+
+
+def _parse_params(items) -> dict:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"expected KEY=VALUE, not {item!r}", param_hint="--param")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+@synth.command("component")
+@click.argument("design")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A constructor parameter, VALUE as JSON (e.g. -p n=4 -p formats='[\"bf16\"]').")
+@click.option("--device", type=click.Choice(["ecp5-25f", "ecp5-85f", "ice40-up5k"]),
+              default="ecp5-85f", show_default=True, help="Target part.")
+@click.option("--seed", type=int, default=1, show_default=True, help="nextpnr placement seed.")
+@click.option("--freq", type=float, default=100.0, show_default=True,
+              help="Target clock for nextpnr, MHz.")
+@click.option("--area-only", is_flag=True, help="Skip place-and-route (no Fmax).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+def synth_component(design, params, device, seed, freq, area_only, as_json):
+    """Area and Fmax of one component, DESIGN given as hdl.module:Class (e.g. hdl.pe:PE)."""
+    from synth.fpga import fpga_synth
+
+    r = fpga_synth(design, _parse_params(params), device=device, seed=seed, freq=freq,
+                   timing=not area_only)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    a, t = r["area"], r["timing"] or {}
+    click.echo(f"{design} {r['params']} on {r['part']}{' (cached)' if r['cached'] else ''}")
+    click.echo(f"  area: {a['luts']} LUTs, {a['ffs']} FFs, {a['dsps']} DSPs, {a['brams']} BRAMs")
+    if "skipped" in t:
+        click.echo(f"  timing: skipped, {t['skipped']}")
+    elif t:
+        cp = t["critical_path"] or {}
+        click.echo(f"  Fmax: {t['fmax_mhz']} MHz (target {t['target_mhz']:g}, seed {t['seed']})")
+        if cp:
+            click.echo(f"  critical path: {cp['from']} -> {cp['to']}: {cp['delay_ns']} ns, "
+                       f"{cp['logic_levels']} logic levels ({cp['logic_ns']} ns logic, "
+                       f"{cp['routing_ns']} ns routing)")
+
+
+@synth.command("report")
+@click.option("--quick", is_flag=True, help="Components and N = 2, 4 only.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Syntheses run at once.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default: synth/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def synth_report(quick, jobs, out, as_json):
+    """Synthesize every design of the report; write report.md, report.json and PNG plots."""
+    from pathlib import Path
+
+    from synth import report as rep
+
+    data = rep.collect(quick=quick, workers=jobs)
+    paths = rep.write_report(data, Path(out) if out else rep.REPORT_DIR)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo("wrote " + ", ".join(str(p) for p in paths))
+    failed = [r["label"] for r in data["results"] if "error" in r]
+    if failed:
+        raise click.ClickException("synthesis failed for: " + "; ".join(failed))
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,339 @@
+"""The area and timing report: ``make synth-report`` -> synth/report.md, report.json, PNG plots.
+
+Every figure comes from :func:`synth.fpga.fpga_synth` (Yosys + nextpnr from PyPI, fixed seed),
+so the report regenerates on any machine with ``make synth-report``; results are cached, a
+re-run with nothing changed takes seconds. The default stage counts of each component are read
+from the component itself, so the report follows the code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .fpga import DEVICES, fpga_synth, tool_versions
+
+__all__ = ["Job", "jobs", "collect", "render_md", "plots", "write_report", "SMOKE_JOB"]
+
+REPORT_DIR = Path(__file__).resolve().parent
+SCHEMA = 1
+SEED = 1
+TARGET_MHZ = 100.0
+MAIN_DEVICE = "ecp5-85f"
+
+#: Published anchors the report puts beside ours (not measured here).
+ANCHORS = [
+    {"design": "Gemmini int8 PE", "luts": 737, "dsps": None, "device": "Virtex-7",
+     "source": "Gemmini's issue tracker (reported figure)"},
+    {"design": "HakuTPU fp8 MAC", "luts": 99, "dsps": 0.5, "device": "-",
+     "source": "HakuTPU (reported figure, per MAC)"},
+    {"design": "Berkeley HardFloat addRecFN (IEEE fp32 add), between registers", "luts": 787,
+     "dsps": 0, "device": "ECP5-85F speed 6", "fmax_mhz": 39,
+     "source": "measured in this flow (issue #7's figure)"},
+]
+
+FORMAT_SETS = {"all": ["bf16", "fp8_e4m3", "fp8_e5m2"], "bf16": ["bf16"],
+               "fp8": ["fp8_e4m3", "fp8_e5m2"]}
+
+
+class Job(dict):
+    """One synthesis: ``label``, ``group``, ``factory``, ``params``, ``name``, ``device``,
+    ``timing``, ``macs`` (multiply-accumulates per cycle, for per-MAC figures), ``n``."""
+
+
+def _defaults() -> dict:
+    from hdl.fp32_add import Fp32Adder
+    from hdl.fp_mul import FpMultiplier
+    from hdl.pe import PE
+
+    pe = PE()
+    return {"mul_stages": pe.mul_stages, "add_stages": pe.add_stages,
+            "adder_stages": Fp32Adder().stages, "fp_mul_stages": FpMultiplier().stages}
+
+
+def jobs(*, quick: bool = False) -> list[Job]:
+    """The report's syntheses. ``quick``: the components and N = 2, 4 only."""
+    d = _defaults()
+    st = f"mul_stages={d['mul_stages']} add_stages={d['add_stages']}"
+    out: list[Job] = []
+
+    def add(label, group, factory, params, name, device=MAIN_DEVICE, timing=True, macs=0, n=0,
+            formats="all"):
+        out.append(Job(label=label, group=group, factory=factory, params=params, name=name,
+                       device=device, timing=timing, macs=macs, n=n, formats=formats))
+
+    add(f"Fp32Adder stages={d['adder_stages']}", "component", "hdl.fp32_add:Fp32Adder", {},
+        "fp32_adder")
+    add(f"FpMultiplier stages={d['fp_mul_stages']}", "component", "hdl.fp_mul:FpMultiplier", {},
+        "fp_multiplier")
+    for fs, formats in FORMAT_SETS.items():
+        add(f"PE {st}, {fs}", "pe", "hdl.pe:PE", {"formats": formats}, f"pe_{fs}", macs=1,
+            n=1, formats=fs)
+    add("SRU lane (all targets, 2 stages)", "component", "hdl.sru:StochasticRounder",
+        {"lanes": 1}, "sru_lane")
+    add("CollectiveEngine P=4 W=1 depth=256", "component", "hdl.collective:CollectiveEngine",
+        {"ranks": 4, "link_width": 1, "depth": 256}, "collective_engine")
+    sizes = [2, 4] if quick else [2, 4, 8]
+    for n in sizes:
+        # N = 8 (~90k LUTs) does not fit the 85F: area only.
+        add(f"TensorEngine N={n}, all formats", "tensor_engine",
+            "hdl.tensor_engine:TensorEngine", {"n": n}, f"tensor_engine_n{n}",
+            timing=n <= 4, macs=n * n, n=n)
+    for fs in ("bf16", "fp8"):
+        add(f"TensorEngine N=4, {fs}", "tensor_engine_formats", "hdl.tensor_engine:TensorEngine",
+            {"n": 4, "formats": FORMAT_SETS[fs]}, f"tensor_engine_n4_{fs}", timing=False,
+            macs=16, n=4, formats=fs)
+    for n in [2] if quick else [2, 4]:
+        add(f"NeuronCore N={n} sbuf 256 words psum 4x16", "core", "hdl.core:NeuronCore",
+            {"n": n, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16},
+            f"neuron_core_n{n}", timing=n <= 2, macs=n * n, n=n)
+    # The same PE and the small core on the other parts: does it fit, how fast.
+    for dev in ("ecp5-25f", "ice40-up5k"):
+        add(f"PE {st}, all", "devices", "hdl.pe:PE", {"formats": FORMAT_SETS["all"]},
+            "pe_all", device=dev, macs=1, n=1)
+        add("NeuronCore N=2 sbuf 256 words psum 4x16", "devices", "hdl.core:NeuronCore",
+            {"n": 2, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16}, "neuron_core_n2",
+            device=dev, timing=False, macs=4, n=2)
+    return out
+
+
+#: The fast smoke test of the flow (inside ``make test``): one small component, area + timing.
+SMOKE_JOB = Job(label="Fp32Multiplier stages=2", group="smoke",
+                factory="hdl.fp32_mul:Fp32Multiplier", params={"stages": 2},
+                name="fp32_multiplier", device="ice40-up5k", timing=True, macs=0, n=0,
+                formats="-")
+
+
+def _run(job: Job) -> dict:
+    t0 = time.monotonic()
+    try:
+        r = fpga_synth(job["factory"], job["params"], device=job["device"], name=job["name"],
+                       seed=SEED, freq=TARGET_MHZ, timing=job["timing"])
+        r.pop("tools", None)
+    except Exception as exc:  # noqa: BLE001 - recorded in the report
+        r = {"error": f"{type(exc).__name__}: {exc}"}
+    return {**job, **r, "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _progress(msg: str) -> None:
+    print(f"[synth] {msg}", file=sys.stderr, flush=True)
+
+
+def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None = None) -> dict:
+    """Run every job (``workers`` at a time, cached ones instantly); return the results."""
+    todo = selected if selected is not None else jobs(quick=quick)
+    results = []
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        futures = [(job, pool.submit(_run, job)) for job in todo]
+        for i, (job, fut) in enumerate(futures, 1):
+            r = fut.result()
+            what = ("FAILED: " + r["error"].splitlines()[0]) if "error" in r else (
+                f"{r['area']['luts']} LUTs" + (
+                    f", {r['timing']['fmax_mhz']} MHz" if r.get("timing")
+                    and "fmax_mhz" in r["timing"] else ""))
+            _progress(f"[{i}/{len(todo)}] {job['label']} on {job['device']}: {what}"
+                      f"{' (cached)' if r.get('cached') else ''}")
+            results.append(r)
+    return {"schema": SCHEMA, "seed": SEED, "target_mhz": TARGET_MHZ, "tools": tool_versions(),
+            "devices": {k: {"part": v.part, "luts": v.luts, "dsps": v.dsps, "brams": v.brams}
+                        for k, v in DEVICES.items()},
+            "defaults": _defaults(), "anchors": ANCHORS, "results": results,
+            "scaling": _scaling(results)}
+
+
+def _scaling(results: list[dict]) -> dict | None:
+    """Least-squares fit of log(LUTs) = a + b log(N) over the tensor engines: b is the exponent."""
+    pts = [(r["n"], r["area"]["luts"]) for r in results
+           if r["group"] == "tensor_engine" and "area" in r]
+    if len(pts) < 2:
+        return None
+    xs = [math.log(n) for n, _ in pts]
+    ys = [math.log(v) for _, v in pts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs)
+    a = my - b * mx
+    return {"points": pts, "exponent": round(b, 3), "coefficient": round(math.exp(a), 1)}
+
+
+def _fmt(v, digits=0):
+    if v is None:
+        return "-"
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def render_md(report: dict) -> str:
+    res = report["results"]
+    d = report["defaults"]
+    lines = ["# nclite synthesis report", "",
+             "Generated by `make synth-report` (`nclite synth report`) from `synth/report.py`; "
+             "do not edit by hand. Every number is measured here by Yosys and nextpnr from PyPI "
+             f"(seed {report['seed']}, target {report['target_mhz']:g} MHz), except the anchors, "
+             "which are published figures.", "",
+             "**Flow.** Area: Yosys `synth_ecp5` / `synth_ice40 -dsp` of the bare component. "
+             "*LUTs* are LUT4-equivalents: LUT4 + 2 x CCU2C (carry cell) + 2 x TRELLIS_DPR16X4 "
+             "on ECP5, SB_LUT4 on iCE40. Timing: the component between registers "
+             "(`synth/harness.py`: every input from a shift register, every output into one), "
+             "placed and routed by nextpnr; Fmax is nextpnr's for the clock.", "",
+             f"Default pipeline: PE `mul_stages={d['mul_stages']}`, "
+             f"`add_stages={d['add_stages']}`.", "", "## Tools", ""]
+    lines += [f"- {k}: `{v}`" for k, v in report["tools"].items()]
+
+    def table(rows, title):
+        out = ["", f"## {title}", "",
+               "| design | device | LUTs | FFs | DSPs | BRAMs | LUTs/MAC | DSPs/MAC | Fmax MHz "
+               "| critical path (start -> end, levels) |",
+               "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for r in rows:
+            if "error" in r:
+                out.append(f"| {r['label']} | {r['device']} | error: "
+                           f"{r['error'].splitlines()[0][:80]} | | | | | | | |")
+                continue
+            a, t = r["area"], r.get("timing") or {}
+            macs = r.get("macs") or 0
+            per = (_fmt(a["luts"] / macs, 0), _fmt(a["dsps"] / macs, 2)) if macs else ("", "")
+            if "skipped" in t:
+                fmax, path = "-", t["skipped"]
+            elif t:
+                cp = t.get("critical_path") or {}
+                fmax = _fmt(t.get("fmax_mhz"), 1)
+                path = (f"`{_short(cp.get('from'))}` -> `{_short(cp.get('to'))}`, "
+                        f"{cp.get('logic_levels')}" if cp else "")
+            else:
+                fmax, path = "-", "area only"
+            out.append(f"| {r['label']} | {r['device']} | {a['luts']} | {a['ffs']} | "
+                       f"{a['dsps']} | {a['brams']} | {per[0]} | {per[1]} | {fmax} | {path} |")
+        return out
+
+    def group(*names):
+        return [r for r in res if r["group"] in names]
+
+    lines += table(group("component", "pe"), "Components on ECP5-85F (speed 6)")
+    lines += table(group("tensor_engine", "tensor_engine_formats"),
+                   "Tensor engine: area per MAC and growth with N")
+    sc = report.get("scaling")
+    if sc:
+        lines += ["", f"LUTs of the tensor engine grow as **N^{sc['exponent']:.2f}** "
+                      f"(least-squares fit over N = {', '.join(str(n) for n, _ in sc['points'])}:"
+                      f" LUTs ~ {sc['coefficient']:g} N^{sc['exponent']:.2f}). An exponent of 2 "
+                      "is the N^2 PEs alone; above 2, the skew registers and PSUM grow too.",
+                  "", "![LUTs against N](area_scaling.png)", "",
+                  "![LUTs per MAC by format set](luts_per_mac.png)"]
+    lines += table(group("core"), "The whole NeuronCore")
+    lines += table(group("devices"), "Other parts: ECP5-25F and iCE40 UP5K")
+    lines += ["", "## Fit on the parts", "",
+              "| design | part | LUT use | DSP use | BRAM use | fits |",
+              "|---|---|---:|---:|---:|---|"]
+    for r in res:
+        if "area" not in r or r["group"] not in ("core", "devices", "tensor_engine"):
+            continue
+        dev = report["devices"][r["device"]]
+        a = r["area"]
+        fits = all(a[k] <= dev[c] for k, c in (("luts", "luts"), ("dsps", "dsps"),
+                                                  ("brams", "brams")))
+        lines.append(f"| {r['label']} | {dev['part']} | {100 * a['luts'] / dev['luts']:.0f} % "
+                     f"| {a['dsps']}/{dev['dsps']} | {a['brams']}/{dev['brams']} | "
+                     f"{'yes' if fits else '**no**'} |")
+    lines += ["", "## Anchors (published figures, not measured here)", "",
+              "| design | LUTs | DSPs | device | Fmax MHz | source |",
+              "|---|---:|---:|---|---:|---|"]
+    for a in report["anchors"]:
+        lines.append(f"| {a['design']} | {a['luts']} | {_fmt(a['dsps'])} | {a['device']} | "
+                     f"{_fmt(a.get('fmax_mhz'))} | {a['source']} |")
+    pe = next((r for r in res if r["group"] == "pe" and r["formats"] == "all" and "area" in r),
+              None)
+    if pe:
+        t = pe.get("timing") or {}
+        lines += ["", f"Our default PE (bf16 + both fp8, fp32 accumulate) uses "
+                      f"**{pe['area']['luts']} LUTs + {pe['area']['dsps']} DSP** and reaches "
+                      f"**{_fmt(t.get('fmax_mhz'), 1)} MHz** on the ECP5-85F; HardFloat's fp32 "
+                      "adder alone is 787 LUTs at 39 MHz in the same flow."]
+    lines += ["", "![Fmax of the components](fmax.png)", ""]
+    return "\n".join(lines)
+
+
+def _short(cell: str | None) -> str:
+    if not cell:
+        return "?"
+    # "design.add.b_TRELLIS_FF_Q_14" -> "add.b": the register's name, without the cell suffix.
+    for marker in ("_TRELLIS_", "_SB_"):
+        cell = cell.split(marker)[0]
+    return cell.removeprefix("design.")
+
+
+def plots(report: dict, out_dir: Path) -> list[Path]:
+    """area_scaling.png, luts_per_mac.png, fmax.png; returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = [r for r in report["results"] if "area" in r]
+    written = []
+    sc = report.get("scaling")
+    if sc:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        ns = [n for n, _ in sc["points"]]
+        ax.loglog(ns, [v for _, v in sc["points"]], "o", label="TensorEngine (measured)")
+        xs = [ns[0] * (ns[-1] / ns[0]) ** (i / 50) for i in range(51)]
+        ax.loglog(xs, [sc["coefficient"] * x ** sc["exponent"] for x in xs], "-",
+                  label=f"fit: N^{sc['exponent']:.2f}")
+        for dev in ("ecp5-25f", "ecp5-85f"):
+            ax.axhline(report["devices"][dev]["luts"], ls=":", color="gray")
+            ax.text(ns[0], report["devices"][dev]["luts"] * 1.05,
+                    report["devices"][dev]["part"], fontsize=7, color="gray")
+        ax.set_xlabel("N (array is N x N)")
+        ax.set_ylabel("LUT4-equivalents (ECP5)")
+        ax.set_title("Tensor engine area against N")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        written.append(out_dir / "area_scaling.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    per = [r for r in res if r["macs"] and r["device"] == MAIN_DEVICE
+           and r["group"] in ("pe", "tensor_engine", "tensor_engine_formats")]
+    if per:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        labels = [r["label"].replace("mul_stages=", "m").replace(" add_stages=", "/a")
+                  for r in per]
+        ax.barh(labels, [r["area"]["luts"] / r["macs"] for r in per], label="nclite")
+        ax.axvline(737, ls="--", color="C3", label="Gemmini int8 PE (Virtex-7)")
+        ax.axvline(99, ls="--", color="C2", label="HakuTPU fp8 MAC")
+        ax.axvline(787, ls=":", color="C4", label="HardFloat fp32 adder alone")
+        ax.set_xlabel("LUTs per MAC (ECP5)")
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        fig.tight_layout()
+        written.append(out_dir / "luts_per_mac.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    timed = [r for r in res if (r.get("timing") or {}).get("fmax_mhz")
+             and r["device"] == MAIN_DEVICE]
+    if timed:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.barh([r["label"] for r in timed], [r["timing"]["fmax_mhz"] for r in timed])
+        ax.axvline(report["target_mhz"], ls="--", color="C3",
+                   label=f"target {report['target_mhz']:g} MHz")
+        ax.axvline(39, ls=":", color="C4", label="HardFloat fp32 adder alone")
+        ax.set_xlabel("Fmax on ECP5-85F speed 6 (MHz)")
+        ax.legend(fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+        fig.tight_layout()
+        written.append(out_dir / "fmax.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    return written
+
+
+def write_report(report: dict, out_dir: Path = REPORT_DIR) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Run-dependent fields stay out of the committed files.
+    report = {**report, "results": [{k: v for k, v in r.items() if k not in ("cached", "seconds")}
+                                    for r in report["results"]]}
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out_dir / "report.md").write_text(render_md(report))
+    return [out_dir / "report.json", out_dir / "report.md", *plots(report, out_dir)]
