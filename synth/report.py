@@ -45,14 +45,21 @@ class Job(dict):
     ``timing``, ``macs`` (multiply-accumulates per cycle, for per-MAC figures), ``n``."""
 
 
+def _default(cls, param: str):
+    import inspect
+
+    return inspect.signature(cls.__init__).parameters[param].default
+
+
 def _defaults() -> dict:
+    """The components' default pipeline depths, read off their constructors."""
     from hdl.fp32_add import Fp32Adder
     from hdl.fp_mul import FpMultiplier
     from hdl.pe import PE
 
-    pe = PE()
-    return {"mul_stages": pe.mul_stages, "add_stages": pe.add_stages,
-            "adder_stages": Fp32Adder().stages, "fp_mul_stages": FpMultiplier().stages}
+    return {"mul_stages": _default(PE, "mul_stages"), "add_stages": _default(PE, "add_stages"),
+            "adder_stages": _default(Fp32Adder, "stages"),
+            "fp_mul_stages": _default(FpMultiplier, "stages")}
 
 
 def jobs(*, quick: bool = False) -> list[Job]:

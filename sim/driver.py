@@ -1,0 +1,185 @@
+"""The host driver of one NeuronCore, on any bus: registers, programs, memories.
+
+:class:`CoreDriver` drives ``hdl.core.NeuronCore`` only through its register block
+(``hdl.cmdqueue.REGISTERS``) and DRAM, the way software drives the hardware. Programs are
+lists of descriptors (``golden.isa``, e.g. from ``sim.programs``); :meth:`CoreDriver.run`
+pushes them while the queue has room and waits until the core is idle.
+:meth:`CoreDriver.read_sbuf` and :meth:`CoreDriver.read_psum` read every word back through the
+debug registers, so a caller can compare each memory with ``golden.iss.NeuronCoreISS``.
+
+The buses are passed in: ``sim.host.CoreHost`` is this driver on cocotbext-axi models in a
+cocotb simulation; ``sim.board`` puts it on the UART bridge of the FPGA board (real, or the
+board top simulated in cocotb). No simulator import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from golden.isa import ErrorCode
+from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
+
+__all__ = ["CoreDriver", "CoreTimeout", "RunResult", "STATUS_BITS"]
+
+R = REGISTERS
+_BUSY, _ERROR, _FULL, _DEBUG_TIMEOUT = 1, 2, 4, 16  # STATUS bits
+STATUS_BITS = {"busy": _BUSY, "error": _ERROR, "full": _FULL, "debug_timeout": _DEBUG_TIMEOUT}
+_PAUSE = 4  # CTRL bit 2
+
+
+class CoreTimeout(AssertionError):
+    """The core stayed busy longer than the caller allowed (a hang: always a bug)."""
+
+
+@dataclass
+class RunResult:
+    error: ErrorCode
+    error_index: int | None  # position in the program of the failing command
+    executed: int  # commands of this program executed
+    cycles: int  # clock cycles from the first push until idle
+    perf: dict[str, int]
+
+
+def _debug_addr(space: int, part: int, word: int, bank: int = 0) -> int:
+    v = {"space": space, "part": part, "word": word, "bank": bank}
+    return sum(v[k] << off for k, (off, _) in DEBUG_ADDR_FIELDS.items())
+
+
+class CoreDriver:
+    """One core's host side, on any bus. ``cfg`` is the core's ``golden.iss.CoreConfig``;
+    ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``).
+
+    ``regs`` reaches the register block: ``async read_dword(addr)`` / ``write_dword(addr,
+    value)`` (cocotbext-axi's ``AxiLiteMaster``, or ``sim.uart_link.BridgeClient`` through the
+    board's UART bridge). ``dram`` reaches the core's DRAM: ``async write(addr, data: bytes)``
+    and ``async read(addr, size) -> bytes``. ``wait(cycles)`` is a coroutine that lets about
+    that many core clock cycles pass; ``now()`` the current cycle count (or ``None`` where
+    there is no cycle clock: then :class:`RunResult` cycles come from the busy counter).
+    """
+
+    def __init__(self, cfg, regs, dram, *, wait, now, perf_names=()):
+        self.cfg, self.perf_names = cfg, tuple(perf_names)
+        self.regs, self.dram = regs, dram
+        self._wait, self._now = wait, now
+
+    # --- registers ---------------------------------------------------------------------------
+
+    async def read(self, name: str, index: int = 0) -> int:
+        return await self.regs.read_dword(R[name] + 4 * index)
+
+    async def write(self, name: str, value: int, index: int = 0) -> None:
+        await self.regs.write_dword(R[name] + 4 * index, int(value) & 0xFFFFFFFF)
+
+    async def check_id(self) -> None:
+        got = await self.read("ID")
+        if got != CORE_ID:
+            raise AssertionError(f"ID register reads 0x{got:08x}, not 0x{CORE_ID:08x}")
+
+    async def status(self) -> int:
+        return await self.read("STATUS")
+
+    async def error(self) -> tuple[ErrorCode, int]:
+        v = await self.read("ERROR")
+        return ErrorCode(v & 0xF), v >> 8
+
+    async def perf(self) -> dict[str, int]:
+        return {name: await self.read("PERF0", i) for i, name in enumerate(self.perf_names)}
+
+    async def clear_error(self) -> None:
+        await self.write("CTRL", 0b10)
+
+    async def soft_reset(self, timeout: int = 100_000) -> None:
+        await self.write("CTRL", 0b01)
+        await self.wait_idle(timeout)
+
+    # --- programs ----------------------------------------------------------------------------
+
+    async def push(self, words, timeout: int = 1_000_000) -> None:
+        """Queue one descriptor, waiting while the queue is full."""
+        waited = 0
+        while await self.status() & _FULL:
+            await self._wait(8)
+            waited += 8
+            if waited > timeout:
+                raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
+        for i, w in enumerate(np.asarray(words, dtype=np.uint32).tolist()):
+            await self.write("DESC0", w, i)
+        await self.write("PUSH", 0)
+
+    async def wait_idle(self, timeout: int = 1_000_000, poll: int = 4) -> int:
+        """Poll STATUS until the core is not busy; returns the cycles waited."""
+        waited = 0
+        while await self.status() & _BUSY:
+            await self._wait(poll)
+            waited += poll
+            if waited > timeout:
+                raise CoreTimeout(f"the core stayed busy for {waited} cycles (STATUS "
+                                  f"0x{await self.status():08x})")
+        return waited
+
+    async def run(self, program, timeout: int = 1_000_000, *, burst: bool = True) -> RunResult:
+        """Push every descriptor of ``program`` and wait until the core is idle. A program
+        that fails stops the queue: its later descriptors are dropped by the core.
+
+        With ``burst`` the queue is paused (CTRL bit 2) while it is filled, so the first
+        descriptors reach the sequencer back to back, as from a host faster than this bus."""
+        start = await self.read("EXECUTED")
+        t0 = self._now()
+        program = list(program)
+        i = 0
+        if burst:
+            await self.write("CTRL", _PAUSE)
+            while i < len(program) and not await self.status() & _FULL:
+                await self.push(program[i], timeout)
+                i += 1
+            await self.write("CTRL", 0)
+        for words in program[i:]:
+            await self.push(words, timeout)
+        await self.wait_idle(timeout)
+        t1 = self._now()
+        code, index = await self.error()
+        executed = await self.read("EXECUTED") - start
+        perf = await self.perf()
+        cycles = t1 - t0 if t0 is not None else perf.get("busy")
+        return RunResult(code, index - start if code != ErrorCode.OK else None, executed,
+                         cycles, perf)
+
+    # --- memories ----------------------------------------------------------------------------
+
+    async def load_dram(self, addr: int, data) -> None:
+        """Write bytes (any array, as uint8) into DRAM at ``addr``."""
+        await self.dram.write(addr, bytes(np.asarray(data, dtype=np.uint8).reshape(-1)))
+
+    async def fetch_dram(self, addr: int = 0, size: int | None = None) -> np.ndarray:
+        """Read ``size`` bytes of DRAM (default: to the end) as uint8."""
+        size = self.cfg.dram_bytes - addr if size is None else size
+        return np.frombuffer(await self.dram.read(addr, size), dtype=np.uint8).copy()
+
+    async def debug_read(self, space: int, part: int, word: int, bank: int = 0) -> int:
+        await self.write("DBG_ADDR", _debug_addr(space, part, word, bank))
+        return await self.read("DBG_DATA")
+
+    async def read_sbuf(self) -> np.ndarray:
+        c = self.cfg
+        out = np.zeros((c.n, c.sbuf_words), dtype=np.uint32)
+        for p in range(c.n):
+            for w in range(c.sbuf_words):
+                out[p, w] = await self.debug_read(0, p, w)
+        await self._check_debug()
+        return out
+
+    async def _check_debug(self) -> None:
+        if await self.status() & _DEBUG_TIMEOUT:
+            raise CoreTimeout("a debug read timed out: the port stayed busy (STATUS bit 4)")
+
+    async def read_psum(self) -> np.ndarray:
+        c = self.cfg
+        out = np.zeros((c.n, c.psum_banks, c.psum_words), dtype=np.uint32)
+        for p in range(c.n):
+            for b in range(c.psum_banks):
+                for w in range(c.psum_words):
+                    out[p, b, w] = await self.debug_read(1, p, w, b)
+        await self._check_debug()
+        return out

