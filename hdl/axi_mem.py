@@ -1,0 +1,217 @@
+"""On-chip memory behind an AXI4 slave port and an AXI4-Lite slave port: DRAM on an FPGA board."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from .cmdqueue import AxiLiteSignature
+from .dma import AxiSignature
+
+__all__ = ["AxiMemory", "OKAY", "DECERR"]
+
+#: AXI response codes used here.
+OKAY, DECERR = 0b00, 0b11
+
+_FIXED, _WRAP = 0b00, 0b10
+
+
+def _in_range(addr, log2_size):
+    """Whether byte address ``addr`` lies below ``2 ** log2_size``."""
+    return addr[log2_size:] == 0 if len(addr) > log2_size else Const(1)
+
+
+class AxiMemory(wiring.Component):
+    """``size_bytes`` of block RAM, 32-bit words, with two independent slave ports.
+
+    ``axi``: AXI4 slave (the DMA's :class:`~hdl.dma.AxiSignature`, flipped). One burst at a
+    time: an AR or AW is taken only when the previous burst has finished (its last R beat or
+    its B response taken); when both wait, reads and writes take turns. ``rid`` / ``bid``
+    echo the burst's ID. Burst types: INCR, FIXED and WRAP (2, 4, 8 or 16 beats, address
+    aligned to AxSIZE), as AXI defines them; the reserved type 3 is treated as INCR. AxSIZE
+    0, 1 or 2 (1, 2 or 4 bytes; 3 and above are illegal on a 32-bit bus and treated as 2):
+    beat addresses follow AXI's rules, each beat writes the byte lanes its ``wstrb`` selects
+    in the word holding its address, and each read beat returns that whole word (a narrow
+    master takes its own lanes). Any ``awlen`` / ``arlen``; the address simply counts on
+    across a 4 KiB boundary (AXI forbids such bursts anyway). ``wlast`` is not checked: the
+    burst ends after ``awlen + 1`` beats.
+
+    Out of range, per beat: a beat whose address is at or beyond ``size_bytes`` is ignored
+    (writes) or returns 0 (reads) with ``rresp`` DECERR; the other beats of its burst act
+    normally. A write burst's ``bresp`` is DECERR if any of its beats was out of range.
+
+    Timing (``axi``): a read burst's first beat is valid two cycles after the AR handshake,
+    then one beat per cycle while ``rready`` is high (``rvalid`` and the data hold while it
+    is low). W is ready from the cycle after the AW handshake, one beat per cycle; B is
+    valid the cycle after the last W beat. The next AR / AW is taken from the cycle after the
+    last R beat / the B handshake, so N-beat bursts back to back with no back-pressure take
+    N + 2 cycles each (reads and writes alike).
+
+    ``axil``: AXI4-Lite slave, 32-bit words (address bits 0 and 1 are ignored), ``wstrb``
+    honoured. AW and W are each taken when no write is pending; the write happens once both
+    are there and B is valid the next cycle. AR is taken when no read response is pending
+    and no write is happening that cycle; R is valid the next cycle. Out of range: DECERR,
+    reads return 0, writes are ignored.
+
+    Sharing: the two ports are independent ports of one true dual-port memory (on an ECP5,
+    the A and B ports of DP16KD block RAMs), so neither ever waits for the other. A read on
+    one port in the same cycle as a write to the same word on the other returns the old word
+    in simulation but is undefined on the FPGA (the memory carries Yosys' ``no_rw_check``
+    attribute); two writes to the same word in the same cycle leave the bytes both wrote
+    undefined. Nothing inside one port collides: each port reads or writes in a cycle, never
+    both. The memory starts zeroed and reset does not clear it.
+
+    Parameters (keyword-only): ``size_bytes`` (a power of two, at least 4), ``addr_width``
+    (bits of the byte address, 2..64, at least log2(``size_bytes``)), ``axil_addr_width``
+    (the same for ``axil`` alone, e.g. the width of an AXI4-Lite decoder's window; default
+    ``addr_width``).
+    """
+
+    def __init__(self, *, size_bytes: int, addr_width: int = 32,
+                 axil_addr_width: int | None = None):
+        if (not isinstance(size_bytes, int) or isinstance(size_bytes, bool) or size_bytes < 4
+                or size_bytes & (size_bytes - 1)):
+            raise ValueError(f"size_bytes must be a power of two, at least 4, not {size_bytes!r}")
+        log2_size = size_bytes.bit_length() - 1
+        if axil_addr_width is None:
+            axil_addr_width = addr_width
+        for name, v in (("addr_width", addr_width), ("axil_addr_width", axil_addr_width)):
+            if not isinstance(v, int) or isinstance(v, bool) or not max(2, log2_size) <= v <= 64:
+                raise ValueError(f"{name} must be an integer between {max(2, log2_size)} "
+                                 f"(log2 of size_bytes) and 64, not {v!r}")
+        self.size_bytes, self.log2_size = size_bytes, log2_size
+        self.addr_width, self.axil_addr_width = addr_width, axil_addr_width
+        super().__init__({
+            "axi": In(AxiSignature(addr_width=addr_width)),
+            "axil": Out(AxiLiteSignature(addr_width=axil_addr_width)),
+        })
+
+    def elaborate(self, platform):
+        # Design note: Amaranth's memory has read ports and write ports, not read-write ports;
+        # Yosys makes a read port and a write port that share one address signal into one
+        # read-write port of the block RAM. So each side drives its read and write port from
+        # one address, and never enables both in a cycle (the enables are decoded from one
+        # state, so Yosys can prove it and use the RAM port's plain write mode with the read
+        # enable as clock enable). Read ports are not transparent: Amaranth then asks for the
+        # old word on a collision with the other side's write, which a DP16KD cannot promise
+        # across its ports; ``no_rw_check`` tells Yosys that collision is don't-care, so no
+        # bypass logic is added. Reads register their data in the RAM's output register; the
+        # AXI4 side holds a beat under back-pressure by not enabling the read port again.
+        m = Module()
+        lg = self.log2_size
+        mem = memory.Memory(shape=32, depth=self.size_bytes // 4, init=[],
+                            attrs={"no_rw_check": 1})
+        m.submodules.mem = mem
+        wr_a, rd_a = mem.write_port(granularity=8), mem.read_port(transparent_for=())
+        wr_b, rd_b = mem.write_port(granularity=8), mem.read_port(transparent_for=())
+        self._axi4_side(m, wr_a, rd_a, lg)
+        self._axil_side(m, wr_b, rd_b, lg)
+        return m
+
+    def _axi4_side(self, m, wr, rd, lg):
+        axi, aw = self.axi, self.addr_width
+        idle, reading, writing, responding = 0, 1, 2, 3
+        state = Signal(2)
+        addr = Signal(aw)  # the byte address of the current beat
+        count = Signal(8)  # beats left after the current one
+        size = Signal(2)
+        fixed, wrap = Signal(), Signal()
+        wrap_mask = Signal(aw)  # the WRAP burst's byte span - 1
+        ident = Signal(1)
+        err = Signal()  # a write beat was out of range
+        last_write = Signal()  # the last burst was a write: a read goes first next
+        r_valid, r_last, r_err, r_more = Signal(), Signal(), Signal(), Signal()
+
+        # Beat addresses (AXI4 A3.4.1): the next beat after `addr`. AXI aligns the address of
+        # an unaligned INCR burst's second beat down to the beat size; here it is not, but the
+        # beats land in the same words (the offset is below the beat size, which divides 4),
+        # and only the word and the range check use the address.
+        step = Signal(aw)
+        m.d.comb += step.eq(addr + (Const(1, 3) << size))
+        nxt = Mux(fixed, addr, Mux(wrap, (addr & ~wrap_mask) | (step & wrap_mask), step))
+        in_range = _in_range(addr, lg)
+
+        word = Signal(max(lg - 2, 0))  # one address for both ports: one RAM port
+        m.d.comb += [word.eq(addr[2:lg]), wr.addr.eq(word), rd.addr.eq(word),
+                     wr.data.eq(axi.wdata)]
+
+        # Address channels: taken when idle; reads and writes alternate when both wait.
+        is_idle = state == idle
+        m.d.comb += [axi.awready.eq(is_idle & (~axi.arvalid | ~last_write)),
+                     axi.arready.eq(is_idle & (~axi.awvalid | last_write))]
+
+        def start(a, length, sz, burst, ident_in, new_state):
+            m.d.sync += [state.eq(new_state), addr.eq(a), count.eq(length), ident.eq(ident_in),
+                         size.eq(Mux(sz > 2, 2, sz)), fixed.eq(burst == _FIXED),
+                         wrap.eq(burst == _WRAP), err.eq(0),
+                         wrap_mask.eq(((length + 1) << Mux(sz > 2, 2, sz[:2])) - 1)]
+
+        with m.If(axi.awvalid & axi.awready):
+            start(axi.awaddr, axi.awlen, axi.awsize, axi.awburst, axi.awid, writing)
+            m.d.sync += last_write.eq(1)
+        with m.Elif(axi.arvalid & axi.arready):
+            start(axi.araddr, axi.arlen, axi.arsize, axi.arburst, axi.arid, reading)
+            m.d.sync += [last_write.eq(0), r_more.eq(1)]
+
+        # Writes: one beat per cycle straight into the RAM.
+        is_writing = state == writing
+        w_fire = axi.wvalid & is_writing
+        m.d.comb += [axi.wready.eq(is_writing),
+                     wr.en.eq(Mux(w_fire & in_range, axi.wstrb, 0)),
+                     axi.bvalid.eq(state == responding), axi.bid.eq(ident),
+                     axi.bresp.eq(Mux(err, DECERR, OKAY))]
+        with m.If(w_fire):
+            m.d.sync += [addr.eq(nxt), count.eq(count - 1), err.eq(err | ~in_range)]
+            with m.If(count == 0):
+                m.d.sync += state.eq(responding)
+        with m.If(axi.bvalid & axi.bready):
+            m.d.sync += state.eq(idle)
+
+        # Reads: a beat is read when the output register is free or being emptied.
+        issue = (state == reading) & r_more & (~r_valid | axi.rready)
+        m.d.comb += [rd.en.eq(issue),
+                     axi.rvalid.eq(r_valid), axi.rlast.eq(r_last), axi.rid.eq(ident),
+                     axi.rdata.eq(Mux(r_err, 0, rd.data)), axi.rresp.eq(Mux(r_err, DECERR, OKAY))]
+        with m.If(issue):
+            m.d.sync += [r_valid.eq(1), r_last.eq(count == 0), r_err.eq(~in_range),
+                         addr.eq(nxt), count.eq(count - 1)]
+            with m.If(count == 0):
+                m.d.sync += r_more.eq(0)
+        with m.Elif(axi.rvalid & axi.rready):
+            m.d.sync += r_valid.eq(0)
+            with m.If(r_last):
+                m.d.sync += state.eq(idle)
+
+    def _axil_side(self, m, wr, rd, lg):
+        bus, aw = self.axil, self.axil_addr_width
+        aw_addr, aw_full = Signal(aw), Signal()
+        w_data, w_strb, w_full = Signal(32), Signal(4), Signal()
+        b_pending, b_err = Signal(), Signal()
+        r_pending, r_err = Signal(), Signal()
+
+        do_write = aw_full & w_full
+        read = bus.arvalid & bus.arready
+        word = Signal(max(lg - 2, 0))  # one address for both ports: one RAM port
+        m.d.comb += [
+            bus.awready.eq(~aw_full & ~b_pending), bus.wready.eq(~w_full & ~b_pending),
+            bus.bvalid.eq(b_pending), bus.bresp.eq(Mux(b_err, DECERR, OKAY)),
+            bus.arready.eq(~r_pending & ~do_write),
+            bus.rvalid.eq(r_pending), bus.rresp.eq(Mux(r_err, DECERR, OKAY)),
+            bus.rdata.eq(Mux(r_err, 0, rd.data)),
+            word.eq(Mux(do_write, aw_addr[2:lg], bus.araddr[2:lg])),
+            wr.addr.eq(word), rd.addr.eq(word), wr.data.eq(w_data),
+            wr.en.eq(Mux(do_write & _in_range(aw_addr, lg), w_strb, 0)),
+            rd.en.eq(read),
+        ]
+        with m.If(bus.awvalid & bus.awready):
+            m.d.sync += [aw_addr.eq(bus.awaddr), aw_full.eq(1)]
+        with m.If(bus.wvalid & bus.wready):
+            m.d.sync += [w_data.eq(bus.wdata), w_strb.eq(bus.wstrb), w_full.eq(1)]
+        with m.If(do_write):
+            m.d.sync += [aw_full.eq(0), w_full.eq(0), b_pending.eq(1),
+                         b_err.eq(~_in_range(aw_addr, lg))]
+        with m.If(bus.bvalid & bus.bready):
+            m.d.sync += b_pending.eq(0)
+        with m.If(read):
+            m.d.sync += [r_pending.eq(1), r_err.eq(~_in_range(bus.araddr, lg))]
+        with m.Elif(bus.rvalid & bus.rready):
+            m.d.sync += r_pending.eq(0)
