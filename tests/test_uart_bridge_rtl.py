@@ -1,0 +1,34 @@
+# amaranth: UnusedElaboratable=no
+"""The UART-to-AXI4-Lite bridge in cocotb: sim.uart_link's client over cocotbext-uart on its
+pins, cocotbext-axi's AxiLiteRam behind it (sim/tb_uart_bridge.py). The board's
+configuration (32-bit addresses) runs in Icarus and Verilator; a narrow bus (16-bit
+addresses: the range check) with an odd divisor in Icarus only, to keep the Verilator builds
+to one."""
+
+import pytest
+
+from sim import runner
+
+FACTORY = "hdl.uart_bridge:UartAxiLiteBridge"
+
+
+def test_uart_bridge(simulator):
+    runner.run(FACTORY, {"divisor": 4, "timeout": 40}, "sim.tb_uart_bridge", simulator,
+               run_tag="d4")
+
+
+def test_uart_bridge_narrow_bus():
+    runner.run(FACTORY, {"divisor": 5, "timeout": 24, "addr_width": 16}, "sim.tb_uart_bridge",
+               "icarus", run_tag="d5-a16")
+
+
+@pytest.mark.parametrize("kwargs, param", [
+    ({"divisor": 3}, "divisor"), ({"divisor": 4.0}, "divisor"), ({"divisor": True}, "divisor"),
+    ({"divisor": 8, "addr_width": 1}, "addr_width"),
+    ({"divisor": 8, "addr_width": 33}, "addr_width"),
+    ({"divisor": 8, "timeout": 19}, "timeout")])
+def test_bad_parameters(kwargs, param):
+    from hdl.uart_bridge import UartAxiLiteBridge
+
+    with pytest.raises(ValueError, match=param):
+        UartAxiLiteBridge(**kwargs)
