@@ -72,6 +72,9 @@ def board_driver(client, cfg, *, wait=None, now=None) -> CoreDriver:
         async def write_dword(self, addr, value):
             await client.write_dword(BOARD_MAP["REGS_BASE"] + addr, value)
 
+        async def write_words(self, addr, words):
+            await client.write_words(BOARD_MAP["REGS_BASE"] + addr, words)
+
     async def no_wait(cycles):  # a register read over the UART takes far longer anyway
         await asyncio.sleep(0)
 

@@ -104,7 +104,15 @@ class CoreDriver:
             waited += 8
             if waited > timeout:
                 raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
-        for i, w in enumerate(np.asarray(words, dtype=np.uint32).tolist()):
+        words = np.asarray(words, dtype=np.uint32).tolist()
+        write_words = getattr(self.regs, "write_words", None)
+        if write_words is not None:
+            # DESC0..7 and PUSH are consecutive: one burst where the bus has bursts (the UART
+            # bridge), nine frames fewer per descriptor.
+            assert R["PUSH"] == R["DESC0"] + 4 * len(words)
+            await write_words(R["DESC0"], [*words, 0])
+            return
+        for i, w in enumerate(words):
             await self.write("DESC0", w, i)
         await self.write("PUSH", 0)
 
