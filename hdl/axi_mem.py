@@ -54,11 +54,13 @@ class AxiMemory(wiring.Component):
 
     Sharing: the two ports are independent ports of one true dual-port memory (on an ECP5,
     the A and B ports of DP16KD block RAMs), so neither ever waits for the other. A read on
-    one port in the same cycle as a write to the same word on the other returns the old word
-    in simulation but is undefined on the FPGA (the memory carries Yosys' ``no_rw_check``
-    attribute); two writes to the same word in the same cycle leave the bytes both wrote
-    undefined. Nothing inside one port collides: each port reads or writes in a cycle, never
-    both. The memory starts zeroed and reset does not clear it.
+    one port in the same cycle as a write to the same word on the other returns the **new**
+    word, in simulation and on the FPGA alike (each read port is transparent for the other
+    side's write port: Yosys adds a small address-compare bypass around the block RAM, which
+    cannot promise either word across its ports by itself); two writes to the same word in the
+    same cycle leave the bytes both wrote undefined. Nothing inside one port collides: each
+    port reads or writes in a cycle, never both. The memory starts zeroed and reset does not
+    clear it.
 
     Parameters (keyword-only): ``size_bytes`` (a power of two, at least 4), ``addr_width``
     (bits of the byte address, 2..64, at least log2(``size_bytes``)), ``axil_addr_width``
@@ -91,18 +93,21 @@ class AxiMemory(wiring.Component):
         # read-write port of the block RAM. So each side drives its read and write port from
         # one address, and never enables both in a cycle (the enables are decoded from one
         # state, so Yosys can prove it and use the RAM port's plain write mode with the read
-        # enable as clock enable). Read ports are not transparent: Amaranth then asks for the
-        # old word on a collision with the other side's write, which a DP16KD cannot promise
-        # across its ports; ``no_rw_check`` tells Yosys that collision is don't-care, so no
-        # bypass logic is added. Reads register their data in the RAM's output register; the
+        # enable as clock enable). Across the two sides, each read port is transparent for the
+        # other side's write port: a DP16KD promises neither word on such a collision, and
+        # Yosys cannot emulate "old word" but does emulate transparency (an address compare
+        # and a bypass multiplexer). A non-transparent port with Yosys' ``no_rw_check``
+        # attribute maps only when Yosys reads Verilog: from Amaranth's RTLIL (the board build)
+        # the attribute is not applied, the memory fell back to flip-flops and 64 KiB of them
+        # ran Yosys out of memory. Reads register their data in the RAM's output register; the
         # AXI4 side holds a beat under back-pressure by not enabling the read port again.
         m = Module()
         lg = self.log2_size
-        mem = memory.Memory(shape=32, depth=self.size_bytes // 4, init=[],
-                            attrs={"no_rw_check": 1})
+        mem = memory.Memory(shape=32, depth=self.size_bytes // 4, init=[])
         m.submodules.mem = mem
-        wr_a, rd_a = mem.write_port(granularity=8), mem.read_port(transparent_for=())
-        wr_b, rd_b = mem.write_port(granularity=8), mem.read_port(transparent_for=())
+        wr_a, wr_b = mem.write_port(granularity=8), mem.write_port(granularity=8)
+        rd_a = mem.read_port(transparent_for=(wr_b,))
+        rd_b = mem.read_port(transparent_for=(wr_a,))
         self._axi4_side(m, wr_a, rd_a, lg)
         self._axil_side(m, wr_b, rd_b, lg)
         return m
