@@ -61,7 +61,7 @@ class ActivationEngine(wiring.Component):
     ``o`` is stalled. A seed on ``seed`` is taken only when the engine is not ``busy``, so
     beats taken before it draw from the old stream, as in program order.
 
-    Parameters (keyword-only): ``lanes`` (N), ``mul_stages`` (0..3), ``add_stages`` (0..5),
+    Parameters (keyword-only): ``lanes`` (N), ``mul_stages`` (0..3), ``add_stages`` (0..7),
     ``sru_stages`` (0..3), ``random_bits`` (r), ``targets`` (the SRU's dtypes).
     """
 

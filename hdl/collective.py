@@ -140,7 +140,7 @@ class CollectiveEngine(wiring.Component):
     cycles after it arrives.
 
     Parameters (keyword-only): ``ranks`` (P, 2..64), ``link_width`` (1, 2 or 4), ``depth``
-    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..5).
+    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..7).
     """
 
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter

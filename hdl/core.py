@@ -9,6 +9,7 @@ from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
 from .collective import CollectiveEngine, check_ranks
 from .dma import AxiSignature, DmaEngine
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .sequencer import Sequencer, check_core_sizes
 from .sru import sru_layouts
 from .tensor_engine import Opcode as TeOpcode
@@ -262,12 +263,14 @@ class NeuronCore(wiring.Component):
 
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
     ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
-    ``te_mul_stages``, ``te_add_stages``, ``random_bits``, ``max_burst``.
+    ``te_mul_stages``, ``te_add_stages`` (the PEs' pipeline depths, by default those of
+    :class:`~hdl.pe.PE`: 5 and 6), ``random_bits``, ``max_burst``.
     """
 
     def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,
                  psum_words: int = 16, dram_bytes: int = 1 << 16, queue_depth: int = 8,
-                 te_mul_stages: int = 1, te_add_stages: int = 2, random_bits: int = 16,
+                 te_mul_stages: int = DEFAULT_MUL_STAGES,
+                 te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
                  max_burst: int = 16, ranks: int = 0, link_width: int = 1):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)

@@ -10,7 +10,7 @@ __all__ = ["Fp32Adder", "FP32_ADD_MAX_STAGES", "FP32_CANONICAL_NAN", "count_lead
 
 
 #: The largest supported ``stages``: one register per phase boundary of the datapath.
-FP32_ADD_MAX_STAGES = 5
+FP32_ADD_MAX_STAGES = 7
 
 _MAN_BITS = 23  # stored fraction bits
 _SIG_BITS = _MAN_BITS + 1  # significand with the hidden bit
@@ -42,6 +42,18 @@ class _Unpacked(data.Struct):
     sub: 1  # effective subtraction (operand signs differ)
     sign: 1  # sign of the result unless it is an exact zero: that of the larger operand
     zero_sign: 1  # sign of an exact zero result: -0 only for (-0) + (-0)
+    special: _Special
+
+
+class _Shifted(data.Struct):
+    sig_big: _SIG_BITS
+    sig_small: _ALIGNED_BITS  # sig_small << 3 shifted right by the multiple-of-8 part of the shift
+    lost: 1  # a one was shifted below the guard bit by that coarse shift
+    fine: 3  # the rest of the alignment shift, 0..7
+    exp: 8
+    sub: 1
+    sign: 1
+    zero_sign: 1
     special: _Special
 
 
@@ -80,16 +92,20 @@ class _Normalised(data.Struct):
     special: _Special
 
 
-# Which phase outputs are registered, for each number of stages. The phases' logic depths are
-# similar (31-bit compare, 27-bit shifter with sticky, 28-bit adder, 32-bit leading-zero count,
-# 28-bit shifter, 31-bit incrementer), so the cuts split the chain into near-equal segments.
+# Which phase outputs are registered, for each number of stages (see `Fp32Adder.elaborate`,
+# where the choice is measured). The phases are a 31-bit compare, two halves of a 27-bit shifter
+# with sticky, a 28-bit adder, a 32-bit leading-zero count, a 28-bit shifter and a 31-bit
+# incrementer; the cuts split the chain into near-equal segments, and from 5 stages on the output
+# is registered.
 _BOUNDARIES = {
     0: (),
     1: ("added",),
-    2: ("aligned", "counted"),
-    3: ("aligned", "added", "normalised"),
-    4: ("unpacked", "aligned", "added", "normalised"),
-    5: ("unpacked", "aligned", "added", "counted", "normalised"),
+    2: ("shifted", "counted"),
+    3: ("unpacked", "added", "counted"),
+    4: ("unpacked", "shifted", "added", "counted"),
+    5: ("unpacked", "shifted", "added", "counted", "rounded"),
+    6: ("unpacked", "shifted", "added", "counted", "normalised", "rounded"),
+    7: ("unpacked", "shifted", "aligned", "added", "counted", "normalised", "rounded"),
 }
 assert len(_BOUNDARIES) == FP32_ADD_MAX_STAGES + 1
 
@@ -125,6 +141,8 @@ class Fp32Adder(wiring.Component):
     addition per cycle. ``result`` shows the sum of the operands presented ``stages`` enabled
     cycles earlier. ``en`` is the clock enable of every pipeline register (domain ``sync``): while
     it is 0 the pipeline holds. With ``stages=0`` the adder is combinational and ``en`` is unused.
+    With 5 or more stages ``result`` comes straight from a register; with 1 to 4 it is the
+    rounding logic after the last register.
 
     Parameters
     ----------
@@ -172,19 +190,21 @@ class Fp32Adder(wiring.Component):
     def elaborate(self, platform):
         # Design note.
         #
-        # A single-path adder in six phases; a pipeline register can sit after each of the first
-        # five (the phase names below):
+        # A single-path adder in seven phases; a pipeline register can sit after each (the
+        # phase names below):
         #
         #   unpacked   | classify NaN/inf, compare magnitudes, swap so |big| >= |small|,
         #              | exponent difference (subnormals count as exponent 1, no hidden bit)
-        #   aligned    | shift the small significand right by the difference, keeping guard and
-        #              | round bits and ORing everything shifted further into a sticky bit
+        #   shifted    | shift the small significand right by the multiple of 8 of the
+        #              | (clamped) difference, ORing what falls below the guard bit into `lost`
+        #   aligned    | shift by the rest, 0..7, keeping guard and round bits and ORing
+        #              | everything shifted further (and `lost`) into a sticky bit
         #   added      | big ± small in one 28-bit adder; never negative thanks to the swap
         #   counted    | leading-zero count (log tree); the normalising shift is limited so
         #              | that the exponent stays >= 1 -- when the limit bites, it is subnormal
         #   normalised | shift left: the leading one (if any) reaches bit 27, below it sit the
         #              | fraction, the round bit and the sticky bits
-        #   (round)    | RNE: add the round-up bit to {exponent field, fraction}; a carry out of
+        #   rounded    | RNE: add the round-up bit to {exponent field, fraction}; a carry out of
         #              | the fraction bumps the exponent (largest subnormal -> smallest normal,
         #              | significand 2.0 -> next binade, max finite -> inf); then the special
         #              | cases are muxed in
@@ -194,12 +214,31 @@ class Fp32Adder(wiring.Component):
         # lost in alignment. The sum of two binary32 numbers that lands in the subnormal range
         # is exact, so underflow needs no rounding of its own.
         #
-        # Stage boundaries per `stages` (_BOUNDARIES): 1 -> after the add; 2 -> after the
-        # alignment and after the leading-zero count; 3 -> after alignment, add and normalise
-        # (i.e. before rounding); 4 -> also after unpack; 5 -> after every phase. Generic gate
-        # synthesis (Yosys `synth; abc -g` with ripple-carry adders) gives a longest path of
-        # 145 / 95 / 68 / 53 / 53 / 53 gates for stages 0..5: from 3 stages on, the 28-bit adder
-        # alone is the longest segment, which carry chains or prefix adders shorten.
+        # Stage boundaries per `stages` (_BOUNDARIES), chosen from ECP5 place-and-route
+        # (synth/fpga.py, LFE5U-85F speed 6, seed 1; Fmax of this adder alone in brackets):
+        #
+        #   1  added                                                                 (57 MHz)
+        #   2  shifted, counted                                                      (72 MHz)
+        #   3  unpacked, added, counted                                              (94 MHz)
+        #   4  unpacked, shifted, added, counted                                    (108 MHz)
+        #   5  unpacked, shifted, added, counted, rounded                           (107 MHz)
+        #   6  unpacked, shifted, added, counted, normalised, rounded               (128 MHz)
+        #   7  every boundary                                                       (120 MHz)
+        #
+        # * The alignment shifter with its sticky OR was the deepest segment (16 LUT levels);
+        #   it is split into `shifted` and `aligned`. The fine part (3 mux levels) and the add
+        #   (a carry chain) fit in one cycle together, so only 7 stages cut between them.
+        # * Normalising shift and rounding fit in one cycle (4 and 5 stages); at 6 they are
+        #   split, and the leading-zero count (added -> counted) and phase 1 remain the longest.
+        # * Up to 4 stages `result` is combinational after the last register. From 5 on the
+        #   rounded result is registered: in a column of PEs one adder's result feeds the next
+        #   one's magnitude compare, and rounding plus that compare would be the longest path
+        #   of the array (measured: 89 MHz for two PEs whose adders end in `normalised`,
+        #   against 117 MHz for one PE). So 5 stages (registered output) beat 4 in an array.
+        # * The default of the PE is 6 (a PE and a two-PE column both above 115 MHz).
+        #
+        # The register placement does not change the numerics: every `stages` gives the same
+        # bits.
         m = Module()
 
         # Phase 1: unpack, compare, swap.
@@ -231,29 +270,46 @@ class Fp32Adder(wiring.Component):
             sig_big=significand(big),
             sig_small=significand(small),
             exp=scale_exp(big),
-            diff=scale_exp(big) - scale_exp(small),
+            # Both differences in parallel with the comparison, then a choice: shorter than
+            # subtracting the swapped exponents.
+            diff=Mux(swap, scale_exp(b) - scale_exp(a), scale_exp(a) - scale_exp(b)),
             sub=a.sign ^ b.sign,
             sign=big.sign,
             zero_sign=a.sign & b.sign,
             special=special,
         )
 
-        # Phase 2: align. Place sig_small << 3 above 27 zero bits, shift the 54-bit window right
-        # by the (clamped) difference: the top half is the aligned operand, the bottom half
-        # holds the bits shifted out, which become the sticky bit.
+        # Phase 2: align, in two steps. Place sig_small << 3 above 27 zero bits and shift the
+        # 54-bit window right by the (clamped) difference: the top half is the aligned operand,
+        # the bottom half holds the bits shifted out, which become the sticky bit. The shift is
+        # split into its multiple of 8 (`shifted`) and the rest, 0..7 (`aligned`); ones that the
+        # first step moves below the top half are kept as `lost`, and since the second step
+        # moves at most 7 more bits out, an 8-bit window below the top half catches those.
         shift = Mux(unpacked.diff > _ALIGNED_BITS, _ALIGNED_BITS, unpacked.diff)[:_SHIFT_BITS]
-        window = Cat(Const(0, _ALIGNED_BITS + _GRS_BITS), unpacked.sig_small) >> shift
-        kept = window[_ALIGNED_BITS:2 * _ALIGNED_BITS]
-        lost = window[:_ALIGNED_BITS].any()
-        aligned = self._boundary(
-            m, "aligned", _Aligned,
+        coarse = Cat(Const(0, 3), shift[3:])
+        window = Cat(Const(0, _ALIGNED_BITS + _GRS_BITS), unpacked.sig_small) >> coarse
+        shifted = self._boundary(
+            m, "shifted", _Shifted,
             sig_big=unpacked.sig_big,
-            sig_small=kept | lost,
+            sig_small=window[_ALIGNED_BITS:2 * _ALIGNED_BITS],
+            lost=window[:_ALIGNED_BITS].any(),
+            fine=shift[:3],
             exp=unpacked.exp,
             sub=unpacked.sub,
             sign=unpacked.sign,
             zero_sign=unpacked.zero_sign,
             special=unpacked.special,
+        )
+        window = Cat(Const(0, 8), shifted.sig_small) >> shifted.fine
+        aligned = self._boundary(
+            m, "aligned", _Aligned,
+            sig_big=shifted.sig_big,
+            sig_small=window[8:] | (window[:8].any() | shifted.lost),
+            exp=shifted.exp,
+            sub=shifted.sub,
+            sign=shifted.sign,
+            zero_sign=shifted.zero_sign,
+            special=shifted.special,
         )
 
         # Phase 3: add or subtract, as big + (small XOR sub) + sub (one adder).
@@ -302,16 +358,18 @@ class Fp32Adder(wiring.Component):
         # (a carry out of the add at exponent 254) is an overflow.
         round_up = normalised.round & (normalised.sticky | normalised.man[0])
         magnitude = (Cat(normalised.man, normalised.exp) + round_up)[:31]
-        result = data.View(_Fp32, self.result)
+        rounded = Signal(_Fp32, name="rounded")
         with m.If(normalised.special.nan):
-            m.d.comb += self.result.eq(FP32_CANONICAL_NAN)
+            m.d.comb += rounded.eq(FP32_CANONICAL_NAN)
         with m.Elif(normalised.special.inf | (normalised.exp == _EXP_MAX)):
             m.d.comb += [
-                result.sign.eq(normalised.sign),
-                result.exp.eq(_EXP_MAX),
-                result.man.eq(0),
+                rounded.sign.eq(normalised.sign),
+                rounded.exp.eq(_EXP_MAX),
+                rounded.man.eq(0),
             ]
         with m.Else():
-            m.d.comb += self.result.eq(Cat(magnitude, normalised.sign))
+            m.d.comb += rounded.eq(Cat(magnitude, normalised.sign))
+        m.d.comb += self.result.eq(self._boundary(m, "rounded", _Fp32, **{
+            field: rounded[field] for field in ("man", "exp", "sign")}))
 
         return m

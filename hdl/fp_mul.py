@@ -9,7 +9,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import FP32_CANONICAL_NAN, Fmt, parse_formats
 from .pipeline import delay
 
-__all__ = ["FpMultiplier", "FP32_CANONICAL_NAN"]
+__all__ = ["FpMultiplier", "FP_MUL_MAX_CUTS", "FP32_CANONICAL_NAN"]
 
 
 _FP32_BIAS = 127
@@ -57,17 +57,58 @@ class _Operand(data.Struct):
 
 
 class _Product(data.Struct):
-    """The exact product: class flags, and value = sig * 2^(exp - 15) when finite."""
+    """The exact product as the multiplier gives it: class flags, and value = sig * 2^(exp - 14)
+    when finite."""
 
     sign: 1
     nan: 1
     inf: 1
     zero: 1
-    exp: _EXP_SHAPE  # unbiased exponent of sig[15]
+    exp: _EXP_SHAPE  # the sum of the operands' unbiased exponents: that of sig[14]
+    sig: 2 * _SIG_BITS  # in [2^14, 2^16) for finite non-zero products (not yet normalised)
+
+
+class _Classified(data.Struct):
+    """A finite product sorted by range: normal (shift 0) or below 2^-126 (shift >= 1)."""
+
+    sign: 1
+    nan: 1
+    inf: 1  # an infinite operand, or a finite product >= 2^128
+    zero: 1
+    exp: 8  # exponent field before rounding: 0 below the normal range
+    shift: range(_FP32_MAN_BITS + 3)  # right shift of sig << 8, clamped at 25
     sig: 2 * _SIG_BITS  # normalised: sig[15] == 1 for finite non-zero products
 
 
+class _Aligned(data.Struct):
+    """The fp32 result before rounding."""
+
+    sign: 1
+    nan: 1
+    inf: 1
+    zero: 1
+    exp: 8
+    man: _FP32_MAN_BITS
+    round: 1  # the first bit below the fraction's LSB
+    sticky: 1  # OR of the bits below `round`
+
+
 _Fp32 = data.StructLayout({"man": _FP32_MAN_BITS, "exp": 8, "sign": 1})
+
+#: The number of phase boundaries of :class:`FpMultiplier` that can hold a pipeline register;
+#: ``stages`` beyond it add output registers.
+FP_MUL_MAX_CUTS = 5
+
+# Which phase outputs are registered, for each number of stages up to FP_MUL_MAX_CUTS.
+_BOUNDARIES = {
+    0: (),
+    1: ("result",),
+    2: ("product", "result"),
+    3: ("unpacked", "product", "result"),
+    4: ("unpacked", "product", "aligned", "result"),
+    5: ("unpacked", "multiplied", "product", "aligned", "result"),
+}
+assert len(_BOUNDARIES) == FP_MUL_MAX_CUTS + 1
 
 
 def _unpack(m, op, raw, fmt):
@@ -132,8 +173,10 @@ class FpMultiplier(wiring.Component):
     ----------
     stages : int
         Number of pipeline register stages (>= 0). Registers go, in order of preference, at the
-        output, after the significand multiply, and after operand unpacking; stages beyond 3
-        are extra output registers (for retiming).
+        output, after the significand multiply and classification, after operand unpacking,
+        after the subnormal alignment, and at the DSP product (see ``elaborate``); stages beyond
+        :data:`FP_MUL_MAX_CUTS` (5) are extra output registers (for retiming). With 1 or more
+        stages ``result`` comes straight from a register. The :class:`~hdl.pe.PE` default is 5.
     formats : collection of Fmt or str
         Operand formats to build decode logic for (see :func:`~hdl.formats.parse_formats`).
 
@@ -165,29 +208,48 @@ class FpMultiplier(wiring.Component):
     def elaborate(self, platform):
         # Design note.
         #
-        # Datapath: unpack -> | -> 8x8 multiply, exponent add, normalise -> | -> pack/round -> |
+        # Five phases; a pipeline register can follow each (the phase names below):
         #
-        # * Unpack turns each operand into flags, an unbiased exponent and an 8-bit significand
-        #   with the leading one at bit 7 (fp8 and bf16 subnormals are normalised by a tiny
-        #   leading-one search), so the rest of the datapath is format-independent.
-        # * The 16-bit significand product has at most 16 significant bits and fp32 keeps 24,
-        #   so every product in the fp32 normal range is exact: no rounding there, and since an
-        #   exact normal result is < 2^128 there is no rounding overflow either (exponent >= 128
-        #   means the exact value is >= 2^128, hence ±inf). Only results below 2^-126 (possible
-        #   only with a bf16 operand) lose bits: the significand is shifted right by
-        #   (-126 - exp), with guard/sticky, and rounded to nearest even. A carry out of the
-        #   rounded subnormal significand lands in the exponent field's LSB, which is exactly
-        #   the rounding up to the smallest normal.
-        # * Stage boundaries ("|" above): stages=1 registers the output; 2 adds one after the
-        #   multiply (splitting multiplier from shifter/rounder, the two deep cones); 3 adds one
-        #   after unpack. More stages add output registers that synthesis can retime.
+        #   unpacked   | each operand -> flags, unbiased exponent, 8-bit significand with the
+        #              | leading one at bit 7 (fp8 and bf16 subnormals are normalised by a tiny
+        #              | leading-one search), so the rest of the datapath is format-independent;
+        #              | the exponent sum
+        #   multiplied | 8 x 8 significand multiply (a DSP block), class flags
+        #   product    | the product in [1, 4) * 2^14 normalised to [1, 2) (one bit of shift,
+        #              | carried into the exponent) and classified: overflow (exponent > 127),
+        #              | and for results below 2^-126 the right shift (-126 - exp, clamped at
+        #              | 25) that gives them the subnormal scale; the exponent field before
+        #              | rounding (0 for subnormals). The classification is worked out for both
+        #              | values of the carry while the DSP multiplies, then picked by the carry.
+        #   aligned    | the significand shifted right by that amount: fraction, round bit and
+        #              | sticky bit (normal results shift by 0 and have round = sticky = 0)
+        #   result     | RNE: add the round-up bit to {exponent field, fraction} -- a carry out
+        #              | of a subnormal fraction lands in the exponent field's LSB, which is
+        #              | exactly the rounding up to the smallest normal -- then mux in NaN, ±inf
+        #              | and ±0
+        #
+        # The 16-bit significand product has at most 16 significant bits and fp32 keeps 24, so
+        # every product in the fp32 normal range is exact: no rounding there, and since an exact
+        # normal result is < 2^128 there is no rounding overflow either (exponent >= 128 means
+        # the exact value is >= 2^128, hence ±inf). Only results below 2^-126 (possible only
+        # with a bf16 operand) lose bits.
+        #
+        # Stage boundaries per `stages` (_BOUNDARIES): 1 registers the output; 2 adds one after
+        # `product` (splitting the multiplier from shifter and rounder, the two deep cones); 3
+        # adds one after unpacking; 4 one after the alignment shifter; 5 one at the DSP output.
+        # From ECP5 place-and-route (synth/fpga.py, speed 6, seed 1): with 4 stages the DSP plus
+        # the carry select is the longest segment (~105 MHz, less once placed in a PE column);
+        # registering the DSP output (5) takes the unit to ~133 MHz, with margin for the PE.
+        # Stages beyond 5 are extra output registers (for retiming).
         m = Module()
+        registered = _BOUNDARIES[min(self.stages, FP_MUL_MAX_CUTS)]
+        extra_out = max(self.stages - FP_MUL_MAX_CUTS, 0)
 
-        cut_unpack = 1 if self.stages >= 3 else 0
-        cut_product = 1 if self.stages >= 2 else 0
-        cut_output = self.stages - cut_unpack - cut_product
+        def boundary(value, name, cycles=0):
+            return delay(m, value, (name in registered) + cycles, name=name, en=self.en)
 
-        # Unpack.
+        # Unpack; the exponent sum is formed here already, so that the next phase has one carry
+        # chain less on its way to the classification.
         ops = []
         for name, raw, fmt in (("a", self.a, self.a_fmt), ("b", self.b, self.b_fmt)):
             op = Signal(_Operand, name=f"{name}_op")
@@ -197,54 +259,89 @@ class FpMultiplier(wiring.Component):
                         _unpack(m, op, raw, f)
                 with m.Default():  # reserved tag, or a format not built
                     m.d.comb += op.nan.eq(1)
-            ops.append(delay(m, op, cut_unpack, name=f"{name}_op", en=self.en))
-        a_op, b_op = ops
+            ops.append(op)
+        exp_sum = Signal(_EXP_SHAPE)
+        m.d.comb += exp_sum.eq(ops[0].exp + ops[1].exp)
+        cut = int("unpacked" in registered)
+        a_op, b_op = (delay(m, op, cut, name=f"{name}_op", en=self.en)
+                      for name, op in zip("ab", ops, strict=True))
+        exp_sum = delay(m, exp_sum, cut, name="exp_sum", en=self.en)
 
-        # Multiply: exact 16-bit significand product in [1, 4) * 2^14, normalised to [1, 2).
-        prod = Signal(_Product)
-        sig_prod = a_op.sig * b_op.sig
-        carry = sig_prod[-1]
+        # Multiply: the exact 16-bit significand product, in [1, 4) * 2^14.
+        raw = Signal(_Product)
         m.d.comb += [
-            prod.sign.eq(a_op.sign ^ b_op.sign),
-            prod.nan.eq(a_op.nan | b_op.nan
-                        | (a_op.inf & b_op.zero) | (a_op.zero & b_op.inf)),
-            prod.inf.eq(a_op.inf | b_op.inf),
-            prod.zero.eq(a_op.zero | b_op.zero),
-            prod.exp.eq(a_op.exp + b_op.exp + carry),
-            prod.sig.eq(Mux(carry, sig_prod, sig_prod << 1)),
+            raw.sign.eq(a_op.sign ^ b_op.sign),
+            raw.nan.eq(a_op.nan | b_op.nan | (a_op.inf & b_op.zero) | (a_op.zero & b_op.inf)),
+            raw.inf.eq(a_op.inf | b_op.inf),
+            raw.zero.eq(a_op.zero | b_op.zero),
+            raw.exp.eq(exp_sum),
+            raw.sig.eq(a_op.sig * b_op.sig),
         ]
-        p = delay(m, prod, cut_product, name="prod", en=self.en)
+        r = boundary(raw, "multiplied")
 
-        # Pack to fp32, rounding results below the normal range.
+        # Normalise to [2^15, 2^16) -- one bit of shift, carried into the exponent -- and
+        # classify: overflow, normal, or below the normal range (then shifted right by `shift`;
+        # shifts of 25 and more all round to zero -- the round bit is then 0 -- so clamp there).
+        # The classification is computed from the exponent sum for both values of the carry, in
+        # parallel with the multiply, and chosen by the carry (the product's top bit).
+        max_shift = _FP32_MAN_BITS + 2
+        carry = r.sig[-1]
+
+        def classify(c):
+            # The normalised product's exponent is r.exp + c; the carry is folded into the
+            # constants so that every term is one comparison or addition on r.exp.
+            normal = r.exp >= _FP32_EMIN - c
+            overflow = r.exp > _FP32_EMAX - c
+            field = Mux(normal, r.exp + (_FP32_BIAS + c), 0)[:8]
+            shift = Mux(normal, 0, Mux(r.exp < _FP32_EMIN - max_shift + 1 - c,
+                                       max_shift, (_FP32_EMIN - c) - r.exp))
+            return overflow, field, shift
+
+        candidates = [classify(c) for c in (0, 1)]
+        cls = Signal(_Classified)
+        m.d.comb += [
+            cls.sign.eq(r.sign),
+            cls.nan.eq(r.nan),
+            cls.inf.eq(r.inf | Mux(carry, candidates[1][0], candidates[0][0])),
+            cls.zero.eq(r.zero),
+            cls.exp.eq(Mux(carry, candidates[1][1], candidates[0][1])),
+            cls.shift.eq(Mux(carry, candidates[1][2], candidates[0][2])),
+            cls.sig.eq(Mux(carry, r.sig, r.sig << 1)),
+        ]
+        c = boundary(cls, "product")
+
+        # Align: (sig << 8, the 24-bit significand) >> shift, as sig << max_shift >> shift, so
+        # nothing falls off the bottom: the top 24 bits are the truncated significand (its top
+        # bit is the hidden one of a normal result, 0 for a subnormal), then the round bit, then
+        # the sticky bits.
+        low_bits = max_shift + len(c.sig) - (_FP32_MAN_BITS + 1) - 1
+        shifted = Cat(Const(0, max_shift), c.sig) >> c.shift
+        aligned = Signal(_Aligned)
+        m.d.comb += [
+            aligned.sign.eq(c.sign),
+            aligned.nan.eq(c.nan),
+            aligned.inf.eq(c.inf),
+            aligned.zero.eq(c.zero),
+            aligned.exp.eq(c.exp),
+            aligned.man.eq(shifted[low_bits + 1:low_bits + 1 + _FP32_MAN_BITS]),
+            aligned.round.eq(shifted[low_bits]),
+            aligned.sticky.eq(shifted[:low_bits].any()),
+        ]
+        n = boundary(aligned, "aligned")
+
+        # Round to nearest even and pack.
+        round_up = n.round & (n.sticky | n.man[0])
+        magnitude = (Cat(n.man, n.exp) + round_up)[:31]
         result = Signal(_Fp32)
-        m.d.comb += result.sign.eq(p.sign)
-        with m.If(p.nan):
+        m.d.comb += result.sign.eq(n.sign)
+        with m.If(n.nan):
             m.d.comb += result.eq(FP32_CANONICAL_NAN)
-        with m.Elif(p.inf | (p.exp > _FP32_EMAX)):
+        with m.Elif(n.inf):
             m.d.comb += result.exp.eq(0xFF)
-        with m.Elif(p.zero):
+        with m.Elif(n.zero):
             pass
-        with m.Elif(p.exp >= _FP32_EMIN):
-            m.d.comb += [
-                result.exp.eq(p.exp + _FP32_BIAS),
-                result.man.eq(Cat(Const(0, _FP32_MAN_BITS + 1 - len(p.sig)), p.sig[:-1])),
-            ]
         with m.Else():
-            # Subnormal: significand (sig << 8, 24 bits) >> shift; shifts of 25 and more all
-            # round to zero (the round bit is then 0), so clamp there.
-            max_shift = _FP32_MAN_BITS + 2
-            shift = Signal(range(max_shift + 1))
-            m.d.comb += shift.eq(Mux(p.exp < _FP32_EMIN - max_shift + 1,
-                                     max_shift, _FP32_EMIN - p.exp))
-            # sig << max_shift >> shift: nothing falls off the bottom; the top 24 bits are the
-            # truncated subnormal significand (sig << 8 >> shift), then round bit, then sticky.
-            low_bits = max_shift + len(p.sig) - (_FP32_MAN_BITS + 1) - 1
-            shifted = Cat(Const(0, max_shift), p.sig) >> shift
-            trunc = shifted[low_bits + 1:]
-            round_bit = shifted[low_bits]
-            sticky = shifted[:low_bits].any()
-            round_up = round_bit & (sticky | trunc[0])
-            m.d.comb += result.as_value()[:31].eq(trunc + round_up)
+            m.d.comb += result.as_value()[:31].eq(magnitude)
 
-        m.d.comb += self.result.eq(delay(m, result, cut_output, name="result", en=self.en))
+        m.d.comb += self.result.eq(boundary(result, "result", extra_out))
         return m

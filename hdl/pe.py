@@ -12,10 +12,19 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
-from .fp_mul import FpMultiplier
+from .fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 from .pipeline import delay
 
-__all__ = ["Weight", "Moving", "PE", "PEColumn", "check_stages"]
+__all__ = ["Weight", "Moving", "PE", "PEColumn", "check_stages", "DEFAULT_MUL_STAGES",
+           "DEFAULT_ADD_STAGES"]
+
+#: Default pipeline depths of the PE's multiplier and adder, shared by the systolic array, the
+#: tensor engine and the core. Chosen by place-and-route (synth/fpga.py, ECP5-85F speed 6, seed
+#: 1): a PE and a two-PE column both run above 115 MHz. Every register boundary of the adder at
+#: this depth, including its output, is crossed once per cycle, so a column of PEs chains
+#: register to register and keeps the PE's clock rate.
+DEFAULT_MUL_STAGES = 5
+DEFAULT_ADD_STAGES = 6
 
 
 class Weight(data.Struct):
@@ -48,9 +57,13 @@ def check_stages(value, name: str, maximum: int) -> int:
 class PE(wiring.Component):
     """One processing element: ``psum_out = psum_in + w * x`` with a double-buffered weight.
 
-    Parameters (keyword-only): ``mul_stages`` and ``add_stages``, the pipeline depths of the
-    :class:`~hdl.fp_mul.FpMultiplier` and :class:`~hdl.fp32_add.Fp32Adder`; ``formats``, the
-    operand formats the multiplier is built for.
+    Parameters (keyword-only): ``mul_stages`` (0 to :data:`~hdl.fp_mul.FP_MUL_MAX_CUTS`,
+    default 5) and ``add_stages`` (0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES`, default 6),
+    the pipeline depths of the :class:`~hdl.fp_mul.FpMultiplier` and
+    :class:`~hdl.fp32_add.Fp32Adder`; ``formats``, the operand formats the multiplier is built
+    for. With the defaults the product takes 5 cycles and the sum 6, and ``psum_out`` comes
+    straight from a register (the adder's last stage registers its rounded result), so PEs
+    chain register to register.
 
     Ports and timing (all registers advance only on cycles with ``en`` = 1, except the shadow
     weight, which loads whenever ``w_shift`` = 1 so a tile can load while the array stalls):
@@ -64,16 +77,17 @@ class PE(wiring.Component):
     * ``psum_in`` / ``psum_out``: the partial sum. ``psum_in`` must arrive ``mul_stages`` cycles
       after the ``x_in`` it goes with; ``psum_out`` follows ``psum_in`` by ``add_stages``
       cycles. So in a column the operand for row k + 1 is presented ``add_stages`` cycles after
-      the one for row k (:attr:`row_skew`).
+      the one for row k (:attr:`row_skew`). From ``x_in`` to ``psum_out``: ``mul_stages +
+      add_stages`` cycles (11 with the defaults).
 
     Numerics: the product is :class:`FpMultiplier`'s (operands widened to fp32 exactly, fp32
     RNE product), the sum :class:`Fp32Adder`'s (IEEE binary32 RNE, subnormals kept, canonical
     NaN 0x7FC00000). Throughput: one multiply-accumulate per enabled cycle.
     """
 
-    def __init__(self, *, mul_stages: int = 1, add_stages: int = 2,
-                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
-        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+    def __init__(self, *, mul_stages: int = DEFAULT_MUL_STAGES,
+                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.row_skew = self.add_stages
@@ -134,17 +148,19 @@ class PEColumn(wiring.Component):
       ``x_fmt``/``x_swap`` for the whole vector) enters on each cycle with ``en`` = 1.
       ``x_swap`` on a vector makes it (and the vectors after it) use the weights loaded since
       the previous swap.
-    * ``result`` shows, :attr:`latency` enabled cycles later, the fp32 dot product in the
-      contract's order (k = 0 first, starting from +0.0). Throughput: one dot product
+    * ``result`` shows, :attr:`latency` = ``mul_stages + rows * add_stages`` enabled cycles
+      later (5 + 6 · rows with the default stages, as :class:`PE`), the fp32 dot product in
+      the contract's order (k = 0 first, starting from +0.0). Throughput: one dot product
       (``rows`` MACs) per enabled cycle.
     """
 
-    def __init__(self, *, rows: int, mul_stages: int = 1, add_stages: int = 2,
-                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+    def __init__(self, *, rows: int, mul_stages: int = DEFAULT_MUL_STAGES,
+                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 256:
             raise ValueError(f"rows must be an integer between 1 and 256, not {rows!r}")
         self.rows = rows
-        self.pe_params = dict(mul_stages=check_stages(mul_stages, "mul_stages", 3),
+        self.pe_params = dict(mul_stages=check_stages(mul_stages, "mul_stages",
+                                                      FP_MUL_MAX_CUTS),
                               add_stages=check_stages(add_stages, "add_stages",
                                                       FP32_ADD_MAX_STAGES),
                               formats=parse_formats(formats, param="formats"))

@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES
-from .pe import PE, Moving, Weight, check_stages
+from .fp_mul import FP_MUL_MAX_CUTS
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, Weight, check_stages
 from .pipeline import delay
 
 __all__ = ["SystolicArray", "check_array_size"]
@@ -29,7 +30,8 @@ class SystolicArray(wiring.Component):
       delays row k by ``k · add_stages`` cycles itself (the systolic skew).
     * ``result``: the fp32 sums of all ``n`` columns for that moving column, together (the
       array delays column m by ``n − 1 − m`` cycles to undo the column skew), :attr:`latency`
-      cycles after its ``x_in``: ``latency = n · add_stages + mul_stages + n − 1``.
+      cycles after its ``x_in``: ``latency = n · add_stages + mul_stages + n − 1`` (7n + 4
+      with the default 5 multiplier and 6 adder stages of :class:`~hdl.pe.PE`).
       Throughput: one moving column (``n²`` MACs) per cycle.
     * ``w_in`` / ``w_shift``: the weight-load chains feed the **bottom** row and shift up, one
       row per ``w_shift`` (independent of ``en``), into the PEs' shadow weights. After ``n``
@@ -40,10 +42,10 @@ class SystolicArray(wiring.Component):
     * ``en``: clock enable of everything but the weight shift.
     """
 
-    def __init__(self, *, n: int, mul_stages: int = 1, add_stages: int = 2,
-                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+    def __init__(self, *, n: int, mul_stages: int = DEFAULT_MUL_STAGES,
+                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         self.n = check_array_size(n)
-        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.latency = n * add_stages + mul_stages + n - 1

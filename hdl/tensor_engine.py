@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
-from .pe import check_stages
+from .fp_mul import FP_MUL_MAX_CUTS
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, check_stages
 from .pipeline import delay
 from .systolic import SystolicArray, check_array_size
 
@@ -46,8 +47,9 @@ class TensorEngine(wiring.Component):
     """Weight-stationary tensor engine with PSUM, as ``nc_matmul`` on a NeuronCore.
 
     Parameters (keyword-only): ``n`` (array size), ``psum_banks``, ``psum_words`` (fp32 words
-    per bank and partition; the largest moving tile), ``mul_stages``, ``add_stages``,
-    ``formats`` (operand formats the PEs are built for).
+    per bank and partition; the largest moving tile), ``mul_stages``, ``add_stages`` (the PEs'
+    pipeline depths, by default those of :class:`~hdl.pe.PE`: 5 and 6; the PSUM accumulate
+    adder has ``add_stages`` too), ``formats`` (operand formats the PEs are built for).
 
     Streams (``amaranth.lib.stream``, valid/ready; any of them may pause at any time):
 
@@ -77,19 +79,23 @@ class TensorEngine(wiring.Component):
       issued while ``busy`` may see old values.
 
     Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
-    :attr:`latency` cycles after that. When the streams never pause, one moving column is taken
+    :attr:`latency` cycles after that (``n·add_stages + mul_stages + n + 1 + add_stages``:
+    7n + 12 with the default stages). When the streams never pause, one moving column is taken
     per cycle (n² MACs per cycle), and a LOAD_STATIONARY between two multiplications costs no
-    cycles if the first one has at least :attr:`load_hidden_after` columns. An accumulating
-    column waits (at most :attr:`hazard_window` cycles) only while a column taken at most
-    :attr:`hazard_window` cycles before it targets the same PSUM word, so its read never misses
-    a write still in flight; otherwise multiplications follow each other without a gap.
+    cycles if the multiplications since the LOAD_STATIONARY before it have at least
+    :attr:`load_hidden_after` columns together (only the first multiplication after a
+    LOAD_STATIONARY carries the ``swap`` to the new weights, and the next tile's shifts wait
+    :attr:`swap_clear` cycles after that swap). An accumulating column waits (at most
+    :attr:`hazard_window` cycles) only while a column taken at most :attr:`hazard_window`
+    cycles before it targets the same PSUM word, so its read never misses a write still in
+    flight; otherwise multiplications follow each other without a gap.
     """
 
     def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,
-                 mul_stages: int = 1, add_stages: int = 2,
+                 mul_stages: int = DEFAULT_MUL_STAGES, add_stages: int = DEFAULT_ADD_STAGES,
                  formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         self.n = check_array_size(n)
-        self.mul_stages = check_stages(mul_stages, "mul_stages", 3)
+        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.psum_banks = _check_positive(psum_banks, "psum_banks", 64)
@@ -156,10 +162,11 @@ class TensorEngine(wiring.Component):
         mv = Signal(self.cmd_layout)  # the command being executed
         mv_col = Signal(range(words + 1))
         mv_mask = Signal(n)  # PSUM partitions written: the tile's m columns
-        mv_first = Signal()
+        mv_swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
+        fresh = Signal()  # a LOAD_STATIONARY was dispatched since the last swapping MM
 
         # Swap wavefront bookkeeping, and the gap an accumulating multiplication needs.
-        swap_pending = Signal()  # an MM was dispatched but its swap column has not entered yet
+        swap_pending = Signal()  # a swapping MM was dispatched, its swap column not yet taken
         since_swap = Signal(range(self.swap_clear + 1), init=self.swap_clear)
         with m.If(since_swap < self.swap_clear):
             m.d.sync += since_swap.eq(since_swap + 1)
@@ -216,15 +223,15 @@ class TensorEngine(wiring.Component):
                 m.d.sync += [
                     x_reg[i].data.eq(Mux(mv.k > i, self.moving.payload[i], 0)),
                     x_reg[i].fmt.eq(mv.fmt),
-                    x_reg[i].swap.eq(mv_first),
+                    x_reg[i].swap.eq(mv_swap),
                 ]
             m.d.sync += [
                 meta.valid.eq(1), meta.bank.eq(mv.bank), meta.addr.eq(col_addr),
                 meta.accumulate.eq(mv.accumulate), meta.mask.eq(mv_mask),
-                mv_col.eq(mv_col + 1), mv_first.eq(0),
+                mv_col.eq(mv_col + 1), mv_swap.eq(0),
                 recent[0].valid.eq(1), recent[0].bank.eq(mv.bank), recent[0].addr.eq(col_addr),
             ]
-            with m.If(mv_first):
+            with m.If(mv_swap):
                 m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
             with m.If(mv_last):
                 m.d.sync += mv_busy.eq(0)
@@ -241,12 +248,16 @@ class TensorEngine(wiring.Component):
                 with m.If(~ld_busy):
                     m.d.comb += self.cmd.ready.eq(1)
                     m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
-                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m), last_k.eq(cmd.k)]
+                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m), last_k.eq(cmd.k),
+                                 fresh.eq(1)]
             with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
                 with m.If(~ld_busy & (~mv_busy | mv_last)):
                     m.d.comb += self.cmd.ready.eq(1)
-                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_first.eq(1),
-                                 swap_pending.eq(1)]
+                    # Only the first multiplication after a LOAD_STATIONARY swaps: for the
+                    # others shadow and active weights are equal, and not swapping lets the
+                    # next tile's shifts start swap_clear cycles after that first column.
+                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_swap.eq(fresh),
+                                 swap_pending.eq(fresh), fresh.eq(0)]
                     for i in range(n):
                         m.d.sync += mv_mask[i].eq(last_m > i)
 

@@ -73,6 +73,8 @@ SYNTH_DESIGNS = [
     ("FpMultiplier stages=1, fp8 only", "hdl.fp_mul:FpMultiplier",
      {"stages": 1, "formats": ["fp8_e4m3", "fp8_e5m2"]}, None),
     ("PE mul_stages=1 add_stages=2", "hdl.pe:PE", {"mul_stages": 1, "add_stages": 2}, "pe"),
+    ("PE mul_stages=5 add_stages=6 (default)", "hdl.pe:PE", {"mul_stages": 5, "add_stages": 6},
+     "pe"),
     ("CollectiveEngine P=4 W=1 depth=1024", "hdl.collective:CollectiveEngine",
      {"ranks": 4, "link_width": 1, "depth": 1024}, None),
     ("ActivationEngine lanes=4", "hdl.activation:ActivationEngine", {"lanes": 4}, None),

@@ -80,7 +80,7 @@ def board_driver(client, cfg, *, wait=None, now=None) -> CoreDriver:
 
     return CoreDriver(cfg, _Regs(), BridgeDram(client, BOARD_MAP["DRAM_BASE"]),
                       wait=wait or no_wait, now=now or (lambda: None),
-                      perf_names=PERF_COUNTERS)
+                      perf_names=PERF_COUNTERS, burst_push=True)
 
 
 def _operands(rng, dtype: int, shape) -> np.ndarray:

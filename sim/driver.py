@@ -57,12 +57,15 @@ class CoreDriver:
     and ``async read(addr, size) -> bytes``. ``wait(cycles)`` is a coroutine that lets about
     that many core clock cycles pass; ``now()`` the current cycle count (or ``None`` where
     there is no cycle clock: then :class:`RunResult` cycles come from the busy counter).
+    With ``burst_push``, ``regs`` also has ``async write_words(addr, words)`` (32-bit words)
+    and a descriptor is pushed as one burst.
     """
 
-    def __init__(self, cfg, regs, dram, *, wait, now, perf_names=()):
+    def __init__(self, cfg, regs, dram, *, wait, now, perf_names=(), burst_push=False):
         self.cfg, self.perf_names = cfg, tuple(perf_names)
         self.regs, self.dram = regs, dram
         self._wait, self._now = wait, now
+        self._burst_push = burst_push
 
     # --- registers ---------------------------------------------------------------------------
 
@@ -105,12 +108,11 @@ class CoreDriver:
             if waited > timeout:
                 raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
         words = np.asarray(words, dtype=np.uint32).tolist()
-        write_words = getattr(self.regs, "write_words", None)
-        if write_words is not None:
+        if self._burst_push:
             # DESC0..7 and PUSH are consecutive: one burst where the bus has bursts (the UART
-            # bridge), nine frames fewer per descriptor.
+            # bridge), eight frames fewer per descriptor.
             assert R["PUSH"] == R["DESC0"] + 4 * len(words)
-            await write_words(R["DESC0"], [*words, 0])
+            await self.regs.write_words(R["DESC0"], [*words, 0])
             return
         for i, w in enumerate(words):
             await self.write("DESC0", w, i)

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """cocotb test behind ``nclite demo``: stream dot products through a PE column, no stalls.
 
 Loads one weight vector, streams ``NCLITE_DEMO_VECTORS`` input vectors back to back, checks
@@ -14,6 +15,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge
 
 from golden.fp32 import dot
+from hdl.pe import PEColumn
 from sim import tbutil, vectors
 
 
@@ -21,7 +23,7 @@ from sim import tbutil, vectors
 async def demo(dut):
     p = tbutil.params()
     rows = p["rows"]
-    latency = p.get("mul_stages", 1) + rows * p.get("add_stages", 2)
+    latency = PEColumn(**p).latency  # the design's own (not elaborated here)
     assert latency >= 1, "the demo samples results after clock edges: needs latency >= 1"
     n = int(os.environ.get("NCLITE_DEMO_VECTORS", "256"))
     fmt = os.environ.get("NCLITE_DEMO_DTYPE", "bf16")

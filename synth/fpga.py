@@ -148,14 +148,19 @@ def _yosys_area(verilog: Path, top: str, device: Device, work: Path) -> dict:
 
 
 def _critical_path(report: dict) -> dict | None:
-    paths = report.get("critical_paths") or []
+    """The worst register-to-register path of the clock (asynchronous paths, e.g. from the
+    reset pin, are not what limits the clock and are left out)."""
+    def clock(end: str) -> str:  # "posedge $glbnet$clk" -> "$glbnet$clk"; "<async>" stays
+        return end.split(" ", 1)[-1]
+
+    clocks = set(report.get("fmax") or {})
+    paths = [p for p in report.get("critical_paths") or []
+             if clock(p.get("from", "")) in clocks and clock(p.get("to", "")) in clocks
+             and p.get("path")]
     if not paths:
         return None
-    # The worst clock-to-clock path of the (only) clock.
-    path = max(paths, key=lambda p: sum(seg.get("delay", 0.0) for seg in p.get("path", [])))
-    segs = path.get("path", [])
-    if not segs:
-        return None
+    path = max(paths, key=lambda p: sum(seg.get("delay", 0.0) for seg in p["path"]))
+    segs = path["path"]
     logic = sum(s["delay"] for s in segs if s.get("type") != "routing")
     routing = sum(s["delay"] for s in segs if s.get("type") == "routing")
     return {"from": segs[0].get("from", {}).get("cell", "?"),
@@ -240,6 +245,10 @@ def fpga_synth(factory: str, params: dict | None = None, *, device: str = "ecp5-
             with tempfile.TemporaryDirectory(prefix=".pnr-", dir=harness.parent) as tmp:
                 timing_result = _place_and_route(harness, harness.stem, dev, Path(tmp),
                                                  seed=seed, freq=freq)
+                out_dir.mkdir(parents=True, exist_ok=True)
+                for keep in ("pnr.json", "pnr.log"):  # every path, for whoever wants more
+                    if (Path(tmp) / keep).exists():
+                        (out_dir / keep).write_bytes((Path(tmp) / keep).read_bytes())
         result = {"design": factory, "params": params, "module": top, "device": device,
                   "part": dev.part, "area": area, "timing": timing_result, "tools": versions}
         tmp_file = result_file.with_suffix(".tmp")

@@ -28,7 +28,7 @@ def test_activation(simulator, config):
 
 @pytest.mark.parametrize("kwargs, param", [
     ({"lanes": 0}, "lanes"), ({"lanes": 2, "mul_stages": 4}, "mul_stages"),
-    ({"lanes": 2, "add_stages": 6}, "add_stages"), ({"lanes": 2, "sru_stages": 4}, "sru_stages"),
+    ({"lanes": 2, "add_stages": 8}, "add_stages"), ({"lanes": 2, "sru_stages": 4}, "sru_stages"),
     ({"lanes": 2, "targets": ["int8"]}, "targets"),
 ])
 def test_bad_parameters_fail_at_elaboration(kwargs, param):

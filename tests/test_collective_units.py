@@ -160,7 +160,7 @@ def test_ring_allreduce_pysim(ranks, link_width, words):
     ({"ranks": 1}, "ranks"), ({"ranks": 0}, "ranks"), ({"ranks": True}, "ranks"),
     ({"ranks": 4, "link_width": 3}, "link_width"), ({"ranks": 4, "link_width": 8}, "link_width"),
     ({"ranks": 4, "link_width": 2.0}, "link_width"), ({"ranks": 65}, "ranks"),
-    ({"ranks": 4, "depth": 0}, "depth"), ({"ranks": 4, "add_stages": 6}, "add_stages"),
+    ({"ranks": 4, "depth": 0}, "depth"), ({"ranks": 4, "add_stages": 8}, "add_stages"),
 ])
 def test_bad_parameters_fail_at_elaboration(kwargs, param):
     with pytest.raises(ValueError, match=param):

@@ -141,7 +141,7 @@ def simulate(dut: Fp32Adder, a: np.ndarray, b: np.ndarray, rng: np.random.Genera
     return seen
 
 
-@pytest.mark.parametrize("stages", [0, 2, 4])
+@pytest.mark.parametrize("stages", range(FP32_ADD_MAX_STAGES + 1))
 def test_matches_numpy(stages, seed):
     rng = np.random.default_rng([seed, stages])
     ra, rb = random_operands(rng, N_RANDOM)

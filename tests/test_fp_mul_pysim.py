@@ -5,11 +5,12 @@ Reference: each operand is widened to float32 with ml_dtypes, multiplied in floa
 NaN is replaced by the canonical 0x7FC00000 (ARCHITECTURE.md §4).
 
 Coverage: all 256 x 256 pairs of every fp8 format combination combinationally (stages=0;
-pysim needs ~50 us a vector, so the exhaustive runs at stages 1 and 3 are marked ``slow``);
-random fp8 pairs, bf16 x bf16 (random with exponents steered at the overflow and fp32-subnormal
-regions, plus all pairs of special values) and bf16 x fp8 at stages 0, 1 and 3, pipelined runs
-with a random clock enable; reserved/disabled format tags; parameter validation; Verilog
-conversion. Seed: ``NCLITE_SEED`` (default 1).
+pysim needs ~50 us a vector, so the exhaustive runs at stages 1, 3 and FP_MUL_MAX_CUTS are
+marked ``slow``); random fp8 pairs, bf16 x bf16 (random with exponents steered at the overflow
+and fp32-subnormal regions, plus all pairs of special values) and bf16 x fp8 at every stage
+count up to FP_MUL_MAX_CUTS + 1 (each register placement, and one extra output register),
+pipelined runs with a random clock enable; reserved/disabled format tags; parameter
+validation; Verilog conversion. Seed: ``NCLITE_SEED`` (default 1).
 """
 
 import os
@@ -23,12 +24,14 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from hdl.formats import Fmt
-from hdl.fp_mul import FpMultiplier
+from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
 QNAN = 0x7FC0_0000
 ALL_FORMATS = (Fmt.BF16, Fmt.FP8_E4M3, Fmt.FP8_E5M2)
 FP8 = (Fmt.FP8_E4M3, Fmt.FP8_E5M2)
+# Every stage count up to the last phase boundary, and one extra output register beyond it.
+STAGES = list(range(FP_MUL_MAX_CUTS + 2))
 _NUMPY = {
     Fmt.BF16: (ml_dtypes.bfloat16, np.uint16, 0xFFFF),
     Fmt.FP8_E4M3: (ml_dtypes.float8_e4m3fn, np.uint8, 0xFF),
@@ -168,8 +171,8 @@ def random_bf16_pairs(rng, n):
 
 # --- fp8 x fp8 -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stages", [0, pytest.param(1, marks=pytest.mark.slow),
-                                    pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("stages", [0, *(pytest.param(s, marks=pytest.mark.slow)
+                                        for s in (1, 3, FP_MUL_MAX_CUTS))])
 @pytest.mark.parametrize("a_fmt,b_fmt", [(x, y) for x in FP8 for y in FP8],
                          ids=lambda f: f.golden_name)
 def test_fp8_exhaustive(a_fmt, b_fmt, stages):
@@ -183,7 +186,7 @@ def test_fp8_exhaustive(a_fmt, b_fmt, stages):
           what=f"fp8 exhaustive {a_fmt.golden_name} x {b_fmt.golden_name}")
 
 
-@pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.parametrize("stages", STAGES[1:])
 def test_fp8_random_pipelined(stages):
     rng = rng_for("fp8r", stages)
     n = 4000
@@ -194,7 +197,7 @@ def test_fp8_random_pipelined(stages):
 
 # --- bf16 x bf16 ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("stages", STAGES)
 def test_bf16_specials(stages):
     a, b = np.meshgrid(BF16_SPECIALS, BF16_SPECIALS, indexing="ij")
     n = a.size
@@ -202,7 +205,7 @@ def test_bf16_specials(stages):
           what="bf16 special pairs")
 
 
-@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("stages", STAGES)
 def test_bf16_random(stages):
     rng = rng_for("bf16", stages)
     n = 4000
@@ -230,7 +233,7 @@ def test_bf16_random(stages):
 
 # --- bf16 x fp8 ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("stages", STAGES)
 def test_bf16_fp8_mixed_random(stages):
     rng = rng_for("mixed", stages)
     n = 3000
@@ -310,7 +313,7 @@ def test_attributes():
     assert FpMultiplier().formats == ALL_FORMATS
 
 
-@pytest.mark.parametrize("stages", [0, 1, 3])
+@pytest.mark.parametrize("stages", STAGES)
 def test_converts_to_verilog(stages):
     text = verilog.convert(FpMultiplier(stages=stages), name="fp_mul", emit_src=False)
     assert "module fp_mul" in text

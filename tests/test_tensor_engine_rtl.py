@@ -37,12 +37,17 @@ def test_tensor_engine_8x8(simulator):
 
 def test_full_rate_gemm_utilization():
     """With streams that never pause, K and M multiples of N and F = 16·N, the engine takes one
-    moving column per cycle and hides LOAD_STATIONARY: >= 90 % of the N² MAC slots are used.
-    (Cycle counts, not wall time: the figure is the hardware's.)"""
+    moving column per cycle and hides LOAD_STATIONARY: apart from one pipeline fill (the
+    engine's latency, which grows with the PE's stages: 40 cycles at N = 4 with the defaults),
+    >= 95 % of the N² MAC slots are used. (Cycle counts, not wall time: the figure is the
+    hardware's.)"""
+    from hdl.tensor_engine import TensorEngine
+
+    latency = TensorEngine(**engine_params(4)).latency
     r = run_gemm(m=8, k=16, f=64, n=4, simulator="verilator", error_vs_float64=False)
     assert r["bit_exact"], r["error"]
     assert r["macs"] == 8 * 16 * 64
-    assert r["utilization"] >= 0.9, r
+    assert r["macs"] / (4 ** 2 * (r["compute_cycles"] - latency)) >= 0.95, (latency, r)
     assert r["compute_cycles"] >= r["ideal_cycles"]
 
 
