@@ -60,8 +60,14 @@ class BridgeDram:
         return raw[addr - lo:addr - lo + size]
 
 
-def board_driver(client, cfg, *, wait=None, now=None) -> CoreDriver:
-    """A :class:`CoreDriver` on the board's bridge ``client`` (registers and DRAM)."""
+def board_driver(client, cfg, *, wait=None, now=None, clock_hz: float | None = None
+                 ) -> CoreDriver:
+    """A :class:`CoreDriver` on the board's bridge ``client`` (registers and DRAM).
+
+    ``wait``/``now`` as for :class:`CoreDriver`; on a real board leave them out and give the
+    core's ``clock_hz``: then waiting for ``n`` cycles sleeps ``n / clock_hz`` seconds, so the
+    driver's cycle timeouts are about real core time, and the driver polls once a millisecond.
+    """
     from hdl.board import BOARD_MAP
     from hdl.core import PERF_COUNTERS
 
@@ -75,12 +81,15 @@ def board_driver(client, cfg, *, wait=None, now=None) -> CoreDriver:
         async def write_words(self, addr, words):
             await client.write_words(BOARD_MAP["REGS_BASE"] + addr, words)
 
-    async def no_wait(cycles):  # a register read over the UART takes far longer anyway
-        await asyncio.sleep(0)
+    async def sleep(cycles):
+        await asyncio.sleep(cycles / clock_hz)
 
+    if wait is None and clock_hz is None:
+        raise ValueError("board_driver needs either wait (a simulation) or clock_hz (a board)")
+    poll = 4 if wait is not None else max(4, int(clock_hz // 1000))
     return CoreDriver(cfg, _Regs(), BridgeDram(client, BOARD_MAP["DRAM_BASE"]),
-                      wait=wait or no_wait, now=now or (lambda: None),
-                      perf_names=PERF_COUNTERS, burst_push=True)
+                      wait=wait or sleep, now=now or (lambda: None),
+                      perf_names=PERF_COUNTERS, burst_push=True, poll_cycles=poll)
 
 
 def _operands(rng, dtype: int, shape) -> np.ndarray:
@@ -98,16 +107,12 @@ def _operands(rng, dtype: int, shape) -> np.ndarray:
         return x.astype(np_dtype)
 
 
-async def board_gemm(driver: CoreDriver, cfg, *, m: int, k: int, f: int, a_dtype: str = "bf16",
-                     b_dtype: str = "bf16", seed: int = 1, log=None) -> dict:
-    """C (M x F, fp32) = A.T @ B with A (K x M) and B (K x F) on the board; bit-exact check.
-
-    Returns a dict with ``ok``, ``mismatches``, shapes, ``commands``, ``cycles`` (busy cycles
-    of the core) and the engines' busy counters. Raises on a core error or a bus error.
-    """
-    log = log or (lambda msg: None)
+def compile_gemm(cfg, *, m: int, k: int, f: int, a_dtype: str = "bf16",
+                 b_dtype: str = "bf16", seed: int = 1) -> dict:
+    """The GEMM's program, operands and golden result, before any hardware is touched (so a
+    shape that does not fit the board's DRAM fails here, with a clear message)."""
     for name, v in (("m", m), ("k", k), ("f", f)):
-        if not isinstance(v, int) or v < 1:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ValueError(f"{name} must be a positive integer, not {v!r}")
     for name, v in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
         if v not in DTYPE_CODES:
@@ -115,61 +120,106 @@ async def board_gemm(driver: CoreDriver, cfg, *, m: int, k: int, f: int, a_dtype
     rng = np.random.default_rng(seed)
     fa, fb = DTYPE_CODES[a_dtype], DTYPE_CODES[b_dtype]
     pb = ProgramBuilder(cfg)
-    a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
-    c = pb.alloc(m, f, FP32)
+    try:
+        a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
+        c = pb.alloc(m, f, FP32)
+    except ValueError as exc:
+        raise ValueError(f"a {m}x{k}x{f} GEMM does not fit the board's {cfg.dram_bytes} bytes "
+                         f"of DRAM ({exc})") from None
     gemm(pb, a, b, c)
     a_val, b_val = _operands(rng, fa, (k, m)), _operands(rng, fb, (k, f))
     iss = NeuronCoreISS(cfg)
     image = {a.addr: a_val.view(np.uint8).reshape(-1), b.addr: b_val.view(np.uint8).reshape(-1)}
-    await driver.check_id()
-    if await driver.status() & 2:
-        await driver.clear_error()
     for addr, data in image.items():
-        log(f"writing {data.size} bytes at DRAM 0x{addr:x}")
-        await driver.load_dram(addr, data)
         iss.dram[addr:addr + data.size] = data
     code = iss.run(pb.program)
     if code != ErrorCode.OK:
         raise RuntimeError(f"the golden ISS rejects the program: {code.name} "
                            f"({iss.error_reason})")
-    log(f"running {len(pb.program)} commands")
-    res = await driver.run(pb.program)
+    size = m * f * 4
+    return {"program": pb.program, "image": image, "c_addr": c.addr, "c_size": size,
+            "want": iss.dram[c.addr:c.addr + size].view("<u4").reshape(m, f).copy(),
+            "m": m, "k": k, "f": f, "a_dtype": a_dtype, "b_dtype": b_dtype, "seed": seed}
+
+
+async def board_gemm(driver: CoreDriver, cfg, *, m: int, k: int, f: int, a_dtype: str = "bf16",
+                     b_dtype: str = "bf16", seed: int = 1, log=None,
+                     compiled: dict | None = None) -> dict:
+    """C (M x F, fp32) = A.T @ B with A (K x M) and B (K x F) on the board; bit-exact check.
+
+    The core is soft-reset first (an earlier session's queue and counters are gone), and C's
+    memory is overwritten with a poison pattern before the run, so a result left in DRAM by an
+    earlier run cannot pass for this one. Returns a dict with ``ok``, ``mismatches``, shapes,
+    ``commands``, ``executed``, ``cycles`` (busy cycles of the core) and the engines' busy
+    counters. Raises on a core error or a bus error.
+    """
+    log = log or (lambda msg: None)
+    g = compiled or compile_gemm(cfg, m=m, k=k, f=f, a_dtype=a_dtype, b_dtype=b_dtype,
+                                 seed=seed)
+    m, f = g["m"], g["f"]
+    await driver.check_id()
+    await driver.soft_reset()
+    if await driver.status() & 2:
+        await driver.clear_error()
+    for addr, data in g["image"].items():
+        log(f"writing {data.size} bytes at DRAM 0x{addr:x}")
+        await driver.load_dram(addr, data)
+    await driver.load_dram(g["c_addr"], np.full(g["c_size"], 0xFF, dtype=np.uint8))
+    log(f"running {len(g['program'])} commands")
+    res = await driver.run(g["program"])
     if res.error != ErrorCode.OK:
         raise RuntimeError(f"the core reports {res.error.name} at command {res.error_index}")
-    size = m * f * 4
-    log(f"reading {size} bytes of C back")
-    got = (await driver.fetch_dram(c.addr, size)).view("<u4").reshape(m, f)
-    want = iss.dram[c.addr:c.addr + size].view("<u4").reshape(m, f)
+    if res.executed != len(g["program"]):
+        raise RuntimeError(f"the core executed {res.executed} of {len(g['program'])} commands")
+    log(f"reading {g['c_size']} bytes of C back")
+    got = (await driver.fetch_dram(g["c_addr"], g["c_size"])).view("<u4").reshape(m, f)
+    want = g["want"]
     got_f, want_f = got.view(np.float32), want.view(np.float32)
     same = (got == want) | (np.isnan(got_f) & np.isnan(want_f))
     bad = np.argwhere(~same)
     return {"ok": bool(same.all()), "mismatches": int(bad.shape[0]),
             "first_mismatches": [{"row": int(i), "col": int(j), "board": f"0x{got[i, j]:08x}",
                                   "golden": f"0x{want[i, j]:08x}"} for i, j in bad[:4]],
-            "m": m, "k": k, "f": f, "a_dtype": a_dtype, "b_dtype": b_dtype, "seed": seed,
-            "commands": len(pb.program), "executed": res.executed, "cycles": res.cycles,
-            "macs": m * k * f, "perf": res.perf}
+            "m": m, "k": g["k"], "f": f, "a_dtype": g["a_dtype"], "b_dtype": g["b_dtype"],
+            "seed": g["seed"], "commands": len(g["program"]), "executed": res.executed,
+            "cycles": res.cycles, "macs": m * g["k"] * f, "perf": res.perf}
+
+
+class BoardError(RuntimeError):
+    """The board could not be reached or did not answer as expected (one line, with a hint)."""
 
 
 def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None,
                  timeout: float = 2.0, log=None, **gemm_args) -> dict:
     """:func:`board_gemm` on a real board over pyserial (``port``, e.g. /dev/ttyUSB0)."""
+    from hdl.board import BoardTop
     from synth.board import board_config
 
-    from .uart_link import BridgeClient, SerialTransport
+    from .driver import CoreTimeout
+    from .uart_link import BridgeClient, BridgeError, ProtocolError, SerialTransport
 
     bcfg = board_config(board)
-    from hdl.board import BoardTop
-
     cfg = BoardTop(divisor=4, **bcfg["core"]).iss_config()
-    transport = SerialTransport(port, baud or bcfg["baud"], timeout)
+    compiled = compile_gemm(cfg, **gemm_args)  # bad shapes fail before the port is opened
+    baud = baud or bcfg["baud"]
+    try:
+        transport = SerialTransport(port, baud, timeout)
+    except Exception as exc:  # serial.SerialException and OSError alike
+        raise BoardError(f"cannot open {port}: {exc}") from exc
+    hint = (f"is the board connected on {port}, its bitstream loaded (make bitstream "
+            f"BOARD={board}, then your loader), and the baud rate {baud}?")
     try:
         client = BridgeClient(transport)
+        driver = board_driver(client, cfg, clock_hz=bcfg["clock_hz"])
         t0 = time.monotonic()
-        result = asyncio.run(board_gemm(board_driver(client, cfg), cfg, log=log, **gemm_args))
+        result = asyncio.run(board_gemm(driver, cfg, log=log, compiled=compiled, **gemm_args))
         result["seconds"] = round(time.monotonic() - t0, 2)
+    except TimeoutError as exc:
+        raise BoardError(f"no answer from the bridge ({exc}): {hint}") from exc
+    except ProtocolError as exc:
+        raise BoardError(f"garbled answer from the bridge ({exc}): {hint}") from exc
+    except (BridgeError, CoreTimeout, AssertionError) as exc:
+        raise BoardError(f"{exc}") from exc
     finally:
-        close = getattr(transport, "close", None)
-        if close:
-            close()
-    return {"board": board, "port": port, **result}
+        transport.close()
+    return {"board": board, "port": port, "baud": baud, **result}

@@ -58,14 +58,17 @@ class CoreDriver:
     that many core clock cycles pass; ``now()`` the current cycle count (or ``None`` where
     there is no cycle clock: then :class:`RunResult` cycles come from the busy counter).
     With ``burst_push``, ``regs`` also has ``async write_words(addr, words)`` (32-bit words)
-    and a descriptor is pushed as one burst.
+    and a descriptor is pushed as one burst. ``poll_cycles``: cycles between two STATUS polls
+    while waiting for the core.
     """
 
-    def __init__(self, cfg, regs, dram, *, wait, now, perf_names=(), burst_push=False):
+    def __init__(self, cfg, regs, dram, *, wait, now, perf_names=(), burst_push=False,
+                 poll_cycles: int = 4):
         self.cfg, self.perf_names = cfg, tuple(perf_names)
         self.regs, self.dram = regs, dram
         self._wait, self._now = wait, now
         self._burst_push = burst_push
+        self.poll_cycles = poll_cycles
 
     # --- registers ---------------------------------------------------------------------------
 
@@ -101,10 +104,10 @@ class CoreDriver:
 
     async def push(self, words, timeout: int = 1_000_000) -> None:
         """Queue one descriptor, waiting while the queue is full."""
-        waited = 0
+        waited, poll = 0, max(8, self.poll_cycles)
         while await self.status() & _FULL:
-            await self._wait(8)
-            waited += 8
+            await self._wait(poll)
+            waited += poll
             if waited > timeout:
                 raise CoreTimeout(f"the command queue stayed full for {waited} cycles")
         words = np.asarray(words, dtype=np.uint32).tolist()
@@ -118,9 +121,9 @@ class CoreDriver:
             await self.write("DESC0", w, i)
         await self.write("PUSH", 0)
 
-    async def wait_idle(self, timeout: int = 1_000_000, poll: int = 4) -> int:
+    async def wait_idle(self, timeout: int = 1_000_000, poll: int | None = None) -> int:
         """Poll STATUS until the core is not busy; returns the cycles waited."""
-        waited = 0
+        waited, poll = 0, poll or self.poll_cycles
         while await self.status() & _BUSY:
             await self._wait(poll)
             waited += poll

@@ -1,4 +1,4 @@
-"""A timing harness: any component between registers, reached through four pins.
+"""A timing harness: any component between registers, reached through five pins.
 
 Place-and-route needs a top whose ports fit the package, and a clock period is only meaningful
 between registers. :class:`SerialHarness` wraps ``factory(**params)`` so that
@@ -9,10 +9,11 @@ between registers. :class:`SerialHarness` wraps ``factory(**params)`` so that
   the outputs, otherwise it shifts towards pin ``sout``.
 
 So every path of the design starts and ends at a register (its own or the harness's), nothing
-is optimised away (each output reaches ``sout``), and the top has four pins (``clk``, ``rst``
-from the platform, ``sin``, ``load``, ``sout``). The harness adds one flip-flop per input bit and
-one flip-flop plus one 2:1 multiplexer per output bit: the area of the design itself is taken
-from a synthesis of the bare design (:mod:`synth.fpga`), the harness is only for timing.
+is optimised away (each output reaches ``sout``), and the top has five pins (``clk`` and
+``rst`` of the ``sync`` domain, ``sin``, ``load``, ``sout``). The harness adds one flip-flop
+per input bit and one flip-flop plus one 2:1 multiplexer per output bit: the area of the design
+itself is taken from a synthesis of the bare design (:mod:`synth.fpga`), the harness is only
+for timing.
 """
 
 from __future__ import annotations

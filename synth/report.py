@@ -77,6 +77,8 @@ def jobs(*, quick: bool = False) -> list[Job]:
     for fs, formats in FORMAT_SETS.items():
         add(f"PE {st}, {fs}", "pe", "hdl.pe:PE", {"formats": formats}, f"pe_{fs}", macs=1,
             n=1, formats=fs)
+    add("PEColumn of 4 rows (default stages)", "pe_column", "hdl.pe:PEColumn", {"rows": 4},
+        "pe_column4", macs=4, n=4)
     add("SRU lane (all targets, 2 stages)", "component", "hdl.sru:StochasticRounder",
         {"lanes": 1}, "sru_lane")
     add("CollectiveEngine P=4 W=1 depth=256", "component", "hdl.collective:CollectiveEngine",
@@ -131,22 +133,49 @@ def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None
     """Run every job (``workers`` at a time, cached ones instantly); return the results."""
     todo = selected if selected is not None else jobs(quick=quick)
     results = []
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        futures = [(job, pool.submit(_run, job)) for job in todo]
+    pool = ThreadPoolExecutor(max(1, workers))
+    futures = [(job, pool.submit(_run, job)) for job in todo]
+    try:
         for i, (job, fut) in enumerate(futures, 1):
             r = fut.result()
             what = ("FAILED: " + r["error"].splitlines()[0]) if "error" in r else (
                 f"{r['area']['luts']} LUTs" + (
-                    f", {r['timing']['fmax_mhz']} MHz" if r.get("timing")
-                    and "fmax_mhz" in r["timing"] else ""))
+                    f", {r['timing']['fmax_mhz']} MHz" if (r.get("timing") or {}).get("fmax_mhz")
+                    else ""))
             _progress(f"[{i}/{len(todo)}] {job['label']} on {job['device']}: {what}"
                       f"{' (cached)' if r.get('cached') else ''}")
             results.append(r)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)  # the queued jobs do not start
+        raise
+    pool.shutdown()
     return {"schema": SCHEMA, "seed": SEED, "target_mhz": TARGET_MHZ, "tools": tool_versions(),
+            "boards": _board_builds(),
             "devices": {k: {"part": v.part, "luts": v.luts, "dsps": v.dsps, "brams": v.brams}
                         for k, v in DEVICES.items()},
             "defaults": _defaults(), "anchors": ANCHORS, "results": results,
             "scaling": _scaling(results)}
+
+
+def _board_builds() -> dict:
+    """The reports of the bitstreams built so far (``make bitstream``), by board."""
+    from sim.runner import build_root
+
+    from .board import BOARDS
+
+    out = {}
+    for board in BOARDS:
+        f = build_root() / "board" / board / "report.json"
+        if f.exists():
+            r = json.loads(f.read_text())
+            out[board] = {k: r[k] for k in ("core", "clock_hz", "baud", "seed", "fmax_mhz",
+                                            "utilization", "bitstream_bytes") if k in r}
+            pnr = f.parent / "work" / "nclite.pnr.json"
+            if pnr.exists():
+                from .fpga import _critical_path
+
+                out[board]["critical_path"] = _critical_path(json.loads(pnr.read_text()))
+    return out
 
 
 def _scaling(results: list[dict]) -> dict | None:
@@ -194,8 +223,8 @@ def render_md(report: dict) -> str:
                "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in rows:
             if "error" in r:
-                out.append(f"| {r['label']} | {r['device']} | error: "
-                           f"{r['error'].splitlines()[0][:80]} | | | | | | | |")
+                msg = r["error"].splitlines()[0][:80].replace("|", "/")
+                out.append(f"| {r['label']} | {r['device']} | error: {msg} | | | | | | | |")
                 continue
             a, t = r["area"], r.get("timing") or {}
             macs = r.get("macs") or 0
@@ -216,15 +245,17 @@ def render_md(report: dict) -> str:
     def group(*names):
         return [r for r in res if r["group"] in names]
 
-    lines += table(group("component", "pe"), "Components on ECP5-85F (speed 6)")
+    lines += table(group("component", "pe", "pe_column"), "Components on ECP5-85F (speed 6)")
     lines += table(group("tensor_engine", "tensor_engine_formats"),
                    "Tensor engine: area per MAC and growth with N")
     sc = report.get("scaling")
     if sc:
         lines += ["", f"LUTs of the tensor engine grow as **N^{sc['exponent']:.2f}** "
                       f"(least-squares fit over N = {', '.join(str(n) for n, _ in sc['points'])}:"
-                      f" LUTs ~ {sc['coefficient']:g} N^{sc['exponent']:.2f}). An exponent of 2 "
-                      "is the N^2 PEs alone; above 2, the skew registers and PSUM grow too.",
+                      f" LUTs ~ {sc['coefficient']:g} N^{sc['exponent']:.2f}). The N^2 PEs "
+                      "and their skew registers give an exponent of 2; the parts that grow as N "
+                      "or not at all (PSUM addressing, command logic, the accumulate adders) "
+                      "pull it below 2 at small N.",
                   "", "![LUTs against N](area_scaling.png)", "",
                   "![LUTs per MAC by format set](luts_per_mac.png)"]
     lines += table(group("core"), "The whole NeuronCore")
@@ -242,6 +273,29 @@ def render_md(report: dict) -> str:
         lines.append(f"| {r['label']} | {dev['part']} | {100 * a['luts'] / dev['luts']:.0f} % "
                      f"| {a['dsps']}/{dev['dsps']} | {a['brams']}/{dev['brams']} | "
                      f"{'yes' if fits else '**no**'} |")
+    for board, b in (report.get("boards") or {}).items():
+        util = b["utilization"]
+        comb, ff = util.get("TRELLIS_COMB", {}), util.get("TRELLIS_FF", {})
+        lines += ["", f"## The {board} bitstream (`make bitstream BOARD={board}`)", "",
+                  f"NeuronCore {b['core']} with {b['core'].get('dram_bytes', 0) // 1024} KiB of "
+                  f"block RAM as DRAM and the UART bridge at {b['baud']} baud "
+                  f"(`docs/fpga.md`). nextpnr seed {b['seed']}.", "",
+                  "| resource | used | available | use |", "|---|---:|---:|---:|"]
+        for cell, v in util.items():
+            lines.append(f"| {cell} | {v['used']} | {v['available']} | "
+                         f"{100 * v['used'] / v['available']:.0f} % |")
+        fmax = ", ".join(f"{v} MHz" for v in b["fmax_mhz"].values())
+        lines += ["", f"Fmax {fmax} against the board's {b['clock_hz'] / 1e6:g} MHz clock; "
+                      f"{comb.get('used', 0)} of {comb.get('available', 1)} LUT sites "
+                      f"({100 * comb.get('used', 0) / comb.get('available', 1):.0f} %) and "
+                      f"{ff.get('used', 0)} flip-flops."]
+        cp = b.get("critical_path")
+        if cp:
+            where = ("outside the tensor engine, whose units keep their shallow pipelines"
+                     if ".te." not in f".{_short(cp['from'])}" else "in the tensor engine")
+            lines += ["", f"Its critical path runs from `{_short(cp['from'])}` to "
+                          f"`{_short(cp['to'])}` ({cp['logic_levels']} logic levels, "
+                          f"{cp['delay_ns']} ns), {where}."]
     lines += ["", "## Anchors (published figures, not measured here)", "",
               "| design | LUTs | DSPs | device | Fmax MHz | source |",
               "|---|---:|---:|---|---:|---|"]
@@ -284,7 +338,7 @@ def _short(cell: str | None) -> str:
     # "design.add.b_TRELLIS_FF_Q_14" -> "add.b": the register's name, without the cell suffix.
     for marker in ("_TRELLIS_", "_SB_"):
         cell = cell.split(marker)[0]
-    return cell.removeprefix("design.")
+    return cell.removeprefix("design.").removeprefix("top.")
 
 
 def plots(report: dict, out_dir: Path) -> list[Path]:
@@ -352,6 +406,12 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
 
 
 def write_report(report: dict, out_dir: Path = REPORT_DIR) -> list[Path]:
+    """Write the report; a report with failed jobs goes to build/synth/report-failed/ instead of
+    over a good one (the caller says so and exits non-zero)."""
+    if any("error" in r for r in report["results"]) and out_dir == REPORT_DIR:
+        from sim.runner import build_root
+
+        out_dir = build_root() / "synth" / "report-failed"
     out_dir.mkdir(parents=True, exist_ok=True)
     # Run-dependent fields stay out of the committed files.
     report = {**report, "results": [{k: v for k, v in r.items() if k not in ("cached", "seconds")}

@@ -25,7 +25,8 @@ def test_board_needs_power_of_two_dram():
 
 
 def test_board_config_is_a_legal_board_top():
-    """The bitstream's configuration elaborates and fits the programs the host tool compiles."""
+    """The bitstream's configuration builds a BoardTop and fits the programs the host tool
+    compiles."""
     from hdl.board import BoardTop
     from sim.programs import ProgramBuilder
     from synth.board import BOARDS, _divisor

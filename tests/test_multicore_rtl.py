@@ -6,8 +6,10 @@ import pytest
 
 from sim import runner
 
+# The ring tests the collectives between cores: shallow PE pipelines keep the four-core model
+# small and fast (the default, deep pipeline is what tests/test_core_rtl.py runs).
 CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_words": 8,
-          "link_width": 2, "queue_depth": 32}
+          "link_width": 2, "queue_depth": 32, "te_mul_stages": 1, "te_add_stages": 2}
 
 
 @pytest.mark.parametrize("testcase", ["data_parallel", "hung_collective"])
