@@ -8,7 +8,7 @@
    carry chain) two, each ECP5 ``TRELLIS_DPR16X4`` (a 16x4 distributed RAM, built from a
    slice's LUTs) two; iCE40 carries (``SB_CARRY``) live beside a LUT and add none.
 2. **Timing** — the design inside :class:`synth.harness.SerialHarness` (every port between
-   registers, four pins), Yosys again, then nextpnr with a fixed ``--seed`` and a target
+   registers, five pins), Yosys again, then nextpnr with a fixed ``--seed`` and a target
    ``--freq``: the achieved Fmax, the device utilization of the whole harness, and the critical
    path (start, end, logic levels, logic and routing delay).
 

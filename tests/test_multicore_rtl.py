@@ -5,11 +5,12 @@ products combined by an all-reduce, and the other collectives, bit-exact with Ri
 import pytest
 
 from sim import runner
+from sim.core_demo import RING_CONFIG
 
 # The ring tests the collectives between cores: shallow PE pipelines keep the four-core model
-# small and fast (the default, deep pipeline is what tests/test_core_rtl.py runs).
-CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_words": 8,
-          "link_width": 2, "queue_depth": 32, "te_mul_stages": 1, "te_add_stages": 2}
+# small and fast (the default, deep pipeline is what tests/test_core_rtl.py runs). The demo's
+# ring is the same build.
+CONFIG = RING_CONFIG
 
 
 @pytest.mark.parametrize("testcase", ["data_parallel", "hung_collective"])
