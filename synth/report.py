@@ -371,38 +371,36 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
         written.append(out_dir / "area_scaling.png")
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
+    def bars(name, labels, values, marks, xlabel, **bar_kw):
+        # A horizontal bar chart with reference lines (x, linestyle, colour, label).
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.barh(labels, values, **bar_kw)
+        for x, ls, color, label in marks:
+            ax.axvline(x, ls=ls, color=color, label=label)
+        ax.set_xlabel(xlabel)
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=2, frameon=False)
+        ax.tick_params(axis="y", labelsize=7)
+        fig.tight_layout()
+        written.append(out_dir / name)
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+
     per = [r for r in res if r["macs"] and r["device"] == MAIN_DEVICE
            and r["group"] in ("pe", "tensor_engine", "tensor_engine_formats")]
     if per:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        labels = [r["label"].replace("mul_stages=", "m").replace(" add_stages=", "/a")
-                  for r in per]
-        ax.barh(labels, [r["area"]["luts"] / r["macs"] for r in per], label="nclite")
-        ax.axvline(737, ls="--", color="C3", label="Gemmini int8 PE (Virtex-7)")
-        ax.axvline(99, ls="--", color="C2", label="HakuTPU fp8 MAC")
-        ax.axvline(787, ls=":", color="C4", label="HardFloat fp32 adder alone")
-        ax.set_xlabel("LUTs per MAC (ECP5)")
-        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=2, frameon=False)
-        ax.tick_params(axis="y", labelsize=7)
-        fig.tight_layout()
-        written.append(out_dir / "luts_per_mac.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
+        bars("luts_per_mac.png",
+             [r["label"].replace("mul_stages=", "m").replace(" add_stages=", "/a") for r in per],
+             [r["area"]["luts"] / r["macs"] for r in per],
+             [(737, "--", "C3", "Gemmini int8 PE (Virtex-7)"), (99, "--", "C2", "HakuTPU fp8 MAC"),
+              (787, ":", "C4", "HardFloat fp32 adder alone")],
+             "LUTs per MAC (ECP5)", label="nclite")
     timed = [r for r in res if (r.get("timing") or {}).get("fmax_mhz")
              and r["device"] == MAIN_DEVICE]
     if timed:
-        fig, ax = plt.subplots(figsize=(7, 4))
-        ax.barh([r["label"] for r in timed], [r["timing"]["fmax_mhz"] for r in timed])
-        ax.axvline(report["target_mhz"], ls="--", color="C3",
-                   label=f"target {report['target_mhz']:g} MHz")
-        ax.axvline(39, ls=":", color="C4", label="HardFloat fp32 adder alone")
-        ax.set_xlabel("Fmax on ECP5-85F speed 6 (MHz)")
-        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.01), ncol=2, frameon=False)
-        ax.tick_params(axis="y", labelsize=7)
-        fig.tight_layout()
-        written.append(out_dir / "fmax.png")
-        fig.savefig(written[-1], dpi=110)
-        plt.close(fig)
+        bars("fmax.png", [r["label"] for r in timed], [r["timing"]["fmax_mhz"] for r in timed],
+             [(report["target_mhz"], "--", "C3", f"target {report['target_mhz']:g} MHz"),
+              (39, ":", "C4", "HardFloat fp32 adder alone")],
+             "Fmax on ECP5-85F speed 6 (MHz)")
     return written
 
 
