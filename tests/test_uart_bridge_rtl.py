@@ -1,9 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """The UART-to-AXI4-Lite bridge in cocotb: sim.uart_link's client over cocotbext-uart on its
-pins, cocotbext-axi's AxiLiteRam behind it (sim/tb_uart_bridge.py). The board's
-configuration (32-bit addresses) runs in Icarus and Verilator; a narrow bus (16-bit
-addresses: the range check) with an odd divisor in Icarus only, to keep the Verilator builds
-to one."""
+pins, cocotbext-axi's AxiLiteRam behind it (sim/tb_uart_bridge.py), in Icarus and
+Verilator: the board's configuration (32-bit addresses), and a narrow bus (16-bit addresses:
+the range check) with an odd divisor."""
 
 import pytest
 
@@ -17,9 +16,9 @@ def test_uart_bridge(simulator):
                run_tag="d4")
 
 
-def test_uart_bridge_narrow_bus():
+def test_uart_bridge_narrow_bus(simulator):
     runner.run(FACTORY, {"divisor": 5, "timeout": 24, "addr_width": 16}, "sim.tb_uart_bridge",
-               "icarus", run_tag="d5-a16")
+               simulator, run_tag="d5-a16")
 
 
 @pytest.mark.parametrize("kwargs, param", [
