@@ -7,6 +7,10 @@
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python sources
+#   make docs-check run every command shown in README.md and docs/ (part of make test)
+#   make readme     regenerate README.md's results table from bench/ and synth/ results
+#   make lab<N>-check   the checks of lab N's exercise, in this tree (docs/labs/; start a lab
+#                       in a scratch copy with `nclite lab start N`)
 #   make synth      the long FPGA runs: synth-report + bitstream (cached, instant when unchanged)
 #   make synth-report   area/Fmax of every component -> synth/report.md, report.json, *.png
 #   make bitstream BOARD=ulx3s-85f   the board's bitstream -> build/board/<board>/nclite.bit
@@ -30,7 +34,7 @@ BOARD   ?= ulx3s-85f
 SYNTH_JOBS ?= 2
 
 .PHONY: setup system-deps demo test test-full bench doctor lint synth synth-report bitstream \
-        clean distclean
+        docs-check readme clean distclean
 
 setup: system-deps $(STAMP)
 
@@ -52,6 +56,7 @@ demo: setup
 	$(NCLITE) doctor --quiet
 	$(NCLITE) demo
 
+# The suite includes docs-check's tests (tests/test_docs.py, test_labs.py, test_readme.py).
 test: setup
 	$(NCLITE) doctor --quiet
 	$(PY) -m ruff check .
@@ -63,6 +68,15 @@ test-full: setup
 
 bench: setup
 	$(NCLITE) bench
+
+docs-check: setup
+	$(PYTEST) tests/test_docs.py tests/test_labs.py tests/test_readme.py
+
+readme: setup
+	$(PY) -m sim.readme
+
+lab%-check: setup
+	$(NCLITE) lab check $* --dir . --jobs $(JOBS)
 
 lint: setup
 	$(PY) -m ruff check .
@@ -77,8 +91,9 @@ synth-report: setup
 bitstream: setup
 	$(NCLITE) board build --board $(BOARD)
 
+# bench/results.* are committed (README's table comes from them): `make bench` rewrites them.
 clean:
-	rm -rf build bench/results.json bench/results.md .pytest_cache
+	rm -rf build .pytest_cache
 
 distclean: clean
 	rm -rf $(VENV) *.egg-info

@@ -104,8 +104,40 @@ AR_TARGET, AR_TARGET_N = 0.9, 16384
 SRU_THROUGHPUT = (8, 2, 4000, 500)
 
 
+#: The progress bar of the running collect() (None: plain log lines), and whether a run is on.
+_BAR = None
+_RUN_ON = False
+
+
 def _progress(msg: str) -> None:
-    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+    """Log a line; a line ending in ``...`` starts a run (so the previous one is done)."""
+    global _RUN_ON
+    if _BAR is None:
+        print(f"[bench] {msg}", file=sys.stderr, flush=True)
+    elif msg.endswith(" ..."):
+        if _RUN_ON:
+            _BAR.advance()
+        _RUN_ON = True
+        _BAR.status(msg[:-4])
+    else:
+        _BAR.log(msg)
+
+
+def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: bool = True,
+               sru: bool = True, collectives: bool = True, core: bool = True) -> int:
+    """How many runs collect() makes with these arguments (the progress bar's length)."""
+    sim_runs = SIM_RUNS if sim_runs is None else sim_runs
+    synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
+    runs = len(sim_runs) + len(synth_designs) + int(core)
+    if gemm:
+        sizes, dtypes = (GEMM_SIZES[:1], GEMM_DTYPES[:1]) if quick else (GEMM_SIZES, GEMM_DTYPES)
+        runs += sum(len(gemm_shapes(n)) for n in sizes) * len(dtypes) + len(GEMM_SPEED_RUNS)
+    if collectives:
+        ranks_list, widths, _ = AR_QUICK if quick else (AR_RANKS, AR_WIDTHS, AR_SIZES)
+        runs += len(ranks_list) * len(widths)
+    if sru:
+        runs += len(SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS) + 1
+    return runs
 
 
 def _cmd(cmd: list[str]) -> str | None:
@@ -595,7 +627,16 @@ def failures(results: dict) -> list[str]:
 
 def run_all(out_dir: str | Path = "bench", *, quick: bool = False) -> tuple[Path, Path]:
     """Run every benchmark, write both files; raise (after writing) if any item failed."""
-    results = collect(quick=quick)
+    global _BAR, _RUN_ON
+    from .progress import bar
+
+    with bar("bench", count_runs(quick=quick), prefix="[bench] ") as _BAR:
+        try:
+            _RUN_ON = False
+            results = collect(quick=quick)
+            _BAR.advance()
+        finally:
+            _BAR, _RUN_ON = None, False
     paths = write_results(results, out_dir)
     bad = failures(results)
     if bad:

@@ -61,6 +61,9 @@ def doctor(as_json, quiet):
         sys.exit(1)
 
 
+_waves_option = click.option(
+    "--waves", is_flag=True,
+    help="Dump waveforms and print the file's path (same as WAVES=1, or `nclite waves CMD`).")
 _DTYPES = click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"])
 _SIMS = click.Choice(["verilator", "icarus"])
 
@@ -87,8 +90,7 @@ def _gemm_options(f):
         click.option("--gaps", type=click.FloatRange(0, 0.9), default=0.0, show_default=True,
                      help="Probability of a gap on each input stream per cycle (and of "
                           "back-pressure on the drain)."),
-        click.option("--waves", is_flag=True,
-                     help="Write a waveform (VCD from Verilator, FST from Icarus)."),
+        _waves_option,
         click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
     ]):
         f = opt(f)
@@ -99,7 +101,7 @@ def _run_gemm(m, k, f, dtype, a_dtype, b_dtype, n, simulator, seed, gaps, waves,
     from . import gemm as gemm_mod
 
     result = gemm_mod.run_gemm(m=m, k=k, f=f, a_fmt=a_dtype or dtype, b_fmt=b_dtype or dtype,
-                               n=n, simulator=simulator, seed=seed, gaps=gaps, waves=waves)
+                               n=n, simulator=simulator, seed=seed, gaps=gaps, waves=waves or None)
     click.echo(json.dumps(result, indent=2) if as_json else gemm_mod.format_gemm(result))
     if not result["bit_exact"]:
         sys.exit(1)
@@ -123,8 +125,7 @@ def gemm(**kw):
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed (data, SR).")
 @click.option("--only", type=click.Choice(["mlp", "ring"]), default=None,
               help="Run only the one-core MLP or only the four-core all-reduce.")
-@click.option("--waves", is_flag=True,
-              help="Write waveforms (VCD from Verilator, FST from Icarus); print their paths.")
+@_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def demo(simulator, seed, only, waves, as_json):
     """The main job: whole NeuronCore programs in RTL simulation, checked against the ISS.
@@ -142,9 +143,9 @@ def demo(simulator, seed, only, waves, as_json):
 
     mlp = ring = None
     if only in (None, "mlp"):
-        mlp = core_demo.run_mlp_demo(simulator=simulator, seed=seed, waves=waves)
+        mlp = core_demo.run_mlp_demo(simulator=simulator, seed=seed, waves=waves or None)
     if only in (None, "ring"):
-        ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves)
+        ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves or None)
     if as_json:
         click.echo(json.dumps({"mlp": mlp, "ring": ring}, indent=2))
     else:
@@ -163,15 +164,14 @@ def demo(simulator, seed, only, waves, as_json):
 @click.option("--dtype", type=_DTYPES, default="bf16", show_default=True,
               help="Format of weights and inputs.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
-@click.option("--waves", is_flag=True,
-              help="Write a waveform (VCD from Verilator, FST from Icarus); print its path.")
+@_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def pe_chain(simulator, length, vectors, dtype, seed, waves, as_json):
     """Stream dot products through a chain of PEs (one array column); check against golden."""
     from . import demo as demo_mod
 
     result = demo_mod.run_pe_chain_demo(simulator=simulator, length=length, vectors=vectors,
-                                        dtype=dtype, seed=seed, waves=waves)
+                                        dtype=dtype, seed=seed, waves=waves or None)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:
@@ -198,8 +198,7 @@ def pe_chain(simulator, length, vectors, dtype, seed, waves, as_json):
               help="r, random bits per SR decision.")
 @click.option("--out", "png", default="sr-demo.png", show_default=True,
               help="Where to write the PNG.")
-@click.option("--waves", is_flag=True,
-              help="Dump waveforms (FST from Icarus, VCD from Verilator); prints the path.")
+@_waves_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print the result (trajectories included) as JSON.")
 def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, png, waves,
@@ -215,7 +214,7 @@ def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, p
 
     result = sr_mod.run_sr_demo(simulator=simulator, steps=steps, start=start,
                                 increment=increment, lanes=lanes, fmt=fmt, seed=seed,
-                                random_bits=random_bits, png=png, waves=waves)
+                                random_bits=random_bits, png=png, waves=waves or None)
     click.echo(json.dumps(result, indent=2) if as_json else sr_mod.format_sr_demo(result))
 
 
@@ -236,8 +235,7 @@ def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, p
 @click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
               help="Simulator to run the RTL in.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
-@click.option("--waves", is_flag=True,
-              help="Write a waveform (VCD from Verilator, FST from Icarus); print its path.")
+@_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed, waves,
               as_json):
@@ -252,18 +250,28 @@ def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed
     result = ar.run_collectives(ranks=ranks, sizes=list(sizes) or [4096],
                                 link_width=link_width, op=op.replace("-", "_"),
                                 simulator=simulator, latency=latency, stall_rate=stall_rate,
-                                seed=seed, waves=waves)
+                                seed=seed, waves=waves or None)
     click.echo(json.dumps(result, indent=2) if as_json else ar.format_collectives(result))
 
 
 @main.command()
 @click.option("--out", default="bench", show_default=True, help="Output directory.")
 @click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")
-def bench(out, quick):
-    """Run the benchmarks; write <out>/results.json and <out>/results.md."""
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON (the content of results.json).")
+def bench(out, quick, as_json):
+    """Run the benchmarks; write <out>/results.json and <out>/results.md.
+
+    GEMM cycles and utilization per array size, dtype and shape; simulation speed; Yosys cell
+    counts; SRU area and throughput; all-reduce efficiency; GEMM programs on a whole core.
+    A progress bar shows the runs (on stderr).
+    """
     from . import bench as bench_mod
 
     path_json, path_md = bench_mod.run_all(out, quick=quick)
+    if as_json:
+        click.echo(path_json.read_text())
+        return
     click.echo(path_md.read_text())
     click.echo(f"wrote {path_json} and {path_md}")
 
@@ -365,7 +373,10 @@ def board_build(board_name, as_json):
     from PyPI; reused while nothing changed."""
     from synth.board import build_bitstream
 
-    r = build_bitstream(board_name, progress=lambda msg: click.echo(msg, err=True))
+    from .progress import bar
+
+    with bar(f"bitstream {board_name}", None) as progress:
+        r = build_bitstream(board_name, progress=progress.status)
     if as_json:
         click.echo(json.dumps(r, indent=2))
         return
@@ -415,6 +426,131 @@ def board_gemm(port, board_name, baud, m, k, f, a_dtype, b_dtype, seed, as_json)
     if not r["ok"]:
         raise click.ClickException(f"{r['mismatches']} elements differ from golden: "
                                    f"{r['first_mismatches']}")
+
+
+# Commands that run simulations, and so can dump waveforms.
+_SIM_COMMANDS = ("gemm", "demo", "pe-chain", "sr-demo", "allreduce")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                "help_option_names": []})
+@click.argument("command", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def waves(ctx, command, args):
+    """Run COMMAND (gemm, demo, pe-chain, sr-demo, allreduce, lab check) with waveform dumps.
+
+    \b
+    nclite waves gemm --array 2 --m 2 --k 2 --n 4 --sim icarus
+    Every simulation of the run writes its waveform (FST) and prints the file's path; for the
+    tensor engine, open it with the save file that shows the systolic wavefront:
+    gtkwave <dump> docs/waves/tensor_engine.gtkw   (or: surfer <dump>)
+    Same as WAVES=1 in the environment, which also works for pytest and make.
+    """
+    import os
+
+    if command is None or command in ("-h", "--help"):
+        click.echo(ctx.get_help())
+        return
+    os.environ["WAVES"] = "1"
+    if command == "lab":
+        sub_args = list(args)
+    elif command in _SIM_COMMANDS:
+        sub_args = [*args, "--waves"]
+    else:
+        raise click.UsageError(f"{command!r} runs no simulation; waveforms come from "
+                               + ", ".join(_SIM_COMMANDS) + " and `lab check`")
+    cmd = main.get_command(ctx, command)
+    with cmd.make_context(command, sub_args, parent=ctx.parent) as sub_ctx:
+        cmd.invoke(sub_ctx)
+
+
+@main.group()
+def lab():
+    """Hardware-course labs (docs/labs/): list them, start one in a scratch copy, check it.
+
+    \b
+    nclite lab list
+    nclite lab start 3            # build/labs/lab3: the repository with lab 3's exercise stubbed
+    cd build/labs/lab3 && make lab3-check
+    """
+
+
+@lab.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the labs as JSON.")
+def lab_list(as_json):
+    """The labs, their texts, exercises and checks."""
+    from . import labs
+
+    all_labs = labs.labs()
+    if as_json:
+        click.echo(json.dumps([lab.as_dict() for lab in all_labs.values()], indent=2))
+        return
+    for n, lab in all_labs.items():
+        click.echo(f"lab {n}: {lab.title}  ({lab.path / 'README.md'})")
+        for e in lab.exercises:
+            click.echo(f"    exercise: {e.file}, region `{e.region}`")
+
+
+@lab.command("start")
+@click.argument("number", type=int)
+@click.option("--dir", "dest", type=click.Path(file_okay=False), default=None,
+              help="Where to put the scratch copy (default: build/labs/lab<N>).")
+@click.option("--force", is_flag=True,
+              help="Replace an existing scratch copy (its edits are lost).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+def lab_start(number, dest, force, as_json):
+    """Copy the repository to a scratch directory with lab NUMBER's exercise stubbed out.
+
+    The main tree keeps the reference solution; in the copy, the marked regions
+    (`# lab<N> begin: ...` to `# lab<N> end: ...`) hold stubs for you to fill in. The copy
+    shares the main tree's .venv.
+    """
+    from pathlib import Path
+
+    from . import labs
+
+    r = labs.start(number, Path(dest) if dest else None, force=force)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    click.echo(f"lab {number} ({r['title']}) started in {r['dir']}")
+    click.echo(f"  read    : {r['text']}")
+    for region in r["regions"]:
+        click.echo(f"  edit    : {region}")
+    click.echo(f"  check   : {r['check']}")
+
+
+@lab.command("check")
+@click.argument("number", type=int)
+@click.option("--dir", "tree", type=click.Path(file_okay=False, exists=True), default=".",
+              show_default=True, help="The tree to check: a scratch copy, or the main tree.")
+@click.option("--fast", is_flag=True, help="Only the checks that need no simulator build.")
+@click.option("--jobs", "-n", default="auto", show_default=True,
+              help="pytest-xdist workers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def lab_check(number, tree, fast, jobs, as_json):
+    """Run lab NUMBER's tests (pytest, both simulators) against the code in --dir."""
+    import subprocess
+    from pathlib import Path
+
+    from . import labs
+
+    tree = Path(tree).resolve()
+    if not (tree / "docs" / "labs").is_dir() or not (tree / "hdl").is_dir():
+        raise click.ClickException(f"{tree} is not an nclite tree (run from the scratch copy "
+                                   "that `nclite lab start` made, or give --dir)")
+    args = labs.check_args(number, tree, fast=fast, jobs=jobs)
+    proc = subprocess.run(args, cwd=tree, capture_output=as_json, text=True)
+    ok = proc.returncode == 0
+    if as_json:
+        click.echo(json.dumps({"lab": number, "dir": str(tree), "passed": ok,
+                               "command": args, "returncode": proc.returncode,
+                               "output_tail": (proc.stdout or "").splitlines()[-20:]}, indent=2))
+    elif ok:
+        click.echo(f"lab {number}: every check passes in {tree}")
+    if not ok:
+        raise click.ClickException(f"lab {number}: checks failed in {tree} (see above)")
 
 
 if __name__ == "__main__":

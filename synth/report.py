@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -126,26 +125,17 @@ def _run(job: Job) -> dict:
     return {**job, **r, "seconds": round(time.monotonic() - t0, 1)}
 
 
-def _progress(msg: str) -> None:
-    print(f"[synth] {msg}", file=sys.stderr, flush=True)
-
-
 def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None = None) -> dict:
     """Run every job (``workers`` at a time, cached ones instantly); return the results."""
+    from sim.progress import bar
+
     todo = selected if selected is not None else jobs(quick=quick)
     results = []
     pool = ThreadPoolExecutor(max(1, workers))
     futures = [(job, pool.submit(_run, job)) for job in todo]
     try:
-        for i, (job, fut) in enumerate(futures, 1):
-            r = fut.result()
-            what = ("FAILED: " + r["error"].splitlines()[0]) if "error" in r else (
-                f"{r['area']['luts']} LUTs" + (
-                    f", {r['timing']['fmax_mhz']} MHz" if (r.get("timing") or {}).get("fmax_mhz")
-                    else ""))
-            _progress(f"[{i}/{len(todo)}] {job['label']} on {job['device']}: {what}"
-                      f"{' (cached)' if r.get('cached') else ''}")
-            results.append(r)
+        with bar("synthesis", len(todo), prefix="[synth] ") as progress:
+            _collect_results(futures, results, progress)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)  # the queued jobs do not start
         raise
@@ -156,6 +146,21 @@ def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None
                         for k, v in DEVICES.items()},
             "defaults": _defaults(), "anchors": ANCHORS, "results": results,
             "scaling": _scaling(results)}
+
+
+def _collect_results(futures, results: list, progress) -> None:
+    """Wait for the jobs in order, log each result, move the bar."""
+    for job, fut in futures:
+        progress.status(f"{job['label']} on {job['device']}")
+        r = fut.result()
+        what = ("FAILED: " + r["error"].splitlines()[0]) if "error" in r else (
+            f"{r['area']['luts']} LUTs" + (
+                f", {r['timing']['fmax_mhz']} MHz" if (r.get("timing") or {}).get("fmax_mhz")
+                else ""))
+        progress.log(f"{job['label']} on {job['device']}: {what}"
+                     f"{' (cached)' if r.get('cached') else ''}")
+        progress.advance()
+        results.append(r)
 
 
 def _board_builds() -> dict:

