@@ -452,7 +452,6 @@ def waves(ctx, command, args):
     if command is None or command in ("-h", "--help"):
         click.echo(ctx.get_help())
         return
-    os.environ["WAVES"] = "1"
     if command == "lab":
         sub_args = list(args)
     elif command in _SIM_COMMANDS:
@@ -461,8 +460,16 @@ def waves(ctx, command, args):
         raise click.UsageError(f"{command!r} runs no simulation; waveforms come from "
                                + ", ".join(_SIM_COMMANDS) + " and `lab check`")
     cmd = main.get_command(ctx, command)
-    with cmd.make_context(command, sub_args, parent=ctx.parent) as sub_ctx:
-        cmd.invoke(sub_ctx)
+    saved = os.environ.get("WAVES")
+    os.environ["WAVES"] = "1"  # for `lab check`'s pytest, and every simulation of the run
+    try:
+        with cmd.make_context(command, sub_args, parent=ctx.parent) as sub_ctx:
+            cmd.invoke(sub_ctx)
+    finally:
+        if saved is None:
+            os.environ.pop("WAVES", None)
+        else:
+            os.environ["WAVES"] = saved
 
 
 @main.group()

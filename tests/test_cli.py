@@ -34,3 +34,51 @@ def test_allreduce_json_and_text():
         assert run["cycles"] >= run["bound_cycles"] and run["efficiency"] <= 1
     text = CliRunner().invoke(main, args).output
     assert "all-gather on a ring of 3 engines" in text and "efficiency" in text
+
+
+def _leaves(group, path=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _leaves(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+def test_every_command_explains_itself_and_has_json():
+    """--help explains every option; every command but `waves` (which passes its arguments on
+    to another command) prints JSON for scripts."""
+    import click
+
+    leaves = dict(_leaves(main))
+    assert {("doctor",), ("demo",), ("gemm",), ("sr-demo",), ("allreduce",), ("bench",),
+            ("synth", "component"), ("synth", "report"), ("board", "build"), ("board", "gemm"),
+            ("waves",), ("lab", "start"), ("lab", "check"), ("lab", "list")} <= set(leaves)
+    for path, cmd in leaves.items():
+        assert cmd.help and len(cmd.help) > 30, f"nclite {' '.join(path)} has no help text"
+        for p in cmd.params:
+            if isinstance(p, click.Option):
+                assert p.help, f"nclite {' '.join(path)} {p.opts[0]} has no help"
+        if path != ("waves",):
+            assert any("--json" in p.opts for p in cmd.params), f"nclite {' '.join(path)}"
+
+
+def test_errors_deep_in_a_command_are_one_line_unless_debug():
+    r = CliRunner().invoke(main, ["lab", "start", "99"])
+    assert r.exit_code == 1
+    assert r.output.strip().splitlines() == [r.output.strip()]
+    assert r.output.startswith("nclite: error: there is no lab 99")
+    r = CliRunner().invoke(main, ["--debug", "lab", "start", "99"])
+    assert r.exit_code == 1 and r.exception is not None and "no lab 99" in str(r.exception)
+
+
+def test_waves_passes_the_command_on():
+    import os
+
+    before = os.environ.get("WAVES")
+    r = CliRunner().invoke(main, ["waves", "bench"])
+    assert r.exit_code == 2 and "runs no simulation" in r.output
+    r = CliRunner().invoke(main, ["waves", "gemm", "--m", "0"])
+    assert r.exit_code == 2 and "--m" in r.output
+    assert os.environ.get("WAVES") == before, "nclite waves leaked WAVES into the environment"
