@@ -114,7 +114,10 @@ def format_gemm(r: dict) -> str:
                                                                 "outputs"))
     lines.append(f"  sim speed     : {r['sim_cycles_per_s']:.0f} simulated cycles per wall second")
     if r.get("waves"):
+        from .waves import gtkwave_command
+
         lines.append(f"  waveform      : {r['waves']}")
+        lines.append(f"  view with     : {gtkwave_command(r['waves'])}")
     return "\n".join(lines)
 
 

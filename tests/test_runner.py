@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim import runner
+from sim import runner, waves
 
 
 def test_comb_defined_at_time_zero(simulator):
@@ -48,6 +48,6 @@ def test_waves_written_and_path_reported(simulator, capfd):
                    waves=True, run_tag="waves")
     assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
     assert str(r.waves) in capfd.readouterr().err
-    text = r.waves.read_bytes()
-    if simulator == "verilator":  # VCD: the ports are in it by name
-        assert b"$var" in text and b" y " in text
+    # FST from both simulators (Verilator: VCD where liblz4-dev is missing), the ports by name.
+    assert r.waves.suffix == "." + waves.wave_format(r.waves)
+    assert "initialised_comb.y" in waves.signals(r.waves)
