@@ -11,6 +11,7 @@ def delay(m, value, cycles: int, *, name: str, en=None):
     The registers advance only while ``en`` is 1 (always, if ``en`` is None). They are named
     ``{name}_d1``, ``{name}_d2``, … so that waveforms show the pipeline.
     """
+    # lab5 begin: delay
     for i in range(cycles):
         reg = Signal.like(value, name=f"{name}_d{i + 1}")
         if en is None:
@@ -20,3 +21,4 @@ def delay(m, value, cycles: int, *, name: str, en=None):
                 m.d.sync += reg.eq(value)
         value = reg
     return value
+    # lab5 end: delay
