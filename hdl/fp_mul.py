@@ -116,6 +116,7 @@ def _unpack(m, op, raw, fmt):
 
     Adds comb assignments in the current control-flow context of ``m``.
     """
+    # lab1 begin: unpack
     f = _FORMATS[fmt]
     fields = f.raw_layout(raw[:f.width])
     exp_ones = (1 << f.exp_bits) - 1
@@ -148,6 +149,7 @@ def _unpack(m, op, raw, fmt):
     else:
         with m.If((fields.exp == exp_ones) & (fields.man == man_ones)):
             m.d.comb += op.nan.eq(1)
+    # lab1 end: unpack
 
 
 class FpMultiplier(wiring.Component):

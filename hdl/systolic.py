@@ -62,7 +62,10 @@ class SystolicArray(wiring.Component):
         n = self.n
         pes = [[PE(mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
                 for _ in range(n)] for _ in range(n)]
+        # lab2 begin: dataflow
         for k in range(n):
+            # The input skew: row k's operand waits k * add_stages cycles, so that the partial
+            # sum of PE (k - 1, 0) reaches PE (k, 0) mul_stages cycles after it, as a PE wants.
             row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}", en=self.en)
             for col in range(n):
                 pe = pes[k][col]
@@ -74,8 +77,11 @@ class SystolicArray(wiring.Component):
                     pe.w_in.eq(self.w_in[col] if k == n - 1 else pes[k + 1][col].w_out),
                     pe.psum_in.eq(0 if k == 0 else pes[k - 1][col].psum_out),
                 ]
+        # The output deskew: column col's sums leave col cycles after column 0's (the operand
+        # moves one PE right per cycle), so column col waits n - 1 - col cycles more.
         for col in range(n):
             out = delay(m, pes[n - 1][col].psum_out, n - 1 - col, name=f"sum_col{col}",
                         en=self.en)
             m.d.comb += self.result[col].eq(out)
+        # lab2 end: dataflow
         return m
