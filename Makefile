@@ -75,7 +75,10 @@ docs-check: setup
 readme: setup
 	$(PY) -m sim.readme
 
-lab%-check: setup
+# No `setup` here: in a lab's scratch copy .venv is the main tree's (make setup runs there).
+lab%-check:
+	@test -x $(NCLITE) || { echo "nclite: no $(VENV) here: run make setup (in the main tree," \
+	  "for a lab's scratch copy)" >&2; exit 1; }
 	$(NCLITE) lab check $* --dir . --jobs $(JOBS)
 
 lint: setup

@@ -84,6 +84,7 @@ def _check_n(n) -> int:
     return int(n)
 
 
+# lab4 begin: schedule
 def chunk_beats(beats: int, ranks: int) -> list[int]:
     """Beat boundaries of the P chunks of ``beats`` beats: a list of P + 1 offsets."""
     check_ranks(ranks)
@@ -113,6 +114,7 @@ def ring_steps(op, ranks: int, rank: int) -> list[Step]:
     ag = [Step((rank - s) % ranks, (rank - s - 1) % ranks, False) for s in range(ranks - 1)]
     return {CollectiveOp.ALL_REDUCE: rs + ag, CollectiveOp.REDUCE_SCATTER: rs,
             CollectiveOp.ALL_GATHER: ag}[op]
+# lab4 end: schedule
 
 
 def run_collective(op, buffers, link_width: int = 1) -> list[np.ndarray]:

@@ -248,6 +248,7 @@ class CollectiveEngine(wiring.Component):
                         m.next = "DIVIDE"
                     with m.Else():
                         m.d.sync += error.eq(1)
+            # lab4 begin: chunk_table
             with m.State("DIVIDE"):
                 trial = Cat(div_src[-1], div_rem)  # (rem << 1) | next dividend bit
                 fits = trial >= P
@@ -269,6 +270,7 @@ class CollectiveEngine(wiring.Component):
                         *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
                     ]
                     m.next = "RUN"
+            # lab4 end: chunk_table
             with m.State("RUN"):
                 with m.If(finished):
                     m.d.sync += [running.eq(0), wr_any.eq(0)]

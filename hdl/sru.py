@@ -268,10 +268,11 @@ class StochasticRounder(wiring.Component):
         results = []
         for lane in range(lanes):
             ls = shifted_lanes[lane]
+            up = Signal(name=f"up{lane}")  # 1: the magnitude goes up by one ulp
+            # lab3 begin: round_up
             guard = ls.frac[r - 1]
             sticky = ls.lost | (ls.frac[:r - 1].any() if r > 1 else 0)
             carry = (ls.frac + ls.random)[r]
-            up = Signal(name=f"up{lane}")
             with m.Switch(beat.mode):
                 with m.Case(Rounding.RNE):
                     m.d.comb += up.eq(guard & (sticky | ls.kept[0]))
@@ -279,6 +280,7 @@ class StochasticRounder(wiring.Component):
                     m.d.comb += up.eq(carry)
                 with m.Default():  # RTZ (and the reserved mode, whose beats are invalid)
                     m.d.comb += up.eq(0)
+            # lab3 end: round_up
             mag = (ls.base + ls.kept + up)[:_MAG_BITS]
             result = Signal(out_bits, name=f"result{lane}")
             with m.If(~beat.invalid):

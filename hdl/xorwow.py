@@ -43,6 +43,7 @@ def seeding_cycles(lanes: int) -> int:
     return 1 + (1 + 4 * lanes) * _MIX_CYCLES
 
 
+# lab3 begin: xorwow_step
 def xorwow_step(state):
     """One XORWOW step of ``state`` (a :data:`XorwowState` view).
 
@@ -55,6 +56,7 @@ def xorwow_step(state):
     new = (v[4] ^ (v[4] << 4)[:32]) ^ (t ^ (t << 1)[:32])
     d = (state.d + XORWOW_WEYL)[:32]
     return Cat(v[1], v[2], v[3], v[4], new, d), (new + d)[:32]
+# lab3 end: xorwow_step
 
 
 class _Step(enum.Enum, shape=2):

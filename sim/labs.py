@@ -30,7 +30,8 @@ from pathlib import Path
 
 from .runner import REPO_ROOT
 
-__all__ = ["Exercise", "Lab", "LabError", "labs", "get", "apply_stubs", "start", "check_args"]
+__all__ = ["Exercise", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
+           "apply_stubs", "start", "check_args"]
 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
@@ -128,18 +129,22 @@ def find_region(text: str, begin: str, end: str, where: str) -> tuple[int, int, 
     return b[0], e[0], indent
 
 
+def stub_region(text: str, lab: Lab, ex: Exercise, stubs_root: Path = REPO_ROOT) -> str:
+    """``text`` (the source of ``ex.file``) with ``ex``'s region replaced by its stub."""
+    begin, end = lab.markers[lab.exercises.index(ex)]
+    b, e, indent = find_region(text, begin, end, ex.file)
+    stub = (stubs_root / lab.path / ex.stub).read_text().rstrip("\n").splitlines()
+    lines = text.splitlines()
+    lines[b + 1:e] = [indent + line if line.strip() else "" for line in stub]
+    return "\n".join(lines) + "\n"
+
+
 def apply_stubs(lab: Lab, tree: Path, stubs_root: Path = REPO_ROOT) -> list[str]:
     """Replace each exercise region of ``lab`` in ``tree`` with its stub; returns the files."""
     changed = []
-    for ex, (begin, end) in zip(lab.exercises, lab.markers, strict=True):
+    for ex in lab.exercises:
         target = tree / ex.file
-        text = target.read_text()
-        b, e, indent = find_region(text, begin, end, ex.file)
-        stub = (stubs_root / lab.path / ex.stub).read_text().rstrip("\n").splitlines()
-        lines = text.splitlines()
-        body = [indent + line if line.strip() else "" for line in stub]
-        lines[b + 1:e] = body
-        target.write_text("\n".join(lines) + "\n")
+        target.write_text(stub_region(target.read_text(), lab, ex, stubs_root))
         changed.append(ex.file)
     return changed
 

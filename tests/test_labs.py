@@ -53,17 +53,18 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
     r = labs.start(number, dest)
     assert r["dir"] == str(dest.resolve())
     assert (dest / ".venv").is_symlink() or not (REPO_ROOT / ".venv").exists()
+    expected = {ex.file: (REPO_ROOT / ex.file).read_text() for ex in lab.exercises}
     for ex, (begin, end) in zip(lab.exercises, lab.markers, strict=True):
-        copy, ref = (dest / ex.file).read_text(), (REPO_ROOT / ex.file).read_text()
-        assert copy != ref, f"{ex.file}: the stub changed nothing"
-        b, e, indent = labs.find_region(copy, begin, end, ex.file)
+        copy = (dest / ex.file).read_text()
+        assert copy != (REPO_ROOT / ex.file).read_text(), f"{ex.file}: the stub changed nothing"
+        b, e, _ = labs.find_region(copy, begin, end, ex.file)
         stub = (REPO_ROOT / lab.path / ex.stub).read_text().strip().splitlines()
-        body = copy.splitlines()[b + 1:e]
-        assert [line.strip() for line in body] == [line.strip() for line in stub]
-        # Outside the region the file is the reference's.
-        rb, re_, _ = labs.find_region(ref, begin, end, ex.file)
-        assert copy.splitlines()[:b] == ref.splitlines()[:rb]
-        assert copy.splitlines()[e:] == ref.splitlines()[re_:]
+        assert [line.strip() for line in copy.splitlines()[b + 1:e]] == [
+            line.strip() for line in stub]
+        expected[ex.file] = labs.stub_region(expected[ex.file], lab, ex)
+    # Outside the regions every file is the reference's.
+    for file, text in expected.items():
+        assert (dest / file).read_text() == text, file
     # The main tree still holds the reference; untouched files are copied as they are.
     assert (dest / "golden" / "fp32.py").read_text() == (REPO_ROOT / "golden/fp32.py").read_text()
     proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
