@@ -42,7 +42,7 @@ def format_result(r: dict) -> str:
     verdict = "bit-exact with golden" if r["bit_exact"] else (
         f"MISMATCH: {r['mismatches']} results differ, first {r['first_mismatch']}")
     lines = [
-        f"nclite demo: {r['vectors']} dot products of length {r['rows']} ({r['dtype']} x "
+        f"nclite pe-chain: {r['vectors']} dot products of length {r['rows']} ({r['dtype']} x "
         f"{r['dtype']} -> fp32) through a chain of {r['rows']} PEs in {r['simulator']}",
         f"  result       : {verdict} (seed {r['seed']})",
         f"  cycles       : {r['cycles']} = {r['load_cycles']} weight load + "
