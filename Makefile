@@ -79,7 +79,7 @@ readme: setup
 lab%-check:
 	@test -x $(NCLITE) || { echo "nclite: no $(VENV) here: run make setup (in the main tree," \
 	  "for a lab's scratch copy)" >&2; exit 1; }
-	$(NCLITE) lab check $* --dir . --jobs $(JOBS)
+	$(NCLITE) lab check $* --dir . --jobs $(JOBS) $(LAB_ARGS)
 
 lint: setup
 	$(PY) -m ruff check .

@@ -69,9 +69,7 @@ def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
     op_code = CollectiveOp[op.upper()] if isinstance(op, str) else CollectiveOp(op)
     params = ring_params(ranks, link_width, max(sizes), max_latency=max_latency)
     tag = f"{op_code.name.lower()}-{'_'.join(map(str, sizes))[:60]}-l{latency}-s{stall_rate}-{seed}"
-    out = runner.build_root() / "allreduce" / f"{simulator}-p{ranks}-w{link_width}-{tag}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
+    out = runner.result_file("allreduce", f"{simulator}-p{ranks}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate,
             "op": op_code.name, "return_data": error_vs_float64}
     result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb_collectives", simulator,
@@ -79,6 +77,7 @@ def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
                         quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
                                                "NCLITE_AR_OUT": str(out)})
     r = json.loads(out.read_text())
+    out.unlink()
     setup = setup_cycles(ranks, params["depth"])
     for run in r["runs"]:
         n = run["words"]

@@ -140,12 +140,17 @@ def demo(simulator, seed, only, waves, as_json):
     performance counters. (`nclite gemm` runs a GEMM on the tensor engine alone.)
     """
     from . import core_demo
+    from .progress import bar
 
     mlp = ring = None
-    if only in (None, "mlp"):
-        mlp = core_demo.run_mlp_demo(simulator=simulator, seed=seed, waves=waves or None)
-    if only in (None, "ring"):
-        ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves or None)
+    with bar("nclite demo", None) as progress:
+        if only in (None, "mlp"):
+            progress.status(f"program 1: an MLP on one NeuronCore ({simulator}; the first run "
+                            "builds the model)")
+            mlp = core_demo.run_mlp_demo(simulator=simulator, seed=seed, waves=waves or None)
+        if only in (None, "ring"):
+            progress.status(f"program 2: four NeuronCores in a ring ({simulator})")
+            ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves or None)
     if as_json:
         click.echo(json.dumps({"mlp": mlp, "ring": ring}, indent=2))
     else:
@@ -313,8 +318,12 @@ def synth_component(design, params, device, seed, freq, area_only, as_json):
     """Area and Fmax of one component, DESIGN given as hdl.module:Class (e.g. hdl.pe:PE)."""
     from synth.fpga import fpga_synth
 
-    r = fpga_synth(design, _parse_params(params), device=device, seed=seed, freq=freq,
-                   timing=not area_only)
+    from .progress import bar
+
+    with bar(f"synthesis of {design} on {device}", None) as progress:
+        progress.status("Yosys" + ("" if area_only else ", then nextpnr in the timing harness"))
+        r = fpga_synth(design, _parse_params(params), device=device, seed=seed, freq=freq,
+                       timing=not area_only)
     if as_json:
         click.echo(json.dumps(r, indent=2))
         return

@@ -23,10 +23,7 @@ RING_CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_word
 
 
 def _run(factory, params, testcase, simulator, seed, env, waves, tag) -> dict:
-    out_dir = runner.build_root() / "demo"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{testcase}-{simulator}-{tag}-{seed}.json"
-    out.unlink(missing_ok=True)
+    out = runner.result_file("demo", f"{testcase}-{simulator}-{tag}-{seed}")
     env = {**env, "NCLITE_DEMO_OUT": str(out)}
     result = None
     try:
@@ -37,6 +34,7 @@ def _run(factory, params, testcase, simulator, seed, env, waves, tag) -> dict:
         if not out.exists():
             raise
     figures = json.loads(out.read_text())
+    out.unlink()
     figures["waves"] = str(result.waves) if result and result.waves else None
     return figures
 

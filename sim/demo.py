@@ -20,10 +20,7 @@ def run_pe_chain_demo(*, simulator: str = "verilator", length: int = 8, vectors:
     """Run the demo; return its figures (see ``sim/tb_demo.py``). Raises on a crash."""
     params = {"rows": length, "mul_stages": mul_stages, "add_stages": add_stages}
     tag = f"demo-{dtype}-{vectors}-{seed}"
-    out_dir = runner.build_root() / "demo"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{simulator}-{length}-m{mul_stages}-a{add_stages}-{tag}.json"
-    out.unlink(missing_ok=True)
+    out = runner.result_file("demo", f"{simulator}-{length}-m{mul_stages}-a{add_stages}-{tag}")
     env = {"NCLITE_DEMO_VECTORS": str(vectors), "NCLITE_DEMO_DTYPE": dtype,
            "NCLITE_DEMO_OUT": str(out)}
     try:
@@ -34,6 +31,7 @@ def run_pe_chain_demo(*, simulator: str = "verilator", length: int = 8, vectors:
             raise
         result = None
     figures = json.loads(out.read_text())
+    out.unlink()
     figures["waves"] = str(result.waves) if result and result.waves else None
     return figures
 

@@ -4,7 +4,8 @@ Commands are taken from fenced code blocks: in ```` ```sh ```` / ```` ```bash ``
 ```` ```shell ```` blocks every line; in ```` ```console ````, ```` ```text ```` and unlabelled
 blocks the lines starting with ``$ `` (the rest is example output); ``#`` starts a comment and a
 trailing ``\\`` continues a line. Other blocks (python, toml, ...) hold no commands. Inline code
-spans that start with ``nclite `` or ``make `` (in tables and prose) are checked statically.
+spans that start with ``nclite ``, ``make `` or ``python `` (in tables and prose) are checked
+statically; a ``<placeholder>`` ends the part that is checked.
 
 Each command runs from the repository root with ``.venv/bin`` first on ``PATH``, and must exit 0,
 except the few in :data:`NOT_RUN`: the test suite itself, multi-hour synthesis, a physical board,
@@ -48,14 +49,15 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"make lab\d+-check\b|nclite lab check\b",
      "runs in a scratch copy; the same tests run in make test, and tests/test_labs.py proves "
      "they fail with the stubs"),
-    (r"(cd|source|git clone)\b", "changes the shell session / needs the network"),
+    (r"(cd|source)\b", "changes the shell session itself"),
+    (r"git clone\b", "needs the network"),
 ]
 
 
 #: Output lines that differ from run to run or machine to machine (wall-clock speed, cache
 #: hits, the synthesis tools' figures: their wheels are bounded, not pinned): not compared.
 VOLATILE = [r"\s*sim speed\s*:", r"\s*(area|Fmax|critical path):", r"nclite: waveform",
-            r"\s*(waveform|view with)\s*:"]
+            r"\s*(waveform|view with)\s*:", r".*\bseconds?\b.*\bwall\b"]
 
 
 @dataclass(frozen=True)
@@ -141,11 +143,11 @@ def all_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
     return [c for path in doc_files(root) for c in commands(path, root)]
 
 
-_SPAN = re.compile(r"(?<!`)`((?:nclite|make) [^`]+)`(?!`)")
+_SPAN = re.compile(r"(?<!`)`((?:nclite|make|(?:\.venv/bin/)?python3?) [^`]+)`(?!`)")
 
 
 def inline_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
-    """``nclite ...`` / ``make ...`` code spans outside fenced blocks (checked statically)."""
+    """``nclite``, ``make`` and ``python`` code spans outside fenced blocks (checked statically)."""
     found = []
     for path in doc_files(root):
         fence = None
@@ -216,16 +218,28 @@ def parse_check(cmd: DocCommand, root: Path = REPO_ROOT, *, prose: bool = False)
         return
     for part in re.split(r"\s*(?:&&|\|\||;)\s*", cmd.text):
         words = shlex.split(_strip_env(part))
+        # A <placeholder> ends what can be checked: `nclite waves <command>` checks `nclite waves`.
+        cut = next((i for i, w in enumerate(words) if "<" in w), None)
+        words = words[:cut]
         if not words:
             continue
         if words[0] == "nclite":
             import click
 
             try:
-                _parse_nclite(words[1:])
+                _parse_nclite(words[1:], partial=cut is not None)
             except click.MissingParameter:
-                if not prose:
+                if not prose and cut is None:
                     raise
+            except click.exceptions.Exit as exc:  # --help
+                if exc.exit_code != 0:
+                    raise
+        elif re.fullmatch(r"(\S*/)?python3?", words[0]):
+            _check_python(words, root, cmd)
+        elif words[0] in ("gtkwave", "surfer"):
+            for w in words[1:]:
+                if not w.startswith("-") and not (root / w).exists():
+                    raise AssertionError(f"{cmd.id}: {w} does not exist")
         elif words[0] == "make":
             targets = [w for w in words[1:] if not w.startswith("-")]
             proc = subprocess.run(["make", "-n", *targets], cwd=root, capture_output=True,
@@ -235,20 +249,39 @@ def parse_check(cmd: DocCommand, root: Path = REPO_ROOT, *, prose: bool = False)
                                      f"{proc.stderr.strip().splitlines()[-1:]}")
 
 
-def _parse_nclite(args: list[str]) -> None:
-    """Resolve an nclite command line down to its leaf command, without running it."""
+def _check_python(words: list[str], root: Path, cmd: DocCommand) -> None:
+    """``python -m module ...`` / ``python script.py ...``: the module or script exists."""
+    import importlib.util
+
+    args = words[1:]
+    if args[:1] == ["-m"] and len(args) > 1:
+        if importlib.util.find_spec(args[1]) is None:
+            raise AssertionError(f"{cmd.id}: no module {args[1]}")
+    elif args and not args[0].startswith("-") and not (root / args[0]).is_file():
+        raise AssertionError(f"{cmd.id}: no script {args[0]}")
+
+
+def _parse_nclite(args: list[str], *, partial: bool = False) -> None:
+    """Resolve an nclite command line down to its leaf command, without running it.
+
+    ``partial``: the line was cut at a placeholder, so it may stop at a group.
+    """
     import click
 
     from .cli import main
 
+    if partial and not args:
+        return
     cmd, ctx = main, main.make_context("nclite", list(args))
     while isinstance(cmd, click.Group):
-        rest = [*ctx._protected_args, *ctx.args]
+        rest = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # click >= 8.2 keeps them here
         if not rest:
+            if partial:
+                return
             raise AssertionError(f"`nclite {' '.join(args)}` names no command")
         name, sub, rest = cmd.resolve_command(ctx, rest)
         if name == "waves":  # nclite waves CMD ...: check CMD ... instead
-            return _parse_nclite([a for a in rest if a != "--waves"])
+            return _parse_nclite([a for a in rest if a != "--waves"], partial=partial)
         cmd, ctx = sub, sub.make_context(name, rest, parent=ctx)
 
 
@@ -265,7 +298,8 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}; last lines:\n{tail}")
     if cmd.output:
-        shown, got = _comparable(cmd.output), _comparable(proc.stdout.splitlines())
+        printed = proc.stdout.replace(f"{root}/", "")  # the docs show paths from the root
+        shown, got = _comparable(cmd.output), _comparable(printed.splitlines())
         if shown != got:
             diff = "\n".join(difflib.unified_diff(shown, got, "shown in the docs", "printed",
                                                   lineterm=""))

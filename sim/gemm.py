@@ -51,10 +51,7 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
     cfg = EngineConfig.from_params(params)
     _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
     tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}"
-    out = (runner.build_root() / "gemm"
-           / f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.unlink(missing_ok=True)
+    out = runner.result_file("gemm", f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}")
     spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,
             "return_data": error_vs_float64}
     env = {"NCLITE_GEMM": json.dumps(spec), "NCLITE_GEMM_OUT": str(out)}
@@ -67,6 +64,7 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
         if not out.exists():
             raise
     r = json.loads(out.read_text())
+    out.unlink()
     r["ideal_cycles"] = ideal_cycles(m, k, f, n, cfg.psum_banks, cfg.words)
     r["waves"] = str(result.waves) if result and result.waves else None
     a, b = r.pop("a_bits"), r.pop("b_bits")

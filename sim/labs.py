@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,9 @@ __all__ = ["Exercise", "Lab", "LabError", "labs", "get", "find_region", "stub_re
 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
-_EXCLUDE = {".git", ".venv", "build", "bench", "__pycache__", ".pytest_cache", ".ruff_cache"}
+_EXCLUDE = {".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache"}
+#: Written into every scratch copy: ``--force`` deletes only a directory that holds it.
+MARKER = ".nclite-lab"
 
 
 class LabError(Exception):
@@ -139,10 +142,16 @@ def stub_region(text: str, lab: Lab, ex: Exercise, stubs_root: Path = REPO_ROOT)
     return "\n".join(lines) + "\n"
 
 
-def apply_stubs(lab: Lab, tree: Path, stubs_root: Path = REPO_ROOT) -> list[str]:
-    """Replace each exercise region of ``lab`` in ``tree`` with its stub; returns the files."""
+def apply_stubs(lab: Lab, tree: Path, stubs_root: Path = REPO_ROOT,
+                regions=None) -> list[str]:
+    """Replace each exercise region of ``lab`` in ``tree`` with its stub; returns the files.
+
+    ``regions``: the names of the regions to stub (default: all of them).
+    """
     changed = []
     for ex in lab.exercises:
+        if regions is not None and ex.region not in regions:
+            continue
         target = tree / ex.file
         target.write_text(stub_region(target.read_text(), lab, ex, stubs_root))
         changed.append(ex.file)
@@ -164,17 +173,19 @@ def _tracked_files(root: Path) -> list[Path]:
 
 
 def start(number: int, dest: Path | None = None, *, force: bool = False,
-          root: Path = REPO_ROOT) -> dict:
+          root: Path = REPO_ROOT, regions=None) -> dict:
     """Copy the repository to ``dest`` with lab N's stubs in place.
 
     ``dest`` defaults to ``build/labs/lab<N>`` (``$NCLITE_LABS_DIR/lab<N>`` if that is set).
+    ``regions`` names the regions to stub (default: all; tests use fewer, or none).
     """
     lab = get(number, root)
     if dest is None:  # NCLITE_LABS_DIR: where make docs-check puts its copies
         dest = Path(os.environ.get("NCLITE_LABS_DIR") or root / "build" / "labs") / f"lab{number}"
     dest = dest.resolve()
     home = root.resolve()
-    if dest == home or (home in dest.parents and home / "build" not in dest.parents):
+    if dest == home or dest in home.parents or (
+            home in dest.parents and home / "build" not in dest.parents):
         # Inside the sources, pytest and git of the main tree would pick the copy up.
         raise LabError(f"{dest}: put a scratch copy outside the main tree's sources "
                        "(default: build/labs/lab<N>)")
@@ -182,6 +193,9 @@ def start(number: int, dest: Path | None = None, *, force: bool = False,
         if not force:
             raise LabError(f"{dest} exists; use --force to start over (your changes there are "
                            "lost) or --dir to choose another place")
+        if not (dest / MARKER).is_file():
+            raise LabError(f"{dest} is not a lab copy made by `nclite lab start` (no {MARKER} "
+                           "in it): --force deletes only those; choose another --dir")
         shutil.rmtree(dest)
     for rel in _tracked_files(root):
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -189,12 +203,27 @@ def start(number: int, dest: Path | None = None, *, force: bool = False,
     venv = root / ".venv"
     if venv.exists():
         os.symlink(venv, dest / ".venv")
-    changed = apply_stubs(lab, dest, stubs_root=root)
+    changed = apply_stubs(lab, dest, stubs_root=root, regions=regions)
+    (dest / MARKER).write_text(f"lab {number}: made by `nclite lab start {number}` from {home}\n")
+    _git_init(dest, number)
     return {"lab": number, "title": lab.title, "dir": str(dest), "stubbed": changed,
             "text": str(dest / lab.path / "README.md"),
             "regions": [f"{e.file}: {b}" for e, (b, _) in zip(lab.exercises, lab.markers,
                                                                strict=True)],
-            "check": f"cd {dest} && make lab{number}-check"}
+            "check": f"cd {shlex.quote(str(dest))} && make lab{number}-check"}
+
+
+def _git_init(dest: Path, number: int) -> None:
+    """Make the copy a git repository with one commit, so ``git diff`` shows the student's work
+    (skipped quietly where there is no git)."""
+    ident = ["-c", "user.name=nclite lab", "-c", "user.email=lab@nclite.invalid",
+             "-c", "commit.gpgsign=false"]
+    try:
+        for args in (["init", "-q"], ["add", "-A"],
+                     [*ident, "commit", "-q", "-m", f"lab {number}: start"]):
+            subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pass
 
 
 def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto") -> list[str]:

@@ -230,6 +230,17 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
     return runner, build_dir, wave_format
 
 
+def result_file(kind: str, name: str) -> Path:
+    """A fresh path ``build/<kind>/<name>-<unique>.json`` for a testbench to write its figures
+    to: never shared by two runs at once (pytest-xdist, docs-check), so no run reads or deletes
+    another's file."""
+    import uuid
+
+    out = build_root() / kind / f"{_safe(name)}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return out
+
+
 def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         name: str | None = None, testcase: str | None = None, seed: int | None = None,
         extra_env: dict[str, str] | None = None, waves: bool | None = None,
@@ -254,65 +265,68 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
     test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
     test_dir.mkdir(parents=True, exist_ok=True)
-    results_xml = test_dir / "results.xml"
-    # cocotb's verilator.cpp names the file dump.fst or dump.vcd, in the test directory.
-    wave_file = (test_dir / (f"dump.{wave_format}" if simulator == "verilator"
-                             else f"{toplevel}.fst")) if waves else None
-    if wave_file is not None:
-        wave_file.unlink(missing_ok=True)  # never show a previous run's waveform as this one's
-    env = {
-        "NCLITE_PARAMS": json.dumps(params, default=repr),
-        "NCLITE_SEED": str(seed),
-        "NCLITE_SIMULATOR": simulator,
-        "PYTHONPATH": os.pathsep.join(
-            [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                if p]),
-    }
-    env.update(extra_env or {})
-    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we check the results ourselves
-    try:
-        with contextlib.suppress(SystemExit):
-            runner.test(
-                test_module=test_module,
-                hdl_toplevel=toplevel,
-                hdl_toplevel_lang="verilog",
-                testcase=testcase,
-                seed=seed,
-                extra_env=env,
-                waves=waves,
-                build_dir=build_dir,
-                test_dir=test_dir,
-                results_xml=str(results_xml),
-                # Icarus' dump module writes to the build directory unless told otherwise.
-                plusargs=[f"+dumpfile_path={wave_file}"]
-                if waves and simulator == "icarus" else [],
-                timescale=TIMESCALE,
-                log_file=test_dir / "sim.log",
-            )
-    finally:
-        if saved is not None:
-            os.environ["PYTEST_CURRENT_TEST"] = saved
-    from cocotb_tools.check_results import get_results
+    # One run at a time in a run directory: two identical runs (pytest-xdist workers,
+    # docs-check) would otherwise share results.xml, the log and the dump.
+    with _locked(test_dir / ".run.lock"):
+        results_xml = test_dir / "results.xml"
+        # cocotb's verilator.cpp names the file dump.fst or dump.vcd, in the test directory.
+        wave_file = (test_dir / (f"dump.{wave_format}" if simulator == "verilator"
+                                 else f"{toplevel}.fst")) if waves else None
+        if wave_file is not None:
+            wave_file.unlink(missing_ok=True)  # never show a previous run's waveform as this one's
+        env = {
+            "NCLITE_PARAMS": json.dumps(params, default=repr),
+            "NCLITE_SEED": str(seed),
+            "NCLITE_SIMULATOR": simulator,
+            "PYTHONPATH": os.pathsep.join(
+                [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                    if p]),
+        }
+        env.update(extra_env or {})
+        saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we check the results ourselves
+        try:
+            with contextlib.suppress(SystemExit):
+                runner.test(
+                    test_module=test_module,
+                    hdl_toplevel=toplevel,
+                    hdl_toplevel_lang="verilog",
+                    testcase=testcase,
+                    seed=seed,
+                    extra_env=env,
+                    waves=waves,
+                    build_dir=build_dir,
+                    test_dir=test_dir,
+                    results_xml=str(results_xml),
+                    # Icarus' dump module writes to the build directory unless told otherwise.
+                    plusargs=[f"+dumpfile_path={wave_file}"]
+                    if waves and simulator == "icarus" else [],
+                    timescale=TIMESCALE,
+                    log_file=test_dir / "sim.log",
+                )
+        finally:
+            if saved is not None:
+                os.environ["PYTEST_CURRENT_TEST"] = saved
+        from cocotb_tools.check_results import get_results
 
-    log = test_dir / "sim.log"
-    try:
-        tests, failed = get_results(results_xml)
-    except RuntimeError as exc:
-        raise SimulationFailed(
-            f"{simulator}: {test_module} on {toplevel} {params} produced no results "
-            f"(simulator crashed?); seed {seed}; log: {log}") from exc
-    if wave_file is not None:
-        if wave_file.exists():
-            print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
-        else:
-            print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)
-            wave_file = None
-    if tests == 0 or failed:
-        raise SimulationFailed(
-            f"{simulator}: {failed} of {tests} cocotb tests failed in {test_module} on "
-            f"{toplevel} {params}; seed {seed} (rerun with NCLITE_SEED={seed}); log: {log}")
-    if not quiet:
-        print(f"nclite: {simulator} {test_module} on {toplevel}: {tests} passed (seed {seed})",
-              file=sys.stderr)
-    return SimResult(simulator, toplevel, verilog_file, test_dir, results_xml, tests, failed,
-                     wave_file, seed)
+        log = test_dir / "sim.log"
+        try:
+            tests, failed = get_results(results_xml)
+        except RuntimeError as exc:
+            raise SimulationFailed(
+                f"{simulator}: {test_module} on {toplevel} {params} produced no results "
+                f"(simulator crashed?); seed {seed}; log: {log}") from exc
+        if wave_file is not None:
+            if wave_file.exists():
+                print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
+            else:
+                print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)
+                wave_file = None
+        if tests == 0 or failed:
+            raise SimulationFailed(
+                f"{simulator}: {failed} of {tests} cocotb tests failed in {test_module} on "
+                f"{toplevel} {params}; seed {seed} (rerun with NCLITE_SEED={seed}); log: {log}")
+        if not quiet:
+            print(f"nclite: {simulator} {test_module} on {toplevel}: {tests} passed (seed {seed})",
+                  file=sys.stderr)
+        return SimResult(simulator, toplevel, verilog_file, test_dir, results_xml, tests, failed,
+                         wave_file, seed)

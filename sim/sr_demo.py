@@ -43,7 +43,9 @@ def run_sr_demo(*, simulator: str = "verilator", steps: int = 2000, start: float
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sr_demo.json"
         sim = runner.run("hdl.sru:StochasticRounder", params, "sim.tb_sru", simulator,
-                         testcase="running_sum", run_tag="sr-demo", waves=waves, quiet=quiet,
+                         testcase="running_sum",
+                         run_tag=f"sr-demo-{fmt}-{steps}-{lanes}-{seed}-{random_bits}",
+                         waves=waves, quiet=quiet,
                          extra_env={"NCLITE_SRU_DEMO": json.dumps(cfg),
                                     "NCLITE_SRU_OUT": str(out)})
         r = json.loads(out.read_text())

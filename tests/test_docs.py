@@ -24,9 +24,20 @@ def test_extractor_reads_blocks_as_documented(tmp_path):
         "text\n```sh\n# a comment\nnclite gemm --m 2 \\\n  --k 3   # trailing comment\n"
         "make demo\n```\n```console\n$ nclite doctor\noutput line\n```\n"
         "```text\n$ nclite lab list\nan output line\n```\n```python\nprint('#')\n$ x\n```\n")
-    got = [(c.line, c.text) for c in dc.all_commands(tmp_path)]
-    assert got == [(4, "nclite gemm --m 2 --k 3"), (6, "make demo"), (9, "nclite doctor"),
-                   (13, "nclite lab list")]
+    got = [(c.line, c.text, c.output) for c in dc.all_commands(tmp_path)]
+    assert got == [(4, "nclite gemm --m 2 --k 3", ()), (6, "make demo", ()),
+                   (9, "nclite doctor", ("output line",)),
+                   (13, "nclite lab list", ("an output line",))]
+
+
+def test_shown_output_is_compared(tmp_path):
+    good = dc.DocCommand("README.md", 1, "echo one; echo two", ("one", "two"))
+    dc.run_command(good)
+    with pytest.raises(AssertionError, match="not what the command prints"):
+        dc.run_command(dc.DocCommand("README.md", 1, "echo one; echo three", ("one", "two")))
+    # Volatile lines (wall-clock speed) are not compared; blank lines neither.
+    dc.run_command(dc.DocCommand("README.md", 1, "echo one; echo '  sim speed : 9 per s'",
+                                 ("one", "", "  sim speed : 1 per s")))
 
 
 def test_static_check_catches_rot():

@@ -77,13 +77,59 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
 def test_start_refuses_to_overwrite_or_pollute(tmp_path):
     dest = tmp_path / "lab1"
     labs.start(1, dest)
+    (dest / "hdl" / "mine.py").write_text("# a student's file\n")
     with pytest.raises(labs.LabError, match="exists"):
         labs.start(1, dest)
     labs.start(1, dest, force=True)
-    with pytest.raises(labs.LabError, match="outside the main tree"):
-        labs.start(1, REPO_ROOT / "hdl" / "lab1")
+    assert not (dest / "hdl" / "mine.py").exists()
+    # --force deletes only a lab copy: never the main tree, what holds it, or any other dir.
+    for bad in (REPO_ROOT / "hdl" / "lab1", REPO_ROOT, REPO_ROOT.parent):
+        with pytest.raises(labs.LabError, match="outside the main tree"):
+            labs.start(1, bad, force=True)
+    other = tmp_path / "course"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    with pytest.raises(labs.LabError, match="not a lab copy"):
+        labs.start(1, other, force=True)
+    assert (other / "notes.txt").read_text() == "keep me"
     with pytest.raises(labs.LabError, match="no lab 99"):
         labs.start(99, tmp_path / "x")
+
+
+def test_copy_is_a_git_repository_with_the_stub_committed(tmp_path):
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.fail("git is needed (the copy is made a repository for `git diff`)")
+    dest = tmp_path / "lab3"
+    labs.start(3, dest)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "", status  # .venv (a symlink) and everything else accounted for
+    assert (dest / "bench" / "results.json").is_file()
+
+
+def test_reference_passes_in_a_copy_through_make(tmp_path):
+    """Control: a copy without stubs passes its fast checks, run the student's way
+    (`make lab<N>-check` in the copy, with the main tree's .venv), so a failure with the stubs
+    means the stubs, not an incomplete copy."""
+    dest = tmp_path / "lab2"
+    labs.start(2, dest, regions=())
+    proc = subprocess.run(["make", "lab2-check", "LAB_ARGS=--fast", "JOBS=0"], cwd=dest,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "every check passes" in proc.stdout
+
+
+@pytest.mark.parametrize("number,region", [(n, e.region) for n, lab in sorted(LABS.items())
+                                           if len(lab.exercises) > 1 for e in lab.exercises])
+def test_each_stub_alone_fails(number, region, tmp_path):
+    dest = tmp_path / f"lab{number}"
+    labs.start(number, dest, regions=(region,))
+    proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, (f"lab {number}, only `{region}` stubbed: exit status "
+                                  f"{proc.returncode}\n" + (proc.stdout + proc.stderr)[-3000:])
 
 
 def test_cli(tmp_path):
