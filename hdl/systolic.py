@@ -27,18 +27,19 @@ class SystolicArray(wiring.Component):
     ``+0 + w[0,m]·x[0] + w[1,m]·x[1] + ...`` in row order (the contract's order).
 
     * ``x_in``: one operand per row, all of one moving column at once (unskewed). The array
-      delays row k by ``k · add_stages`` cycles itself (the systolic skew).
-    * ``result``: the fp32 sums of all ``n`` columns for that moving column, together (the
-      array delays column m by ``n − 1 − m`` cycles to undo the column skew), :attr:`latency`
-      cycles after its ``x_in``: ``latency = n · add_stages + mul_stages + n − 1`` (7n + 4
-      with the default 5 multiplier and 6 adder stages of :class:`~hdl.pe.PE`).
+      skews the rows itself (a delay line per row, the systolic skew; see
+      :attr:`hdl.pe.PE.row_skew`).
+    * ``result``: the fp32 sums of all ``n`` columns for that moving column, together (a
+      delay line per column undoes the column skew), :attr:`latency` cycles after its
+      ``x_in``: ``latency = n · add_stages + mul_stages + n − 1`` (7n + 4 with the default 5
+      multiplier and 6 adder stages of :class:`~hdl.pe.PE`).
       Throughput: one moving column (``n²`` MACs) per cycle.
     * ``w_in`` / ``w_shift``: the weight-load chains feed the **bottom** row and shift up, one
       row per ``w_shift`` (independent of ``en``), into the PEs' shadow weights. After ``n``
       shifts the first row shifted is in row 0. A ``swap`` operand (``x_in[k].swap``) makes
       each PE copy its shadow weight into the active one as the operand reaches it; shifts must
-      not overlap the swap wavefront (it reaches PE (k, m) ``k · add_stages + m`` cycles after
-      entering) — :class:`~hdl.tensor_engine.TensorEngine` ensures that.
+      not overlap the swap wavefront (the swap travels with its operand, through the skew) —
+      :class:`~hdl.tensor_engine.TensorEngine` ensures that.
     * ``en``: clock enable of everything but the weight shift.
     """
 

@@ -569,5 +569,34 @@ def lab_check(number, tree, fast, jobs, as_json):
         raise click.ClickException(f"lab {number}: checks failed in {tree} (see above)")
 
 
+def _lab_copy_root():
+    """The root of the lab scratch copy the working directory is in (``nclite lab start``
+    marks it), or None."""
+    from pathlib import Path
+
+    from .labs import MARKER
+
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / MARKER).is_file():
+            return d
+    return None
+
+
+def entry():
+    """The ``nclite`` console script. Inside a lab's scratch copy it runs the copy's code (the
+    student's), not the main tree's that the script was installed from."""
+    import os
+    from pathlib import Path
+
+    lab_root = _lab_copy_root()
+    if lab_root is not None and Path(__file__).resolve().parents[1] != lab_root \
+            and not os.environ.get("NCLITE_IN_LAB_COPY"):
+        env = {**os.environ, "NCLITE_IN_LAB_COPY": str(lab_root),
+               "PYTHONPATH": os.pathsep.join([str(lab_root), os.environ.get("PYTHONPATH", "")])}
+        os.execve(sys.executable, [sys.executable, "-m", "sim.cli", *sys.argv[1:]], env)
+    main()
+
+
 if __name__ == "__main__":
     main()

@@ -141,3 +141,18 @@ def test_cli(tmp_path):
     assert json.loads(r.output)["check"].endswith("make lab2-check")
     r = CliRunner().invoke(main, ["lab", "check", "1", "--dir", str(tmp_path)])
     assert r.exit_code == 1 and "is not an nclite tree" in r.output
+
+
+def test_nclite_in_a_copy_runs_the_copys_code(tmp_path):
+    """`nclite` is installed from the main tree; inside a lab copy it must run the student's
+    code: with lab 2's stub the tensor engine cannot elaborate, so gemm fails in one line."""
+    dest = tmp_path / "lab2"
+    labs.start(2, dest)
+    nclite = dest / ".venv" / "bin" / "nclite"
+    if not nclite.exists():
+        pytest.fail(f"{nclite} missing: the copy's .venv link is broken")
+    args = [str(nclite), "gemm", "--array", "2", "--m", "2", "--k", "2", "--n", "2",
+            "--sim", "icarus"]
+    proc = subprocess.run(args, cwd=dest / "docs", capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "lab 2" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

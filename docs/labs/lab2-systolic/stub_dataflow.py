@@ -1,14 +1,22 @@
-# TODO(lab2): wire the n x n PEs of `pes` (pes[k][col]: row k, column col) into the array
-# (docs/labs/lab2-systolic/README.md, "Exercise"). For every PE:
-#   * add it as m.submodules[f"pe_{k}_{col}"] (the names waveforms and figures use);
-#   * en and w_shift: the array's;
-#   * x_in: row k's moving operand self.x_in[k] after the input skew (column 0), or the x_out
-#     of its left neighbour;
-#   * w_in: the weight chain loads from the bottom: self.w_in[col] for the bottom row, else
-#     the w_out of the PE below;
-#   * psum_in: +0 (the constant 0) for row 0, else the psum_out of the PE above.
-# Then self.result[col] is the bottom PE's psum_out of column col after the output deskew.
-# Skew and deskew are delay lines: delay(m, value, cycles, name=..., en=self.en)
-# (hdl/pipeline.py; name them f"x_row{k}" and f"sum_col{col}"). How many cycles each?
+# TODO(lab2): wire the array (docs/labs/lab2-systolic/README.md, "Exercise").
+# pes[k][col] is the PE of row k, column col. Drive each PE's en, w_shift, x_in,
+# w_in and psum_in so that the array computes the weight-stationary dataflow of
+# the lab's Background (the PE's ports: hdl/pe.py, class PE), and self.result[col]
+# from the bottom row. The input skew (one per row) and the output deskew (one per
+# column) are delay lines, named f"x_row{k}" and f"sum_col{col}":
+#     delay(m, value, cycles, name=..., en=self.en)        (hdl/pipeline.py)
+# How many cycles each is the lab's question 2: start from PE.row_skew and
+# self.latency. Delete the raise when you start.
 raise NotImplementedError("lab 2: wire the array, its skew and deskew here "
                           "(docs/labs/lab2-systolic/README.md)")
+for k in range(n):
+    row_in = self.x_in[k]  # TODO(lab2): row k's operand after its skew
+    for col in range(n):
+        pe = pes[k][col]
+        m.submodules[f"pe_{k}_{col}"] = pe  # names used by waves, figures
+        m.d.comb += [
+            # TODO(lab2): pe.en, pe.w_shift, pe.x_in, pe.w_in, pe.psum_in
+        ]
+for col in range(n):
+    out = pes[n - 1][col].psum_out  # TODO(lab2): after column col's deskew
+    m.d.comb += self.result[col].eq(out)
