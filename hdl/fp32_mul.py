@@ -61,8 +61,9 @@ class Fp32Multiplier(wiring.Component):
     Parameters
     ----------
     stages : int
-        0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers: after the 24 x 24 significand
-        multiply, after normalisation, and at the output (in that order of preference).
+        0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers, at three cut points: after the
+        24 x 24 significand multiply, after normalisation, and at the output (the stage plan at
+        the top of ``elaborate`` says which points each count uses).
     """
 
     def __init__(self, *, stages: int = 2):
@@ -92,6 +93,10 @@ class Fp32Multiplier(wiring.Component):
         #   fraction bumps the exponent (subnormal -> normal, 2.0 -> next binade, max -> inf).
         m = Module()
         # lab5 begin: cuts
+        # Stage plan (measured in docs/labs/lab5-synthesis-timing, Tasks 3-5): the first
+        # register after the multiply, so that the DSP product and the normalisation (the
+        # longest segment) are in different cycles; the second after normalisation; the output
+        # register last, as at 2 stages the longest path is already inside normalisation.
         cut_mul = 1 if self.stages >= 1 else 0
         cut_norm = 1 if self.stages >= 2 else 0
         cut_out = self.stages - cut_mul - cut_norm

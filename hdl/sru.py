@@ -113,7 +113,7 @@ class StochasticRounder(wiring.Component):
         #           | of the result, base = max(E - Emin, 0) << p
         #   shifted | {sig, r zero bits} >> d: the top bits are the kept significand, the low r
         #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky
-        #   (round) | up = RNE: guard & (sticky | lsb); SR: carry of fraction + R; RTZ: 0;
+        #   (round) | up (one more ulp: the mode's decision from kept's LSB, frac, lost, R);
         #           | magnitude = base + kept + up (a carry out of the mantissa moves to the
         #           | next binade, subnormal -> normal included); then overflow and specials
         #
@@ -270,6 +270,7 @@ class StochasticRounder(wiring.Component):
             ls = shifted_lanes[lane]
             up = Signal(name=f"up{lane}")  # 1: the magnitude goes up by one ulp
             # lab3 begin: round_up
+            # RNE: guard & (sticky | lsb); SR: the carry out of frac + R (frac + R >= 2^r).
             guard = ls.frac[r - 1]
             sticky = ls.lost | (ls.frac[:r - 1].any() if r > 1 else 0)
             carry = (ls.frac + ls.random)[r]

@@ -43,9 +43,10 @@ from sim.allreduce import ring_params  # noqa: E402
 
 _SAVE = {"dpi": 110, "metadata": {"Software": None}}
 
-#: Cycle counts of all-reduces measured with `nclite allreduce --sim icarus` (seed 1), e.g.
+#: Cycle counts of all-reduces measured with `nclite allreduce --sim icarus` (seed 1):
 #: `nclite allreduce --ranks 3 --link-width 2 --latency 3 --n 16 --n 64 --n 256 --n 1000
-#: --n 1024 --sim icarus`: (P, W, latency) -> {n: cycles}.
+#: --n 1024 --sim icarus` and `nclite allreduce --ranks 4 --link-width 4 --latency 8
+#: --n 16384 --sim icarus` (about a minute): (P, W, latency) -> {n: cycles}.
 MEASURED = {
     (3, 2, 3): {16: 54, 64: 73, 256: 201, 1000: 697, 1024: 713},
     (4, 4, 8): {16384: 6187},

@@ -1,6 +1,4 @@
-# TODO(lab5): build `cycles` pipeline registers in m's `sync` domain, one after the other.
-# Register i (Signal.like(value, name=f"{name}_d{i}"), i = 1, 2, ...) loads the one before it
-# (register 1 loads `value`) on every clock edge where `en` is 1 -- on every edge if en is
-# None -- and holds otherwise. Return the last register (`value` itself when cycles == 0).
+# TODO(lab5): the body of delay(). Its docstring above is the contract; the lab's README
+# (Exercise, Part A) spells out what the rest of the project relies on.
 raise NotImplementedError("lab 5: the pipeline registers of delay() "
                           "(docs/labs/lab5-synthesis-timing/README.md)")
