@@ -29,7 +29,7 @@ def test_core_demo_cli(simulator):
 
     res = CliRunner().invoke(main, ["demo", "--sim", simulator, "--seed", "5", "--json"])
     assert res.exit_code == 0, res.output
-    fig = json.loads(res.output)
+    fig = json.loads(res.stdout)  # (progress lines go to stderr)
     mlp, ring = fig["mlp"], fig["ring"]
     assert mlp["bit_exact"] and ring["bit_exact"], fig
     p = mlp["perf"]
