@@ -37,7 +37,8 @@ NOT_RUN: list[tuple[str, str]] = [
      "the test suite itself (docs-check runs inside make test)"),
     (r"make (setup|system-deps)\b", "make test's own first step; it has run when docs-check runs"),
     (r"make demo\b", "make demo = nclite doctor --quiet + nclite demo; "
-     "tests/test_demo.py::test_core_demo_cli runs `nclite demo` in both simulators"),
+     "tests/test_demo.py::test_core_demo_cli runs `nclite demo --only mlp` in both simulators "
+     "(the whole demo in make test-full), test_multicore_rtl.py the ring's program"),
     (r"make (synth|synth-report|bitstream)\b|nclite synth report\b",
      "tens of minutes of synthesis; tests/test_synth.py runs the same flow on one component"),
     (r"make bench\b|nclite bench\b",

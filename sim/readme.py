@@ -45,7 +45,7 @@ def _int(n: int) -> str:
 
 def _area(r: dict) -> str:
     a = r["area"]
-    return f"{_int(a['luts'])} LUTs, {a['dsps']} DSPs"
+    return f"{_int(a['luts'])} LUTs, {a['dsps']} DSP{'' if a['dsps'] == 1 else 's'}"
 
 
 def _fmax(r: dict) -> str:

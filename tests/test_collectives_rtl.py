@@ -9,6 +9,8 @@ host-side driver (``sim.allreduce``, behind ``nclite allreduce``) and the all-re
 efficiency against the bandwidth-optimal ring bound, from cycle counts.
 """
 
+import os
+
 import pytest
 
 from sim import runner
@@ -27,7 +29,9 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("config", [
+    # The ring of 8 runs in make test-full (and in make bench); 2, 3 and 4 ranks in make test.
+    pytest.param(c, marks=pytest.mark.slow) if c == "p8-w2" else c for c in CONFIGS])
 def test_ring(simulator, config):
     params, count = CONFIGS[config]
     runner.run(RING, params, "sim.tb_collectives", simulator,
@@ -49,9 +53,11 @@ def test_allreduce_driver(simulator):
 
 def test_allreduce_efficiency(simulator):
     """n = 16 K words on 4 ranks with 4-word links: >= 0.9 of the ring bound 2(P-1)/P n/W
-    (the issue's target), from the engines' own cycle counters."""
-    r = run_collectives(ranks=4, sizes=[16384], link_width=4, simulator=simulator, latency=8,
+    (the issue's target), from the engines' own cycle counters. (Icarus, ~30x slower, runs
+    n = 4 K in make test: the cycle counts are the same in both simulators.)"""
+    n = 4096 if simulator == "icarus" and not os.environ.get("NCLITE_FULL") else 16384
+    r = run_collectives(ranks=4, sizes=[n], link_width=4, simulator=simulator, latency=8,
                         error_vs_float64=False)
     (run,) = r["runs"]
-    assert run["bound_cycles"] == 6144
+    assert run["bound_cycles"] == 6 * n // 16
     assert run["efficiency"] >= 0.9, run
