@@ -6,7 +6,7 @@
 #   make test-full  the long regressions too
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
-#   make lint       ruff on the Python sources
+#   make lint       ruff on the Python, verilator --lint-only -Wall on every top-level
 #   make docs-check run every command shown in README.md and docs/ (part of make test)
 #   make readme     regenerate README.md's results table from bench/ and synth/ results
 #   make lab<N>-check   the checks of lab N's exercise, in this tree (docs/labs/; start a lab
@@ -82,8 +82,11 @@ lab%-check:
 	  "for a lab's scratch copy)" >&2; exit 1; }
 	$(NCLITE) lab check $* --dir . --jobs $(JOBS) $(LAB_ARGS)
 
+# ruff on the Python; verilator --lint-only -Wall on every top-level's Verilog (reviewed
+# waivers: sim/verilator_waivers.vlt, sim/verilator_lint.vlt). make test runs both.
 lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m sim.lint
 
 # The bitstream first: the report includes its figures.
 synth: bitstream

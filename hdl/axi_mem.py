@@ -104,7 +104,7 @@ class AxiMemory(wiring.Component):
         m = Module()
         lg = self.log2_size
         mem = memory.Memory(shape=32, depth=self.size_bytes // 4, init=[])
-        m.submodules.mem = mem
+        m.submodules.ram = mem  # (not "mem": the board names this engine so; Verilator VARHIDDEN)
         wr_a, wr_b = mem.write_port(granularity=8), mem.write_port(granularity=8)
         rd_a = mem.read_port(transparent_for=(wr_b,))
         rd_b = mem.read_port(transparent_for=(wr_a,))
