@@ -15,11 +15,17 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", [
-    # n = 3 with shallow pipelines runs in make test-full; n = 2 and 4 (default PE) in make test.
-    pytest.param(c, marks=pytest.mark.slow) if c == "n3-deep" else c for c in CONFIGS])
-@pytest.mark.parametrize("testcase", ["random_commands,back_to_back,illegal_commands",
-                                      "random_gemms"])
+def _cases():
+    # make test: n = 2 both testcases, n = 4 the random GEMMs; make test-full adds n = 4's
+    # command mix and the n = 3 shallow engine.
+    for config in CONFIGS:
+        for testcase in ("random_commands,back_to_back,illegal_commands", "random_gemms"):
+            full = config == "n3-deep" or (config == "n4" and testcase != "random_gemms")
+            yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
+                               id=f"{testcase}-{config}")
+
+
+@pytest.mark.parametrize("config, testcase", list(_cases()))
 def test_tensor_engine(simulator, config, testcase):
     runner.run("hdl.tensor_engine:TensorEngine", CONFIGS[config], "sim.tb_tensor_engine",
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
