@@ -146,6 +146,15 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
             return value, pos
 
 
+def _lz4_length(src: bytes, pos: int, count: int) -> tuple[int, int]:
+    """A length of 15 goes on in the next bytes, each added, until one is not 255."""
+    while True:
+        count += src[pos]
+        pos += 1
+        if src[pos - 1] != 255:
+            return count, pos
+
+
 def _lz4_block(src: bytes, size: int) -> bytes:
     """Decompress one raw LZ4 block (no frame) of ``size`` bytes."""
     out = bytearray()
@@ -155,11 +164,7 @@ def _lz4_block(src: bytes, size: int) -> bytes:
         pos += 1
         count = token >> 4
         if count == 15:
-            while True:
-                count += src[pos]
-                pos += 1
-                if src[pos - 1] != 255:
-                    break
+            count, pos = _lz4_length(src, pos, count)
         out += src[pos:pos + count]
         pos += count
         if pos >= len(src):
@@ -168,11 +173,7 @@ def _lz4_block(src: bytes, size: int) -> bytes:
         pos += 2
         count = token & 15
         if count == 15:
-            while True:
-                count += src[pos]
-                pos += 1
-                if src[pos - 1] != 255:
-                    break
+            count, pos = _lz4_length(src, pos, count)
         count += 4
         start = len(out) - offset
         if offset >= count:
