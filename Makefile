@@ -7,6 +7,8 @@
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python, verilator --lint-only -Wall on every top-level
+#   make formal     every formal property (yowasp-sby + z3) -> build/formal/results.md
+#   make coverage   Verilator line/toggle + functional coverage -> build/coverage/report.md
 #   make docs-check run every command shown in README.md and docs/ (part of make test)
 #   make readme     regenerate README.md's results table from bench/ and synth/ results
 #   make lab<N>-check   the checks of lab N's exercise, in this tree (docs/labs/; start a lab
@@ -33,8 +35,8 @@ export PATH := $(if $(VERILATOR_ROOT),$(VERILATOR_ROOT)/bin:,)$(abspath $(VENV))
 BOARD   ?= ulx3s-85f
 SYNTH_JOBS ?= 2
 
-.PHONY: setup system-deps demo test test-full bench doctor lint synth synth-report bitstream \
-        docs-check readme clean distclean
+.PHONY: setup system-deps demo test test-full bench doctor lint formal coverage synth \
+        synth-report bitstream docs-check readme clean distclean
 
 setup: system-deps $(STAMP)
 
@@ -87,6 +89,17 @@ lab%-check:
 lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m sim.lint
+
+# Every formal property (sim/formal/): proofs by k-induction, or bounded checks of a stated
+# depth. make test runs the fast subset (tests/test_formal.py). --summary: README's figures.
+formal: setup
+	$(PY) -m sim.formal --summary docs/formal.json
+
+# Verilator line/toggle coverage and functional coverage of the NeuronCore, tensor engine and
+# SRU runs (sim/coverage_report.py; about 11 min on 2 cores) -> build/coverage/report.md;
+# --summary: README's figures.
+coverage: setup
+	$(PY) -m sim.coverage_report --summary docs/coverage.json
 
 # The bitstream first: the report includes its figures.
 synth: bitstream

@@ -48,7 +48,10 @@ class Opcode(enum.IntEnum):
 
 
 class ErrorCode(enum.IntEnum):
-    """The error code register. The queue stops at the first failing command."""
+    """The error code register. The queue stops at the first failing command.
+
+    Codes 1..6 come from the checks of a descriptor before it runs (the command changes
+    nothing); 7 and 8 from an engine while the command runs (it was executed, and counted)."""
 
     OK = 0
     BAD_OPCODE = 1  #: opcode 0 or 9..15
@@ -58,6 +61,16 @@ class ErrorCode(enum.IntEnum):
     BAD_SHAPE = 5  #: a zero size, K or M above N, or a MATMUL whose K is not its
     #: LOAD_STATIONARY's
     BAD_ALIGN = 6  #: a DRAM address or stride not a multiple of the element size
+    #: DRAM answered a DMA_LOAD / DMA_STORE with SLVERR or DECERR (on R or B). Reported when
+    #: the response arrives; the index is the DMA command's. The command runs to its end (a
+    #: load writes what R returned, error or not); commands dispatched after it meanwhile
+    #: still run. The ISS's DRAM never fails: it never reports this code.
+    BUS_ERROR = 7
+    #: a COLLECTIVE made no progress on its links for the collective engine's
+    #: ``watchdog_cycles`` (a core of the ring never joined it): the engine abandoned it;
+    #: its buffer's contents are undefined (:class:`golden.iss.RingISS` reports this code for
+    #: a COLLECTIVE not every core reaches).
+    LINK_TIMEOUT = 8
 
 
 DTYPE_NAMES = {0: "bf16", 1: "fp8_e4m3", 2: "fp8_e5m2", 3: "fp16", 4: "fp32"}

@@ -40,7 +40,9 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
 sizes (BAD_SHAPE), ranges (BAD_RANGE), alignment (BAD_ALIGN), sets ``error`` and
 ``error_index`` (the command's position) and stops the program; that command changes nothing.
-An illegal opcode is BAD_OPCODE.
+An illegal opcode is BAD_OPCODE. Errors of a running command: the ISS's DRAM never fails, so
+it never reports BUS_ERROR; :class:`RingISS` reports LINK_TIMEOUT for a COLLECTIVE that not
+every core reaches (the hardware's link watchdog).
 
 numpy + ml_dtypes only.
 """
@@ -276,7 +278,14 @@ class NeuronCoreISS:
 class RingISS:
     """P cores in a ring; each runs its own program, and they meet at COLLECTIVE commands
     (the k-th COLLECTIVE of every core is one collective; all must agree on its op and buffer
-    size, else the hardware would hang and this raises :class:`RuntimeError`)."""
+    size, else this raises :class:`RuntimeError`: the hardware's outcome is not defined).
+
+    A COLLECTIVE that some cores reach while another core's program ends (or stops on an
+    error) before it is the hardware's link timeout: each core waiting at it fails with
+    ``ErrorCode.LINK_TIMEOUT`` at its position, counted as executed (it was dispatched), and
+    its buffer's contents become undefined -- here they are left as they were; the hardware
+    may have reduced part of them, so a test reloads that region before comparing. The
+    cores' later commands are dropped (the queue stopped)."""
 
     def __init__(self, cores: list[NeuronCoreISS]):
         if len(cores) < 2:
@@ -307,8 +316,17 @@ class RingISS:
             if all(w is None for w in waiting):
                 return [c.error for c in self.cores]
             if any(w is None for w in waiting):
-                raise RuntimeError(f"cores {[r for r in range(P) if waiting[r] is None]} ended "
-                                   f"or failed while others wait at a COLLECTIVE: a hang")
+                # Cores that ended or failed never join: the others' watchdogs fire.
+                for r, core in enumerate(self.cores):
+                    if waiting[r] is not None:
+                        core.fail(pc[r], CommandError(
+                            ErrorCode.LINK_TIMEOUT,
+                            f"cores {[q for q in range(P) if waiting[q] is None]} never joined "
+                            f"this COLLECTIVE"))
+                        core.executed += 1
+                        pc[r] += 1
+                        waiting[r] = None
+                continue
             sizes = {(w["coll_op"], w["rows"] * w["cols"]) for w in waiting}
             if len(sizes) != 1:
                 raise RuntimeError(f"mismatched COLLECTIVE commands across cores: {sizes}")

@@ -61,6 +61,9 @@ class ActivationEngine(wiring.Component):
     ``o`` is stalled. A seed on ``seed`` is taken only when the engine is not ``busy``, so
     beats taken before it draw from the old stream, as in program order.
 
+    Reset drops the command in progress (its remaining beats are not expected) and every beat
+    in flight (none comes out), clears ``error`` and ``busy``; the SRU then seeds itself with 0.
+
     Parameters (keyword-only): ``lanes`` (N), ``mul_stages`` (0..3), ``add_stages`` (0..7),
     ``sru_stages`` (0..3), ``random_bits`` (r), ``targets`` (the SRU's dtypes).
     """

@@ -16,7 +16,8 @@ REGISTERS = {
     "ID": 0x00,  # read: CORE_ID
     "CTRL": 0x04,  # write: bit 0 soft reset (a pulse), bit 1 clear the error (a pulse), bit 2
     #                pause (a level, set or cleared by every CTRL write: while set, no
-    #                descriptor leaves the queue; commands already taken run on). Read: bit 2
+    #                descriptor leaves the queue but one already offered to the sequencer;
+    #                commands already taken run on). Read: bit 2
     "STATUS": 0x08,  # read: bit 0 busy, bit 1 error, bit 2 queue full, bit 3 overflow
     #                  (a PUSH was dropped; cleared by CTRL bit 1), bits 4..7 the core's flags
     #                  (status_flags: bit 4 a debug read timed out), bits 8.. queue level
@@ -62,7 +63,8 @@ class CommandQueue(wiring.Component):
     at PERF0.. . A DBG_ADDR write goes out on ``dbg_req`` and its B response waits for the
     word on ``dbg_resp`` (then readable at DBG_DATA), so a host that reads DBG_DATA after the
     write completes always sees the word it asked for. Every access completes with OKAY
-    (unmapped addresses read 0, ignore writes).
+    (unmapped addresses read 0, ignore writes). Reset (``rst``) empties the queue and clears
+    the overflow bit, pause, the staged descriptor words and DBG_DATA.
 
     Parameters (keyword-only): ``depth`` (descriptors, 1..256), ``perf_counters`` (0..16).
     """
@@ -101,9 +103,14 @@ class CommandQueue(wiring.Component):
         staged = [Signal(32, name=f"desc{i}") for i in range(8)]
         overflow = Signal()
         pause = Signal()
-        m.d.comb += [self.desc.valid.eq(queue.r_rdy & ~pause), self.desc.payload.eq(queue.r_data),
-                     queue.r_en.eq(self.desc.ready & ~pause), queue.w_data.eq(Cat(*staged)),
-                     self.pause.eq(pause)]
+        # Pause stops the next descriptor, not one already offered: a descriptor on ``desc``
+        # stays valid until taken (the stream rule; sim/formal's stream_cmdqueue_strict).
+        offered = Signal()
+        m.d.comb += [self.desc.valid.eq(queue.r_rdy & (~pause | offered)),
+                     self.desc.payload.eq(queue.r_data),
+                     queue.r_en.eq(self.desc.valid & self.desc.ready),
+                     queue.w_data.eq(Cat(*staged)), self.pause.eq(pause)]
+        m.d.sync += offered.eq(self.desc.valid & ~self.desc.ready)
 
         # --- Writes. -------------------------------------------------------------------------
         aw_addr, aw_full = Signal(12), Signal()

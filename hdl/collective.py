@@ -1,6 +1,6 @@
 """The collective engine: one per core, ring all-reduce / reduce-scatter / all-gather."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, enum, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -9,12 +9,20 @@ from .pe import check_stages
 from .pipeline import delay
 
 __all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
-           "check_ranks", "check_link_width", "check_depth", "setup_cycles"]
+           "check_ranks", "check_link_width", "check_depth", "check_watchdog", "setup_cycles",
+           "DEFAULT_WATCHDOG_CYCLES", "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
 
 #: Link widths (fp32 words per beat) the engine can be built for.
 LINK_WIDTHS = (1, 2, 4)
 #: Largest ring the engine can be built for (the chunk table has ranks + 1 entries).
 MAX_RANKS = 64
+#: The link watchdog's default: cycles without a beat on either link before a command is
+#: abandoned (``watchdog_cycles``; 0 turns the watchdog off).
+DEFAULT_WATCHDOG_CYCLES = 1 << 16
+#: Its smallest value: above the receiver's pipeline (1 + 7 adder stages), so that when the
+#: watchdog fires no received beat is still on its way to memory.
+MIN_WATCHDOG_CYCLES = 16
+MAX_WATCHDOG_CYCLES = 1 << 30
 
 
 class CollectiveOp(enum.Enum, shape=2):
@@ -45,6 +53,16 @@ def check_depth(depth) -> int:
         raise ValueError(f"depth must be an integer between 1 and {1 << 20} (rows of "
                          f"link_width words), not {depth!r}")
     return depth
+
+
+def check_watchdog(watchdog_cycles) -> int:
+    if (not isinstance(watchdog_cycles, int) or isinstance(watchdog_cycles, bool)
+            or not (watchdog_cycles == 0
+                    or MIN_WATCHDOG_CYCLES <= watchdog_cycles <= MAX_WATCHDOG_CYCLES)):
+        raise ValueError(f"watchdog_cycles must be 0 (no watchdog) or an integer between "
+                         f"{MIN_WATCHDOG_CYCLES} and {MAX_WATCHDOG_CYCLES}, not "
+                         f"{watchdog_cycles!r}")
+    return watchdog_cycles
 
 
 def setup_cycles(ranks: int, depth: int) -> int:
@@ -131,6 +149,23 @@ class CollectiveEngine(wiring.Component):
     * ``rank`` (input): this core's position in the ring, 0..ranks − 1, constant while busy.
     * ``busy``; ``cycles``: the cycles the last (or current) command took, from the cycle
       after it was taken until idle.
+    * ``timeout``: the watchdog abandoned the last command (below); it stays set until the
+      engine takes its next command. ``tx_flush``: one cycle, the cycle after the watchdog
+      fires: the link behind ``tx`` should drop every beat it still holds from this engine
+      (the ring tops wire it to :class:`~hdl.ring.LinkModel`'s ``flush``).
+
+    Link watchdog (``watchdog_cycles`` = T, 0: none): a running command (after its setup)
+    that sees no handshake on ``tx`` nor on ``rx`` for T consecutive cycles is abandoned at
+    the end of the T-th: the engine returns to idle at once (``busy`` falls, ``timeout``
+    rises, ``cycles`` counts setup + work + T), drops what it holds (the walkers stop, the tx
+    FIFO and a read in flight are emptied; no received beat is in flight: T is above the
+    receiver's pipeline), and pulses ``tx_flush`` so that its outgoing link drops the beats
+    the next rank never took. Every rank that entered the collective stops the same way (the
+    ring has stopped), each flushing its own outgoing link, so no stale beat reaches a later
+    collective -- start the next one only after every rank that entered has timed out. The
+    buffer's contents are undefined after a timeout (some rows may be reduced). T must exceed
+    the longest legitimate wait: the link latency, stalls, and how much later than its
+    neighbours a rank may enter a collective (in a core: the other cores' work before it).
 
     Timing: a command spends ``setup_cycles`` (a B ÷ P long division and the chunk table)
     before its first beat; then each step costs two cycles of bookkeeping per machine. With
@@ -140,14 +175,17 @@ class CollectiveEngine(wiring.Component):
     cycles after it arrives.
 
     Parameters (keyword-only): ``ranks`` (P, 2..64), ``link_width`` (1, 2 or 4), ``depth``
-    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..7).
+    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..7),
+    ``watchdog_cycles`` (0, or :data:`MIN_WATCHDOG_CYCLES` .. :data:`MAX_WATCHDOG_CYCLES`;
+    default :data:`DEFAULT_WATCHDOG_CYCLES`).
     """
 
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2):
+                 add_stages: int = 2, watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.ranks = check_ranks(ranks)
+        self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self.link_width = check_link_width(link_width)
         self.depth = check_depth(depth)
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
@@ -168,6 +206,8 @@ class CollectiveEngine(wiring.Component):
             "busy": Out(1),
             "error": Out(1),
             "cycles": Out(32),
+            "timeout": Out(1),
+            "tx_flush": Out(1),
         })
 
     def elaborate(self, platform):
@@ -212,6 +252,12 @@ class CollectiveEngine(wiring.Component):
         new_beats = Signal(len(cmd.words) + 1)
         m.d.comb += new_beats.eq((cmd.words + (W - 1)) >> (W.bit_length() - 1))
         legal = ((cmd.op.as_value() != 3) & (cmd.words != 0) & (cmd.addr + new_beats <= depth))
+        # The link watchdog: `abort` in the T-th cycle in a row without a beat on tx or rx.
+        abort = Signal()
+        timeout = Signal()
+        flush = Signal()
+        m.d.comb += [self.timeout.eq(timeout), self.tx_flush.eq(flush)]
+        m.d.sync += flush.eq(abort)
         cycles = Signal(32)
         m.d.comb += self.cycles.eq(cycles)
         with m.If(running):
@@ -232,10 +278,11 @@ class CollectiveEngine(wiring.Component):
         finished = Signal()  # RUN: both machines done, nothing in flight
         wr_any = Signal()  # RX has written a row in this command
 
-        with m.FSM(name="phase"):
+        with m.FSM(name="phase") as phase:
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(1)
                 with m.If(self.cmd.valid):
+                    m.d.sync += timeout.eq(0)
                     with m.If(legal):
                         m.d.sync += [
                             running.eq(1), cycles.eq(0), op.eq(cmd.op), base.eq(cmd.addr),
@@ -275,9 +322,13 @@ class CollectiveEngine(wiring.Component):
                 with m.If(finished):
                     m.d.sync += [running.eq(0), wr_any.eq(0)]
                     m.next = "IDLE"
+                with m.If(abort):
+                    m.d.sync += [running.eq(0), wr_any.eq(0), timeout.eq(1)]
+                    m.next = "IDLE"
 
         # --- TX: read rows into the FIFO that feeds `tx`. ------------------------------------
-        m.submodules.tx_fifo = tx_fifo = fifo.SyncFIFO(width=32 * W, depth=self.TX_FIFO_DEPTH)
+        tx_fifo = fifo.SyncFIFO(width=32 * W, depth=self.TX_FIFO_DEPTH)
+        m.submodules.tx_fifo = ResetInserter(abort)(tx_fifo)  # an abandoned command's beats
         rd_pending = Signal()  # a tx_rd read was issued last cycle
         rd_mask = Signal(W)
         wr_step = Signal(range(2 * P))
@@ -286,7 +337,7 @@ class CollectiveEngine(wiring.Component):
         ready_row = (tx.step == 0) | (wr_any & ((wr_step >= tx.step) | (
             (wr_step + 1 == tx.step) & (wr_row >= tx.row))))
         tx.walk(m, base=base, starts=starts, steps=steps, dec=dec)
-        m.d.comb += [tx.move.eq(tx.beat & room & ready_row),
+        m.d.comb += [tx.move.eq(tx.beat & room & ready_row & ~abort),
                      self.tx_rd.en.eq(tx.move), self.tx_rd.addr.eq(tx.row)]
         m.d.sync += [rd_pending.eq(tx.move),
                      rd_mask.eq(Mux(tx.row == last_row, last_mask, (1 << W) - 1))]
@@ -337,4 +388,18 @@ class CollectiveEngine(wiring.Component):
         m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
         m.d.comb += finished.eq(tx.done & rx.done & ~tx.load & ~rx.load & (in_flight == 0)
                                 & ~rd_pending & (tx_fifo.level == 0))
+
+        # The watchdog counts the cycles of RUN since the last beat on either link.
+        T = self.watchdog_cycles
+        if T:
+            quiet = Signal(range(T), name="wd_quiet")
+            beat = (self.tx.valid & self.tx.ready) | (self.rx.valid & self.rx.ready)
+            in_run = running & phase.ongoing("RUN")
+            with m.If(~in_run | beat):
+                m.d.sync += quiet.eq(0)
+            with m.Else():
+                m.d.sync += quiet.eq(quiet + 1)
+            m.d.comb += abort.eq(in_run & ~beat & ~finished & (quiet == T - 1))
+            with m.If(abort):  # (after the walkers' own updates: this wins)
+                m.d.sync += [tx.done.eq(1), tx.load.eq(0), rx.done.eq(1), rx.load.eq(0)]
         return m

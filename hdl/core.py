@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .activation import ActivationEngine, activation_command_layout
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
-from .collective import CollectiveEngine, check_ranks
+from .collective import DEFAULT_WATCHDOG_CYCLES, CollectiveEngine, check_ranks, check_watchdog
 from .dma import AxiSignature, DmaEngine
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
@@ -261,17 +261,29 @@ class NeuronCore(wiring.Component):
     no DMA, ACTIVATE or COLLECTIVE uses the port, at most :data:`DEBUG_TIMEOUT` cycles (then
     the word reads 0 and STATUS bit 4 is set until CTRL clears the error).
 
+    Errors while a command runs (``ErrorCode`` 7 and 8, ``hdl.sequencer.Sequencer``): DRAM
+    answering a DMA burst with SLVERR or DECERR sets BUS_ERROR (the DMA command still runs to
+    its end, a load writing what R returned); the collective engine's link watchdog
+    abandoning a COLLECTIVE (a core of the ring never joined it: no beat on either link for
+    ``watchdog_cycles``) sets LINK_TIMEOUT, the core idle again. Either stops the queue like a
+    check error, with the index of the failing command; CTRL clears it (or soft-resets) and
+    the core works on. In a ring, ``tx_flush`` (one cycle) tells the outgoing link to drop
+    the beats of the abandoned collective (``hdl.multicore.CoreRing`` wires it).
+
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
     ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
     ``te_mul_stages``, ``te_add_stages`` (the PEs' pipeline depths, by default those of
-    :class:`~hdl.pe.PE`: 5 and 6), ``random_bits``, ``max_burst``.
+    :class:`~hdl.pe.PE`: 5 and 6), ``random_bits``, ``max_burst``; in a ring ``ranks``,
+    ``link_width`` and ``watchdog_cycles`` (the collective engine's link watchdog:
+    :class:`~hdl.collective.CollectiveEngine`, 0 for none).
     """
 
     def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,
                  psum_words: int = 16, dram_bytes: int = 1 << 16, queue_depth: int = 8,
                  te_mul_stages: int = DEFAULT_MUL_STAGES,
                  te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
-                 max_burst: int = 16, ranks: int = 0, link_width: int = 1):
+                 max_burst: int = 16, ranks: int = 0, link_width: int = 1,
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -280,6 +292,7 @@ class NeuronCore(wiring.Component):
         if ranks != 0:
             check_ranks(ranks)
         self.ranks, self.link_width = ranks, link_width
+        self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
@@ -289,10 +302,11 @@ class NeuronCore(wiring.Component):
                  # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
                  "busy": Out(1), "error": Out(1)}
         if ranks:
-            self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words)
+            self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words,
+                                          watchdog_cycles=watchdog_cycles)
             row = data.ArrayLayout(32, link_width)
             ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(row)),
-                          "rx": In(stream.Signature(row))})
+                          "rx": In(stream.Signature(row)), "tx_flush": Out(1)})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages)
         self._act = ActivationEngine(lanes=n, random_bits=random_bits)
@@ -357,7 +371,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, act.o, af.act_o)
         m.d.comb += [seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
                      seq.te_busy.eq(te.busy), seq.act_busy.eq(af.busy),
-                     seq.clear_error.eq(cq.clear_error)]
+                     seq.dma_error.eq(dma.error), seq.clear_error.eq(cq.clear_error)]
         m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
                      cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
         m.d.comb += [self.busy.eq(cq.busy), self.error.eq(seq.error_code.as_value() != 0)]
@@ -381,7 +395,8 @@ class NeuronCore(wiring.Component):
                          coll.cmd.payload.op.as_value().eq(cd.coll_op.as_value()),
                          coll.cmd.payload.addr.eq(cd.sbuf_addr),
                          coll.cmd.payload.words.eq(cd.cols * W),
-                         seq.coll_busy.eq(coll.busy)]
+                         seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
+                         self.tx_flush.eq(coll.tx_flush)]
             with m.If(seq.coll.valid & seq.coll.ready):
                 m.d.sync += coll_part.eq(cd.part)
             wiring.connect(m, coll.tx, wiring.flipped(self.tx))

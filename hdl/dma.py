@@ -56,9 +56,16 @@ class DmaEngine(wiring.Component):
 
     AXI4 (``axi``): INCR bursts of 4-byte beats, at most ``max_burst`` beats, never across a
     4 KiB boundary, one ID (0), reads in order. Each row is its own run of bursts from its
-    first byte rounded down to 4; stores write only the element bytes (``wstrb``). An error
-    response (SLVERR, DECERR) on R or B sets the sticky ``error``; the command still runs to
-    its end.
+    first byte rounded down to 4; stores write only the element bytes (``wstrb``).
+
+    Bus errors: an error response (SLVERR or DECERR: ``rresp`` / ``bresp`` bit 1) on any R
+    beat or B response sets ``error``, which stays set until the engine takes its next
+    command (so it belongs to the command running, or to the last one). The command still
+    runs to its end, as AXI has no abort: every burst is requested, a load writes to SBUF the
+    data R returned with every beat, error or not (a slave answering an error usually sends
+    zeros), a store sends all its W beats (what DRAM keeps of a burst answered with an error
+    is up to DRAM), and ``busy`` falls as usual once the last response is in. The sequencer
+    turns ``error`` into ``ErrorCode.BUS_ERROR``.
 
     SBUF ports: ``sbuf_wr_*`` writes one word per cycle; ``sbuf_rd_*`` reads one word with a
     one-cycle latency. Throughput: loads write one element per cycle while R keeps up;
@@ -138,7 +145,7 @@ class DmaEngine(wiring.Component):
         cmd = Signal(self.cmd_layout)
         m.d.comb += cmd.eq(Mux(start, self.cmd.payload, cmd_q))
         with m.If(start):
-            m.d.sync += [cmd_q.eq(self.cmd.payload), busy.eq(1)]
+            m.d.sync += [cmd_q.eq(self.cmd.payload), busy.eq(1), error.eq(0)]
         size = Signal(3)  # element bytes: 1, 2 or 4 (of the command starting, or running)
         with m.Switch(cmd.dtype):
             with m.Case(Dtype.FP8_E4M3, Dtype.FP8_E5M2):

@@ -37,6 +37,8 @@ class ErrorCode(enum.Enum, shape=4):
     BAD_RANGE = 4
     BAD_SHAPE = 5
     BAD_ALIGN = 6
+    BUS_ERROR = 7  # DRAM answered SLVERR / DECERR to a DMA_LOAD or DMA_STORE
+    LINK_TIMEOUT = 8  # a COLLECTIVE's links made no progress for the watchdog's cycles
 
 
 def _layout(fields: dict) -> data.StructLayout:

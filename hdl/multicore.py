@@ -20,7 +20,9 @@ class CoreRing(wiring.Component):
     Ports: ``axil<r>`` (AXI4-Lite slave) and ``axi<r>`` (AXI4 master) of each core r; the
     links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` (shared by all links,
     set at run time). Every other parameter is a :class:`~hdl.core.NeuronCore` one
-    (``link_width`` included), the same for every core.
+    (``link_width`` and ``watchdog_cycles`` included), the same for every core. A core's
+    ``tx_flush`` (its collective engine's watchdog abandoned a COLLECTIVE) empties its
+    outgoing link.
     """
 
     def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
@@ -28,6 +30,7 @@ class CoreRing(wiring.Component):
         self.max_latency = max_latency
         self._cores = [NeuronCore(ranks=ranks, **core) for _ in range(ranks)]
         self.link_width = self._cores[0].link_width
+        self.watchdog_cycles = self._cores[0].watchdog_cycles
         ports = {}
         for r in range(ranks):
             ports[f"axil{r}"] = Out(AxiLiteSignature())
@@ -54,5 +57,6 @@ class CoreRing(wiring.Component):
             links.append(link)
         for r, core in enumerate(self._cores):
             wiring.connect(m, core.tx, links[r].i)
+            m.d.comb += links[r].flush.eq(core.tx_flush)
             wiring.connect(m, links[r].o, self._cores[(r + 1) % self.ranks].rx)
         return m

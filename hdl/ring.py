@@ -5,15 +5,17 @@ stalls set at run time), :class:`CollectiveRing` wires P :class:`~hdl.collective
 s, their local memories and P links into one design that a testbench drives.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .collective import (
+    DEFAULT_WATCHDOG_CYCLES,
     CollectiveEngine,
     check_depth,
     check_link_width,
     check_ranks,
+    check_watchdog,
     collective_command_layout,
 )
 from .fp32_add import FP32_ADD_MAX_STAGES
@@ -47,6 +49,12 @@ class LinkModel(wiring.Component):
     offered, as the stream rules require). ``stall_rate`` = 0 never stalls, 128 stalls about
     half the cycles. ``reseed`` loads the generator from ``seed`` (mixed with ``index`` so the
     links of a ring differ).
+
+    ``flush`` (from the sending engine's ``tx_flush``, when its watchdog abandoned a
+    collective): every beat the link holds, in its line or offered on ``o``, is dropped at
+    the next clock edge (a beat offered on ``o`` disappears without being taken: the one
+    exception to the stream rules, for a ring that has already stopped). ``i`` takes nothing
+    in that cycle. The stall generator runs on.
     """
 
     def __init__(self, *, link_width: int = 1, max_latency: int = MAX_LINK_LATENCY,
@@ -65,6 +73,7 @@ class LinkModel(wiring.Component):
             "stall_rate": In(8),
             "seed": In(32),
             "reseed": In(1),
+            "flush": In(1),
         })
 
     def elaborate(self, platform):
@@ -76,7 +85,8 @@ class LinkModel(wiring.Component):
         # stop.
         m = Module()
         width = 32 * self.link_width
-        m.submodules.buf = buf = fifo.SyncFIFO(width=width, depth=self.capacity)
+        buf = fifo.SyncFIFO(width=width, depth=self.capacity)
+        m.submodules.buf = ResetInserter(self.flush)(buf)
 
         # Stall generator: xorshift32, never zero.
         mix = (0x9E3779B9 * (self.index + 1)) & 0xFFFF_FFFF
@@ -95,7 +105,7 @@ class LinkModel(wiring.Component):
         take = Signal()
         in_line = Signal(range(self.capacity + 1))  # beats in the line before the tap
         m.d.comb += [
-            self.i.ready.eq(~stall_in & (buf.level + in_line < self.capacity)),
+            self.i.ready.eq(~stall_in & ~self.flush & (buf.level + in_line < self.capacity)),
             take.eq(self.i.valid & self.i.ready),
         ]
         line = []
@@ -125,6 +135,8 @@ class LinkModel(wiring.Component):
             buf.r_en.eq(self.o.valid & self.o.ready),
         ]
         m.d.sync += offered.eq(self.o.valid & ~self.o.ready)
+        with m.If(self.flush):  # (after the updates above: this wins)
+            m.d.sync += [in_line.eq(0), offered.eq(0), *(stage.eq(0) for stage in line)]
         return m
 
 
@@ -142,16 +154,20 @@ class CollectiveRing(wiring.Component):
       ``idle``: a host write wins over the engine's.
     * ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` — the links' settings,
       shared by all links (:class:`LinkModel`).
-    * ``busy``, ``error`` (one bit per rank), ``idle`` (no engine busy), ``cycles`` (each
-      engine's cycle count of its last command, 32 bits per rank).
+    * ``busy``, ``error``, ``timeout`` (one bit per rank: the engines' own), ``idle`` (no
+      engine busy), ``cycles`` (each engine's cycle count of its last command, 32 bits per
+      rank). Engine r's ``tx_flush`` empties link r.
 
     Parameters (keyword-only): ``ranks``, ``link_width``, ``depth`` (rows per memory),
-    ``add_stages``, ``max_latency`` (the links' largest latency).
+    ``add_stages``, ``max_latency`` (the links' largest latency), ``watchdog_cycles`` (the
+    engines' link watchdog, :class:`~hdl.collective.CollectiveEngine`).
     """
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2, max_latency: int = MAX_LINK_LATENCY):
+                 add_stages: int = 2, max_latency: int = MAX_LINK_LATENCY,
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.ranks = check_ranks(ranks)
+        self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self.link_width = check_link_width(link_width)
         self.depth = check_depth(depth)
         self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
@@ -170,6 +186,7 @@ class CollectiveRing(wiring.Component):
             "stall_reseed": In(1),
             "busy": Out(ranks),
             "error": Out(ranks),
+            "timeout": Out(ranks),
             "idle": Out(1),
             "cycles": Out(data.ArrayLayout(32, ranks)),
         })
@@ -181,7 +198,8 @@ class CollectiveRing(wiring.Component):
         engines, links = [], []
         for r in range(P):
             eng = CollectiveEngine(ranks=P, link_width=W, depth=self.depth,
-                                   add_stages=self.add_stages)
+                                   add_stages=self.add_stages,
+                                   watchdog_cycles=self.watchdog_cycles)
             m.submodules[f"engine{r}"] = eng
             engines.append(eng)
             link = LinkModel(link_width=W, max_latency=self.max_latency, index=r)
@@ -189,7 +207,7 @@ class CollectiveRing(wiring.Component):
             links.append(link)
             m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
                          link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed),
-                         eng.rank.eq(r)]
+                         link.flush.eq(eng.tx_flush), eng.rank.eq(r)]
             wiring.connect(m, wiring.flipped(self.cmd[r]), eng.cmd)
 
             mem = memory.Memory(shape=row, depth=self.depth, init=[])
@@ -209,6 +227,7 @@ class CollectiveRing(wiring.Component):
                 m.d.comb += [wr.addr.eq(eng.wr.addr), wr.data.eq(eng.wr.data),
                              wr.en.eq(eng.wr.en)]
             m.d.comb += [self.busy[r].eq(eng.busy), self.error[r].eq(eng.error),
+                         self.timeout[r].eq(eng.timeout),
                          self.cycles[r].eq(eng.cycles)]
         for r in range(P):
             wiring.connect(m, engines[r].tx, links[r].i)

@@ -46,6 +46,18 @@ class Sequencer(wiring.Component):
     as the ISS runs nothing until ``clear_error``); the commands already dispatched finish.
     ``clear_error`` clears the code and lets the next descriptor in.
 
+    Errors of a running command (``executed`` counts it: it was dispatched):
+
+    * ``dma_error`` rising (the DMA got SLVERR or DECERR on R or B; it falls when the DMA
+      takes its next command) sets BUS_ERROR; ``coll_timeout`` rising (the collective engine's
+      watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. The index is that command's
+      position: ``executed`` when it was dispatched (what a check error of that command would
+      have reported). The queue stops as above; the command in the head register, not yet
+      dispatched, is dropped too. Commands dispatched after the failing one before its error
+      arrived still run (so EXECUTED may count some); the DMA runs one command at a time and
+      a COLLECTIVE runs alone, so the failing command is known. Such an error replaces a
+      check error already reported (the check error's command came later).
+
     Dispatch (one command per cycle at most, in order; a command waits at the head):
 
     * ``dma`` — DMA_LOAD / DMA_STORE, when the DMA and the activation path are free (they
@@ -87,6 +99,8 @@ class Sequencer(wiring.Component):
             "te_busy": In(1),  # the tensor engine still computes or writes PSUM
             "act_busy": In(1),  # the activation path reads or writes for a command
             "coll_busy": In(1),
+            "dma_error": In(1),  # the DMA command running (or last) got an error response
+            "coll_timeout": In(1),  # the collective engine's watchdog abandoned its command
             "hold": In(1),
             "clear_error": In(1),
             "busy": Out(1),
@@ -116,6 +130,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [self.error_code.eq(error), self.error_index.eq(error_index),
                      self.executed.eq(executed)]
         stat_k = Signal(range(n + 1))  # K of the last LOAD_STATIONARY (0: none yet)
+        dma_index = Signal(ERROR_INDEX_BITS)  # the position of the DMA command dispatched last
+        coll_index = Signal(ERROR_INDEX_BITS)  # ... and of the COLLECTIVE
 
         # --- Checks. ---------------------------------------------------------------------------
         def sbuf_ok(part, rows, addr, cols):
@@ -219,6 +235,9 @@ class Sequencer(wiring.Component):
                 m.d.sync += s.valid.eq(0)
 
         go = Signal()  # the head (legal) is dispatched this cycle
+        abort = Signal()  # a running command's error arrives: nothing is dispatched
+        ok = Signal()  # the head is legal and may go (if its engine is free)
+        m.d.comb += ok.eq(head_valid & (fault == ErrorCode.OK) & ~abort)
         d = v[Opcode.DMA_LOAD]
         mm = v[Opcode.MATMUL]
         ls = v[Opcode.LOAD_STATIONARY]
@@ -229,9 +248,9 @@ class Sequencer(wiring.Component):
                 is_load = op == Opcode.DMA_LOAD
                 m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
                                   & ~(is_load & te_held & overlaps(lo, hi, te_lo, te_hi)))
-                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                with m.If(go & ok):
                     m.d.sync += [self.dma.valid.eq(1), dma_lo.eq(lo), dma_hi.eq(hi),
-                                 dma_load.eq(is_load)]
+                                 dma_load.eq(is_load), dma_index.eq(executed)]
                     p = self.dma.payload
                     m.d.sync += [p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
                                  p.rows.eq(d.rows), p.sbuf_addr.eq(d.sbuf_addr),
@@ -246,7 +265,7 @@ class Sequencer(wiring.Component):
                     & ~(dma_held & dma_load & overlaps(lo, hi, dma_lo, dma_hi))
                     & ~(act_held & overlaps(lo, hi, act_lo, act_hi))
                     & ~(is_mm & act_held & act_psum & (act_bank == mm.bank)))
-                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                with m.If(go & ok):
                     m.d.sync += [self.te.valid.eq(1), self.te.payload.eq(head),
                                  te_lo.eq(lo), te_hi.eq(hi)]
                     with m.If(is_mm):
@@ -264,25 +283,26 @@ class Sequencer(wiring.Component):
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & overlaps(lo, hi, te_lo, te_hi))
                                   & ~(~a.src_sbuf & dirty))
-                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                with m.If(go & ok):
                     m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
                                  act_lo.eq(lo), act_hi.eq(hi), act_psum.eq(~a.src_sbuf),
                                  act_bank.eq(a.src_bank)]
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
-                with m.If(go & head_valid & (fault == ErrorCode.OK)):
+                with m.If(go & ok):
                     m.d.sync += [self.seed.valid.eq(1),
                                  self.seed.payload.eq(v[Opcode.SET_SEED].seed)]
             with m.Case(Opcode.BARRIER):
                 m.d.comb += go.eq(all_idle)
             with m.Case(Opcode.COLLECTIVE):
                 m.d.comb += go.eq(all_idle & ~self.hold)
-                with m.If(go & head_valid & (fault == ErrorCode.OK)):
-                    m.d.sync += [self.coll.valid.eq(1), self.coll.payload.eq(head)]
+                with m.If(go & ok):
+                    m.d.sync += [self.coll.valid.eq(1), self.coll.payload.eq(head),
+                                 coll_index.eq(executed)]
 
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
-        dispatch = head_valid & (fault == ErrorCode.OK) & go
+        dispatch = ok & go
         fail = head_valid & (fault != ErrorCode.OK)
         m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
         with m.If(self.clear_error):
@@ -291,7 +311,21 @@ class Sequencer(wiring.Component):
             m.d.sync += [head_valid.eq(0), executed.eq(executed + 1)]
         with m.If(fail):  # after clear_error: an error in the same cycle is not lost
             m.d.sync += [head_valid.eq(0), error.eq(fault), error_index.eq(executed)]
-        with m.If(self.desc.valid & self.desc.ready & ~stopped):
+        # Errors of running commands: on the rising edge of the engine's flag (the DMA's stays
+        # up until its next command; the collective engine's likewise). The DMA and the
+        # collective engine never run at the same time, so at most one rises in a cycle.
+        dma_error_q, coll_timeout_q = Signal(), Signal()
+        m.d.sync += [dma_error_q.eq(self.dma_error), coll_timeout_q.eq(self.coll_timeout)]
+        bus_error = self.dma_error & ~dma_error_q
+        link_timeout = self.coll_timeout & ~coll_timeout_q
+        m.d.comb += abort.eq(bus_error | link_timeout)
+        with m.If(bus_error):  # last: it wins over a check error in the same cycle
+            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BUS_ERROR),
+                         error_index.eq(dma_index)]
+        with m.Elif(link_timeout):
+            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.LINK_TIMEOUT),
+                         error_index.eq(coll_index)]
+        with m.If(self.desc.valid & self.desc.ready & ~stopped & ~abort):
             m.d.sync += [head.eq(self.desc.payload), head_valid.eq(1)]
 
         m.d.comb += self.busy.eq(head_valid | ~all_idle)

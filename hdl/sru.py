@@ -58,7 +58,8 @@ class StochasticRounder(wiring.Component):
     Randomness (``golden/prng.py``): one XORWOW generator per lane; every lane steps once for
     each accepted SR beat whose dtype is a built narrow target, and R is the top r bits of the
     step's output. Other beats leave the generators alone. A seed accepted on ``seed`` reseeds
-    every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0.
+    every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0
+    (beats in the pipeline at the reset are dropped: none comes out).
     While seeding (``seeding`` high, :func:`~hdl.xorwow.seeding_cycles` cycles) ``i`` is not
     ready; beats accepted before a seed (or in the same cycle) have drawn from the old
     streams. With ``stages=0`` a seed is taken only while no beat is offered on ``i``.

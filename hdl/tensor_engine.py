@@ -89,6 +89,11 @@ class TensorEngine(wiring.Component):
     :attr:`hazard_window` cycles) only while a column taken at most :attr:`hazard_window`
     cycles before it targets the same PSUM word, so its read never misses a write still in
     flight; otherwise multiplications follow each other without a gap.
+
+    Reset: a command in progress and every column still in the array or on its way to PSUM
+    are abandoned (none is written to PSUM after the reset); ``busy`` and ``error`` clear, the
+    drain port holds no response, and the stationary tile is forgotten (a MULTIPLY_MOVING
+    before the next LOAD_STATIONARY is illegal). PSUM keeps its contents.
     """
 
     def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,

@@ -69,6 +69,10 @@ valid held until its ready; ``wstrb`` all ones, ``awprot`` / ``arprot`` 0; ``bre
 ``rready`` high only while a response is awaited. The words of a WRITE arrive in full (and
 the CRC is checked) before the first AXI write.
 
+Reset abandons the frame being received, executed or answered: no response follows (a
+response being sent stops, ``tx`` goes idle), no further AXI beat is issued (the beats of a
+WRITE done before the reset stay done), and every counter reads 0 again.
+
 Timing: a request is executed once its CRC byte is in, the response starts immediately after
 (a bad-header response ``timeout`` bit times after the last byte). Each frame byte is 10 bit
 times; an AXI beat adds the slave's latency plus about 3 cycles.

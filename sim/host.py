@@ -13,11 +13,65 @@ from __future__ import annotations
 
 import numpy as np
 from cocotb.triggers import ClockCycles
-from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from .driver import CoreDriver, CoreTimeout, RunResult
 
-__all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "sim_cycles"]
+__all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "DramFaults", "sim_cycles"]
+
+
+class _DramFault(Exception):
+    """Raised inside cocotbext-axi's RAM model: it answers the beat with an error."""
+
+
+class DramFaults:
+    """Error responses from a cocotbext-axi ``AxiRam``, for fault tests.
+
+    While :attr:`window` is a byte range ``(lo, hi)``, every beat of a read burst whose bytes
+    meet it is answered with :attr:`resp` on R and zero data, and every write burst with a
+    beat whose written bytes meet it is answered with :attr:`resp` on B (those bytes are not
+    written; the burst's other beats are). ``resp`` is ``AxiResp.SLVERR`` or
+    ``AxiResp.DECERR``. This uses the model's own error path (a failing memory access gives
+    SLVERR) and rewrites SLVERR to DECERR on its way out when asked; ``window = None``: a
+    good DRAM again."""
+
+    def __init__(self, ram: AxiRam):
+        self.window: tuple[int, int] | None = None
+        self.resp = AxiResp.SLVERR
+        self.hits = {"R": 0, "B": 0}  # error responses given (beats on R, bursts on B)
+        rd, wr = ram.read_if, ram.write_if
+        read, write = rd._read, wr._write
+        r_send, b_send = rd.r_channel.send, wr.b_channel.send
+
+        def hit(address, length):
+            return self.window is not None and address < self.window[1] and \
+                self.window[0] < address + length
+
+        async def faulty_read(address, length):
+            if hit(address, length):
+                raise _DramFault(f"read 0x{address:x}")
+            return await read(address, length)
+
+        async def faulty_write(address, data):
+            if hit(address, len(data)):
+                raise _DramFault(f"write 0x{address:x}")
+            await write(address, data)
+
+        def remap(tx, field, channel):
+            if int(getattr(tx, field)) == AxiResp.SLVERR:
+                self.hits[channel] += 1
+                setattr(tx, field, self.resp)
+
+        async def send_r(tx):
+            remap(tx, "rresp", "R")
+            await r_send(tx)
+
+        async def send_b(tx):
+            remap(tx, "bresp", "B")
+            await b_send(tx)
+
+        rd._read, wr._write = faulty_read, faulty_write
+        rd.r_channel.send, wr.b_channel.send = send_r, send_b
 
 
 class AxiRamPort:
@@ -38,7 +92,8 @@ class CoreHost(CoreDriver):
     """One core's host side in cocotb. ``cfg`` is the core's ``golden.iss.CoreConfig``;
     ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``);
     ``suffix`` picks the core's ports ``axil<suffix>`` / ``axi<suffix>`` (``hdl.multicore``);
-    ``dram_pauses`` the probability of a pause on each DRAM channel per cycle."""
+    ``dram_pauses`` the probability of a pause on each DRAM channel per cycle. DRAM answers
+    every access until :attr:`faults` (:class:`DramFaults`) is given a window."""
 
     def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
                  suffix: str = ""):
@@ -52,6 +107,7 @@ class CoreHost(CoreDriver):
 
         super().__init__(cfg, regs, AxiRamPort(self.ram), wait=wait, now=sim_cycles,
                          perf_names=perf_names)
+        self.faults = DramFaults(self.ram)
         if dram_pauses:
             rng = rng if rng is not None else np.random.default_rng(0)
             for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,

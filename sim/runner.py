@@ -17,6 +17,12 @@ Verilator falls back to VCD, saying why, where ``liblz4-dev`` is missing) and pr
 path. The dump's top scope is the component's name (``tensor_engine``), its sub-scopes the
 Amaranth submodules (``array.pe_0_1``), the signals keep Amaranth's names (see
 :mod:`sim.waves`).
+
+``NCLITE_COVERAGE=1`` (Verilator only; Icarus runs are unchanged) builds the model with line and
+toggle coverage in a build directory of its own (suffix ``-cov``) and makes each run write its
+``coverage.dat`` to a fresh file in ``NCLITE_COVERAGE_DAT_DIR`` (default
+``build/coverage/dat/``), which :mod:`sim.coverage_report` merges. Without the variable nothing
+changes.
 """
 
 from __future__ import annotations
@@ -153,31 +159,6 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:120]
 
 
-#: Verilator's C++ optimisation for a quick build: -O0 instead of -Os. The four-core ring
-#: (4.6 MB of Verilog) compiles in 50 s instead of 200 s and simulates about four times
-#: slower: the right trade for a test's short run of a large design, not for demos or
-#: benchmarks. Designs of at most _QUICK_BUILD_BYTES of Verilog gain too little to pay.
-_QUICK_MAKEFLAGS = "OPT_FAST=-O0 OPT_GLOBAL=-O0"
-_QUICK_BUILD_BYTES = 3_000_000
-
-
-def verilator_quick_build() -> bool:
-    """Whether large Verilator models are built with -O0 (``NCLITE_VERILATOR_QUICK_BUILD=1``;
-    the test suite sets it, see tests/conftest.py). Such builds live in their own directory."""
-    return os.environ.get("NCLITE_VERILATOR_QUICK_BUILD", "0") == "1"
-
-
-@contextlib.contextmanager
-def _restore_env(name: str, value: str | None):
-    try:
-        yield
-    finally:
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
 @functools.cache
 def _wave_format(simulator: str) -> str:
     """``fst``, or ``vcd`` for Verilator where its FST writer cannot be built (said once)."""
@@ -189,7 +170,25 @@ def _wave_format(simulator: str) -> str:
     return "vcd"
 
 
-def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
+def coverage_enabled(simulator: str) -> bool:
+    """Whether this run collects Verilator line/toggle coverage (``NCLITE_COVERAGE=1``;
+    Verilator only: Icarus has no code coverage)."""
+    return simulator == "verilator" and os.environ.get("NCLITE_COVERAGE", "0") == "1"
+
+
+#: Verilator's options for a coverage build: line (statement/branch) and toggle coverage.
+COVERAGE_BUILD_ARGS = ("--coverage-line", "--coverage-toggle")
+
+
+def coverage_dat_dir() -> Path:
+    """Where coverage runs write their ``.dat`` files (``NCLITE_COVERAGE_DAT_DIR``, default
+    ``build/coverage/dat``)."""
+    return Path(os.environ.get("NCLITE_COVERAGE_DAT_DIR",
+                               build_root() / "coverage" / "dat")).resolve()
+
+
+def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
+           coverage: bool = False):
     """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant.
 
     Returns the runner, the build directory and the waveform format (None without waves).
@@ -197,13 +196,11 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     runner = get_runner(simulator)
-    quick = (simulator == "verilator" and verilator_quick_build()
-             and verilog_file.stat().st_size > _QUICK_BUILD_BYTES)
     wave_format = _wave_format(simulator) if waves else None
     # Verilator's FST and VCD models differ (VM_TRACE_FST): each has its own directory.
     build_dir = verilog_file.parent / (simulator + ("-waves" if waves else "")
                                        + ("-vcd" if wave_format == "vcd" else "")
-                                       + ("-O0" if quick else ""))
+                                       + ("-cov" if coverage else ""))
     sources: list = [verilog_file.with_suffix(".icarus.v") if simulator == "icarus"
                      else verilog_file]
     build_args: list[str] = []
@@ -213,11 +210,9 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
             build_args += ["--trace-structs"]
             if wave_format == "fst":
                 build_args += ["--trace-fst"]  # after cocotb's --trace: the last one wins
-    saved = os.environ.get("MAKEFLAGS")
-    if quick:
-        # Command-line variables for Verilator's makefile (cocotb runs `make` itself).
-        os.environ["MAKEFLAGS"] = " ".join(filter(None, [saved, _QUICK_MAKEFLAGS]))
-    with _locked(verilog_file.parent / f".{simulator}.lock"), _restore_env("MAKEFLAGS", saved):
+        if coverage:
+            build_args += list(COVERAGE_BUILD_ARGS)
+    with _locked(verilog_file.parent / f".{simulator}.lock"):
         runner.build(
             sources=sources,
             hdl_toplevel=toplevel,
@@ -228,6 +223,16 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool):
             log_file=build_dir / "build.log",
         )
     return runner, build_dir, wave_format
+
+
+def _exact_filter(testcase: str | None) -> str | None:
+    """COCOTB_TEST_FILTER for a comma-separated list of test names, each matched exactly
+    (cocotb_tools' ``testcase=`` matches any name ending with it: ``errors`` would also run
+    ``bus_errors``)."""
+    if testcase is None:
+        return None
+    names = [s.strip() for s in testcase.split(",") if s.strip()]
+    return r"\.(" + "|".join(re.escape(name) for name in names) + ")$"
 
 
 def result_file(kind: str, name: str) -> Path:
@@ -260,7 +265,8 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     params = dict(params or {})
     verilog_file = elaborate(factory, params, name=name)
     toplevel = verilog_file.stem
-    runner, build_dir, wave_format = _build(simulator, verilog_file, toplevel, waves)
+    coverage = coverage_enabled(simulator)
+    runner, build_dir, wave_format = _build(simulator, verilog_file, toplevel, waves, coverage)
 
     tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
     test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
@@ -283,6 +289,14 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                                     if p]),
         }
         env.update(extra_env or {})
+        plusargs = [f"+dumpfile_path={wave_file}"] if waves and simulator == "icarus" else []
+        if coverage:
+            # A fresh file per run: Verilator writes it when the simulation ends.
+            import uuid
+
+            dat = coverage_dat_dir() / f"{toplevel}-{_safe(tag)}-{uuid.uuid4().hex[:8]}.dat"
+            dat.parent.mkdir(parents=True, exist_ok=True)
+            plusargs.append(f"+verilator+coverage+file+{dat}")
         saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we check the results ourselves
         try:
             with contextlib.suppress(SystemExit):
@@ -290,7 +304,7 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                     test_module=test_module,
                     hdl_toplevel=toplevel,
                     hdl_toplevel_lang="verilog",
-                    testcase=testcase,
+                    test_filter=_exact_filter(testcase),
                     seed=seed,
                     extra_env=env,
                     waves=waves,
@@ -298,8 +312,7 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                     test_dir=test_dir,
                     results_xml=str(results_xml),
                     # Icarus' dump module writes to the build directory unless told otherwise.
-                    plusargs=[f"+dumpfile_path={wave_file}"]
-                    if waves and simulator == "icarus" else [],
+                    plusargs=plusargs,
                     timescale=TIMESCALE,
                     log_file=test_dir / "sim.log",
                 )

@@ -14,6 +14,11 @@ Tests (selected by the runner's ``testcase``):
   them must be dropped without taking beats and set ``error``. A reseed in the middle,
   offered while the last beats are still in the pipeline. Every output beat is compared
   bit for bit with the golden model.
+* ``reset_midway`` - three times: a non-zero seed, an illegal command (``error`` set), then
+  commands with gaps and back-pressure, interrupted by a reset of 1..4 cycles after a random
+  number of input beats (a command half-way through its beats, results in the pipeline and
+  held on ``o``); after it ``o`` shows nothing, ``error`` and ``busy`` are clear, the SRU
+  seeds itself with 0, and fresh commands match a golden model from seed 0.
 * ``throughput`` - one 300-beat command with no gaps: 300 beats in 300 + latency + 2 cycles.
 """
 
@@ -23,7 +28,7 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
+from cocotb.triggers import FallingEdge, ReadOnly, with_timeout
 
 from golden.activation import ActivationModel
 from golden.rounding import DEFAULT_SATURATE
@@ -230,12 +235,16 @@ def illegal_commands(tb: ActivationTB, rng: np.random.Generator) -> list[Command
     return bad
 
 
-@cocotb.test()
+# cocotb timeouts, in simulated time: about 40 times what the runs need.
+_COMMANDS = int(os.environ.get("NCLITE_COMMANDS", "60"))
+
+
+@cocotb.test(timeout_time=max(_COMMANDS, 10) * 1000 * tbutil.CLOCK_PERIOD_NS, timeout_unit="ns")
 async def random_commands(dut):
     tb = ActivationTB(dut)
     await tb.start()
     rng = tbutil.rng(1)
-    n = int(os.environ.get("NCLITE_COMMANDS", "60"))
+    n = _COMMANDS
     model = ActivationModel(tb.lanes, random_bits=tb.r)
     first = [random_command(tb, rng) for _ in range(n // 2)]
     first[len(first) // 2:len(first) // 2] = illegal_commands(tb, rng)
@@ -256,7 +265,7 @@ async def random_commands(dut):
                   tbutil.seed())
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=1, timeout_unit="ms")
 async def throughput(dut):
     tb = ActivationTB(dut, gaps=0.0)
     await tb.start()
@@ -268,3 +277,36 @@ async def throughput(dut):
     cycles = tb.cycles - start - 1
     tb.check(ActivationModel(tb.lanes, random_bits=tb.r), [c], out)
     assert cycles <= 300 + tb.latency + 2, f"300 beats took {cycles} cycles"
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")
+async def reset_midway(dut):
+    """Reset in the middle of commands: nothing stale comes out, error cleared, seed 0 again."""
+    tb = ActivationTB(dut)
+    await tb.start()
+    rng = tbutil.rng(3)
+    for _ in range(3):
+        await tb.reseed(int(rng.integers(1, 1 << 63)))
+        cmds = illegal_commands(tb, rng)[:1] + [random_command(tb, rng) for _ in range(3)]
+        total = sum(len(c.x) for c in cmds if c.legal)
+        task = cocotb.start_soon(tb.run(cmds))
+        target, seen = int(rng.integers(1, total)), 0
+        while seen < target:  # input beats taken
+            await FallingEdge(dut.clk)
+            await ReadOnly()
+            seen += int(dut.i__valid.value) & int(dut.i__ready.value)
+        assert not task.done()
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=("cmd", "i", "seed"),
+                                  tasks=[task], low=("o__ready",))
+        dut.o__ready.value = 1
+        await tbutil.expect_quiet(dut, ["o__valid", "error", "busy", "i__ready"], 2,
+                                  f"after {seen} of {total} beats")
+        await with_timeout(tb.wait_seeded(), 10, "us")
+        await FallingEdge(dut.clk)
+        await tbutil.expect_quiet(dut, ["o__valid", "error", "busy"], tb.latency + 3,
+                                  "and the seeding")
+        fresh = [random_command(tb, rng) for _ in range(3)]
+        model = ActivationModel(tb.lanes, random_bits=tb.r)  # seed 0, as after reset
+        tb.check(model, fresh, await tb.run(fresh))
+        assert not dut.error.value, "error set by legal commands after the reset"
+    dut._log.info("reset in the middle of commands: 3 rounds exact (seed %d)", tbutil.seed())

@@ -19,8 +19,20 @@ Tests (selected by the runner's ``testcase``):
 * ``illegal_commands`` — a reserved op, n = 0, a buffer past the memory and an n larger
   than the memory (the widest value of the field): each sets
   ``error`` on every rank, takes no data, leaves memory alone; a legal all-reduce still works.
-* ``watchdog`` — ranks given different sizes wait for each other forever: the watchdog must
-  turn that into an ``AssertionError`` naming the collective and the busy ranks.
+* ``watchdog`` — ranks given different sizes wait for each other forever: the testbench's
+  watchdog must turn that into an ``AssertionError`` naming the collective and the busy
+  ranks (before the engines' own link watchdog, when that is longer, fires).
+* ``link_timeout`` — the engines' link watchdog (``watchdog_cycles`` = T): one rank never
+  joins an all-reduce, so the link into it stops taking beats (its ready never rises again
+  once the link is full) and the link out of it never offers one (valid never rises). Every
+  other rank must raise ``timeout`` exactly T + 1 cycles after the last beat on either of its
+  links (watched on the engines' ports), go idle and take no further beat; the absent rank
+  stays idle without ``timeout``. Then an all-reduce on every rank, of fresh data, must be
+  bit-exact: nothing of the abandoned one leaks into it (the stale beats in the links were
+  flushed) -- and ``timeout`` falls as each rank takes it.
+* ``reset_mid_collective`` — ``rst`` in the middle of an all-reduce (links full, beats in
+  flight), at a random cycle: afterwards every engine is idle with no ``error`` or
+  ``timeout``, and the next collectives (fresh data) are bit-exact.
 * ``allreduce_runs`` — all-reduces given by ``NCLITE_AR`` (JSON: ``sizes``, ``latency``,
   ``stall_rate``, ``op``, ``data``: "uniform" or "mixed"), each checked bit-exact; writes
   the cycle counts to ``NCLITE_AR_OUT`` (``nclite allreduce`` and the benchmarks).
@@ -33,11 +45,18 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
+from cocotb.triggers import (
+    ClockCycles,
+    FallingEdge,
+    ReadOnly,
+    RisingEdge,
+    SimTimeoutError,
+    with_timeout,
+)
 from cocotb.utils import get_sim_time
 
 from golden.collectives import CollectiveOp, chunk_words, run_collective
-from hdl.collective import collective_command_layout
+from hdl.collective import DEFAULT_WATCHDOG_CYCLES, collective_command_layout, setup_cycles
 from sim import tbutil, vectors
 
 PERIOD_NS = 10
@@ -135,18 +154,20 @@ class RingTB:
         return int(50 * self.P * self.max_latency + 100 + 4 * slow * 2 * beats) + 200
 
     async def issue(self, cmds: list[tuple[int, int, int]], *, skew: int = 0, what: str = "",
-                    per_rank: list[list[int]] | None = None) -> int:
+                    per_rank: list[list[int]] | None = None, limit: int | None = None) -> int:
         """Give every rank the commands ``cmds`` ((op, addr, words) each), each rank its next
         one as soon as it took the previous (so a rank may start command k + 1 while its
         neighbours still finish command k), rank r starting after a random delay of up to
         ``skew`` cycles; wait until all are idle; return the largest ``cycles`` of the ranks
         (the last command's). ``per_rank`` gives each rank its own packed commands instead
-        (an illegal program, for the watchdog test)."""
+        (an illegal program, for the watchdog test). ``limit``: the testbench's watchdog
+        (cycles), instead of one from the sizes."""
         dut, P = self.dut, self.P
         seqs = per_rank or [[self.pack_cmd(*c) for c in cmds]] * P
         delay = [int(self.rng.integers(0, skew + 1)) for _ in range(P)] if skew else [0] * P
         pos, shown = [0] * P, [False] * P
-        limit = sum(self.watchdog_cycles(c[2]) for c in cmds)
+        if limit is None:
+            limit = sum(self.watchdog_cycles(c[2]) for c in cmds)
         cycle = 0
         while any(pos[r] < len(seqs[r]) for r in range(P)):
             await FallingEdge(dut.clk)
@@ -263,7 +284,7 @@ def sizes_to_try(tb: RingTB, count: int, rng: np.random.Generator, max_words: in
     return out
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 2 * int(os.environ.get('NCLITE_COLLECTIVES', '10'))))
 async def random_collectives(dut):
     tb = RingTB(dut)
     await tb.start()
@@ -313,7 +334,7 @@ async def random_collectives(dut):
                   batches)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def illegal_commands(dut):
     tb = RingTB(dut)
     await tb.start()
@@ -338,7 +359,7 @@ async def illegal_commands(dut):
     await tb.collective(CollectiveOp.ALL_REDUCE, 0, words)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def watchdog(dut):
     tb = RingTB(dut)
     await tb.start()
@@ -356,10 +377,19 @@ async def watchdog(dut):
         assert "collective hung: mismatched all-reduce" in msg and "on ranks [" in msg, msg
         dut._log.info("watchdog fired as it should: %s", msg)
     else:
-        raise AssertionError("ranks with different sizes finished: the watchdog test is void")
+        # A link watchdog shorter than the testbench's: the engines gave up by themselves.
+        timeout = int(dut.timeout.value)
+        assert timeout, "ranks with different sizes finished: the watchdog test is void"
+        dut._log.info("the engines' link watchdog fired first: timeout = %s", f"{timeout:b}")
 
 
-@cocotb.test()
+def _allreduce_timeout_ms() -> float:
+    """allreduce_runs' limit: its sizes' words on every rank at 50 ns (five cycles) each."""
+    spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
+    return 5 + 50e-6 * sum(spec.get("sizes", [])) * tbutil.params().get("ranks", 8)
+
+
+@cocotb.test(**tbutil.timeout(_allreduce_timeout_ms()))
 async def allreduce_runs(dut):
     spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
     tb = RingTB(dut)
@@ -387,3 +417,114 @@ async def allreduce_runs(dut):
         with open(out, "w") as fh:
             json.dump({"ranks": tb.P, "link_width": tb.W, "latency": tb.latency,
                        "stall_rate": tb.stall_rate, "op": op.name, "runs": results}, fh)
+
+
+class LinkWatch:
+    """Watches every engine's ``tx`` and ``rx`` handshakes (inside the ring) and ``timeout``,
+    each cycle: the cycle of each rank's last beat and the cycle its ``timeout`` rose."""
+
+    def __init__(self, dut, P):
+        self.dut, self.P = dut, P
+        eng = [getattr(dut, f"engine{r}") for r in range(P)]
+        self.ports = [(e.tx__valid, e.tx__ready, e.rx__valid, e.rx__ready) for e in eng]
+        self.last_beat = [None] * P
+        self.rose = [None] * P
+        self.beats_after = [0] * P  # beats seen after timeout rose
+        self.cycle = 0
+        self.task = cocotb.start_soon(self._watch())
+
+    async def _watch(self):
+        dut = self.dut
+        while True:
+            await ReadOnly()
+            t = int(dut.timeout.value)
+            for r, (tv, tr, rv, rr) in enumerate(self.ports):
+                if self.rose[r] is None and t >> r & 1:
+                    self.rose[r] = self.cycle
+                beat = (tv.value and tr.value) or (rv.value and rr.value)
+                if beat:
+                    if self.rose[r] is None:
+                        self.last_beat[r] = self.cycle
+                    else:
+                        self.beats_after[r] += 1
+            await RisingEdge(dut.clk)
+            self.cycle += 1
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def link_timeout(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    P, W = tb.P, tb.W
+    T = tbutil.params().get("watchdog_cycles", DEFAULT_WATCHDOG_CYCLES)
+    assert T, "the ring needs a watchdog for this test"
+    rng = tbutil.rng(6)
+    await tb.configure(int(rng.integers(1, tb.max_latency + 1)), int(rng.choice([0, 26, 77])))
+    # Enough beats that the link into the absent rank fills up (its step-0 chunk alone).
+    words = min(P * W * (tb.max_latency + 6) + 1, tb.depth * W)
+    rows = -(-words // W)
+    await tb.load(0, tb.data(rows * W, rng))
+    absent = int(rng.integers(0, P))
+    watch = LinkWatch(dut, P)
+    cmd = tb.pack_cmd(CollectiveOp.ALL_REDUCE.value, 0, words)
+    what = f"an all-reduce of {words} words without rank {absent}"
+    await tb.issue([(0, 0, words)], what=what, limit=T + 50 * tb.max_latency + 4 * rows + 500,
+                   per_rank=[[] if r == absent else [cmd] for r in range(P)])
+    await ClockCycles(dut.clk, 4)
+    watch.task.cancel()
+    where = f"(seed {tbutil.seed()}, {tbutil.simulator()}, T = {T})"
+    timeout = int(dut.timeout.value)
+    want = ((1 << P) - 1) & ~(1 << absent)
+    assert timeout == want, f"{what}: timeout = {timeout:0{P}b}, want {want:0{P}b} {where}"
+    assert not int(dut.busy.value) and not int(dut.error.value), f"{what}: busy or error"
+    setup = setup_cycles(P, tb.depth)
+    for r in range(P):
+        if r == absent:
+            continue
+        assert watch.last_beat[r] is not None, f"rank {r} never moved a beat {where}"
+        assert watch.rose[r] == watch.last_beat[r] + T + 1, (
+            f"rank {r}: last beat at cycle {watch.last_beat[r]}, timeout rose at "
+            f"{watch.rose[r]}: not T + 1 = {T + 1} cycles later {where}")
+        assert watch.beats_after[r] == 0, f"rank {r} moved beats after its timeout {where}"
+        cycles = (int(dut.cycles.value) >> (32 * r)) & MASK32
+        assert cycles >= setup + T, f"rank {r}: busy for {cycles} cycles only {where}"
+    dut._log.info("%s: ranks %s timed out %s cycles after their last beat (T = %d)", what,
+                  [r for r in range(P) if r != absent],
+                  [watch.rose[r] - watch.last_beat[r] for r in range(P) if r != absent], T)
+    # The abandoned buffers are undefined: fresh data, then an all-reduce of every rank.
+    await tb.load(0, tb.data(rows * W, rng))
+    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER):
+        await tb.collective(op, 0, words, skew=int(rng.choice([0, 20])))
+    assert not int(dut.timeout.value), "timeout still set after a collective completed"
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def reset_mid_collective(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    P, W = tb.P, tb.W
+    rng = tbutil.rng(7)
+    await tb.configure(int(rng.integers(1, tb.max_latency + 1)), int(rng.choice([0, 77])))
+    words = min(P * W * 24 + 3, tb.depth * W)
+    rows = -(-words // W)
+    await tb.load(0, tb.data(rows * W, rng))
+    cmd = tb.pack_cmd(CollectiveOp.ALL_REDUCE.value, 0, words)
+    task = cocotb.start_soon(tb.issue([(0, 0, words)], what="all-reduce reset midway",
+                                      per_rank=[[cmd]] * P))
+    # Into the beats: past the setup, before the end (about 2(P-1)/P * rows beat cycles).
+    at = setup_cycles(P, tb.depth) + int(rng.integers(2, max(3, rows)))
+    await ClockCycles(dut.clk, at)
+    await FallingEdge(dut.clk)
+    assert int(dut.busy.value) == (1 << P) - 1, f"not mid-collective at cycle {at}"
+    task.cancel()
+    for valid, _, _ in tb.cmd:
+        valid.value = 0
+    await tbutil.reset(dut)
+    await FallingEdge(dut.clk)
+    assert not int(dut.busy.value) and not int(dut.error.value) and \
+        not int(dut.timeout.value), "engines not idle and clean after reset"
+    dut._log.info("reset %d cycles into an all-reduce of %d words: engines idle", at, words)
+    # Memories keep their contents through reset; the buffer is undefined: reload it.
+    await tb.load(0, tb.data(rows * W, rng))
+    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER):
+        await tb.collective(op, 0, words, skew=int(rng.choice([0, 20])))

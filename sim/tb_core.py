@@ -22,19 +22,25 @@ Tests (the runner picks one per pytest case with ``testcase``):
   drops them), memories unchanged; then CTRL clear-error and a legal program; a soft reset
   (EXECUTED 0, the stationary tile gone, the PRNG reseeded with 0) - each ends in a reported
   error or a completed program, never a timeout.
+* ``dram_faults`` - a tiled GEMM whose DRAM (``sim.host.DramFaults``) answers SLVERR, then
+  DECERR, to one word of an operand (R, during a DMA_LOAD) or of the result (B, during a
+  DMA_STORE): ERROR = BUS_ERROR with the index of the first DMA command touching that word,
+  the queue stopped (a program pushed then is dropped); after CTRL clear-error (the last
+  case: a soft reset) the same program on good DRAM is bit-exact with the ISS.
 """
 
 from __future__ import annotations
 
 import cocotb
 import numpy as np
+from cocotbext.axi import AxiResp
 
 from golden.activation import ActivationFunc
 from golden.isa import ErrorCode, Opcode, decode, encode
 from golden.iss import CommandError, NeuronCoreISS
 from hdl.core import PERF_COUNTERS, NeuronCore
+from sim import coverage, tbutil, vectors
 from sim import programs as pg
-from sim import tbutil, vectors
 from sim.host import CoreHost
 from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder
 
@@ -74,6 +80,7 @@ class CoreTB:
         stopped = self.iss.error != ErrorCode.OK  # the queue drops the whole program
         code = self.iss.run(program)
         res = await self.host.run(program)
+        coverage.core_program(program, res, stopped)
         want_index = self.iss.error_index if code != ErrorCode.OK else None
         if stopped:
             res.error_index = want_index = None
@@ -115,7 +122,7 @@ async def _started(dut) -> CoreTB:
     return tb
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def gemm_tiled(dut):
     tb = await _started(dut)
     n, w = tb.cfg.n, tb.cfg.psum_words
@@ -138,7 +145,7 @@ async def gemm_tiled(dut):
         assert p["busy"] < p["tensor_busy"] + p["dma_busy"] + p["activation_busy"], p
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def dense_sr(dut):
     tb = await _started(dut)
     n = tb.cfg.n
@@ -157,7 +164,7 @@ async def dense_sr(dut):
         await tb.run(pb.program, f"dense layer to {dtype=} {mode=} seed {seed}")
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def mlp_forward(dut):
     tb = await _started(dut)
     n = tb.cfg.n
@@ -236,7 +243,7 @@ def _random_command(tb, rng, stat_k, hot, probe):
     return words_
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def random_commands(dut):
     tb = await _started(dut)
     rng = tb.rng
@@ -262,7 +269,7 @@ async def random_commands(dut):
         await tb.run(prog, f"random batch {batch}")
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def errors(dut):
     tb = await _started(dut)
     rng = tb.rng
@@ -307,7 +314,7 @@ async def errors(dut):
     await tb.run([pb.program[0], mm], "LOAD_STATIONARY then MATMUL after soft reset")
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(20))
 async def hazards(dut):
     """Each ordering the sequencer enforces, in a program where breaking it changes the
     result: a later command that would otherwise overtake an earlier one in flight."""
@@ -361,3 +368,60 @@ async def hazards(dut):
     }
     for what, prog in cases.items():
         await tb.run(prog, f"hazard: {what}")
+
+
+def _dma_words(words) -> tuple[bool, set[int]] | None:
+    """(is a store, the 4-byte DRAM words it touches) of a DMA descriptor, else None."""
+    op, f = decode(words)
+    if op not in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
+        return None
+    size = {BF16: 2, FP8_E4M3: 1, FP8_E5M2: 1, 3: 2, FP32: 4}[f["dtype"]]
+    touched = set()
+    for p in range(f["rows"]):
+        a = f["dram_addr"] + p * f["dram_stride"]
+        touched.update(range(a // 4, (a + f["cols"] * size - 1) // 4 + 1))
+    return op == Opcode.DMA_STORE, touched
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def dram_faults(dut):
+    tb = await _started(dut)
+    rng, n = tb.rng, tb.cfg.n
+    pb = ProgramBuilder(tb.cfg)
+    m, k, f = n + 1, n + 2, 6
+    a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+    c = pb.alloc(m, f, FP32)
+    tb.put(a, tb.operands(BF16, (k, m)))
+    tb.put(b, tb.operands(BF16, (k, f)))
+    pg.gemm(pb, a, b, c)
+    program = pb.program
+    dmas = [(i, *d) for i, w in enumerate(program) if (d := _dma_words(w)) is not None]
+    faults = tb.host.faults
+    cases = [(AxiResp.SLVERR, False, "clear"), (AxiResp.DECERR, False, "clear"),
+             (AxiResp.SLVERR, True, "clear"), (AxiResp.DECERR, True, "soft reset")]
+    for case, (resp, store, recover) in enumerate(cases):
+        # A word of A or B (loads), or of C (stores); the first DMA touching it fails.
+        t = c if store else (a, b)[int(rng.integers(0, 2))]
+        word = int(rng.integers(t.addr // 4, (t.addr + t.rows * t.cols * t.size - 1) // 4 + 1))
+        index = min(i for i, st, touched in dmas if st == store and word in touched)
+        what = f"{resp.name} on {'B' if store else 'R'} at DRAM 0x{4 * word:x}"
+        faults.window, faults.resp = (4 * word, 4 * word + 4), resp
+        hits = dict(faults.hits)
+        res = await tb.host.run(program)
+        faults.window = None
+        assert faults.hits["B" if store else "R"] > hits["B" if store else "R"], \
+            f"{what}: DRAM never answered with an error"
+        assert (res.error, res.error_index) == (ErrorCode.BUS_ERROR, index), (
+            f"{what}: ERROR {res.error.name} at {res.error_index}, want BUS_ERROR at {index} "
+            f"({Opcode(decode(program[index])[0]).name}) (seed {tb.seed})")
+        stopped = await tb.host.run(program[:2])
+        assert stopped.error == ErrorCode.BUS_ERROR and stopped.executed == 0, \
+            f"{what}: the queue ran on after a bus error"
+        if recover == "clear":
+            await tb.host.clear_error()
+        else:
+            tb.iss.soft_reset()
+            await tb.host.soft_reset()
+        assert (await tb.host.error())[0] == ErrorCode.OK
+        await tb.run(program, f"the GEMM on good DRAM after {what}, {recover}",
+                     memories=case == len(cases) - 1)

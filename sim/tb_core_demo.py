@@ -45,7 +45,7 @@ async def _matches(compare) -> tuple[bool, str]:
     return True, ""
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(200))
 async def mlp_demo(dut):
     tb = CoreTB(dut, dram_pauses=0.0)
     await tb.start()
@@ -81,7 +81,7 @@ async def mlp_demo(dut):
     assert ok, why
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(200))
 async def ring_demo(dut):
     tb = RingTB(dut)
     await tb.start()
@@ -103,7 +103,7 @@ async def ring_demo(dut):
     assert ok, why
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(200))
 async def gemm_bench(dut):
     tb = CoreTB(dut, dram_pauses=0.0)
     await tb.start()

@@ -19,7 +19,7 @@ from hdl.pe import PEColumn
 from sim import tbutil, vectors
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(2 + 1e-4 * int(os.environ.get('NCLITE_DEMO_VECTORS', '256'))))
 async def demo(dut):
     p = tbutil.params()
     rows = p["rows"]

@@ -6,9 +6,16 @@ clock edge, reads answered the next cycle). Each random legal command runs on th
 on ``golden.iss.NeuronCoreISS`` from the same state; afterwards every SBUF word and every DRAM
 byte must be equal.
 
-Test ``random_copies``: ``NCLITE_DMA_COMMANDS`` (default 40) legal commands -- every dtype,
-loads and stores, rows not aligned to 4 bytes, strides of 0, single rows and columns, rows
-across a 4 KiB boundary. (Error responses from DRAM are issue 9's fault tests.)
+Tests:
+
+* ``random_copies`` - ``NCLITE_DMA_COMMANDS`` (default 40) legal commands -- every dtype,
+  loads and stores, rows not aligned to 4 bytes, strides of 0, single rows and columns, rows
+  across a 4 KiB boundary.
+* ``bus_errors`` - DRAM answers SLVERR, then DECERR, on R (a load) and on B (a store) for one
+  word of the tile (``sim.host.DramFaults`` on the ``AxiRam``): ``error`` rises, the command
+  runs to its end (no hang: ``busy`` falls), a load writes what R returned (zeros for the
+  failing beats, the rest as the ISS says), a store writes every other byte; the next
+  command, on good DRAM, is clean (``error`` low) and bit-exact.
 """
 
 from __future__ import annotations
@@ -18,12 +25,13 @@ import os
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly
-from cocotbext.axi import AxiBus, AxiRam
+from cocotbext.axi import AxiBus, AxiRam, AxiResp
 
 from golden.isa import DTYPE_BYTES, Opcode, encode
 from golden.iss import CommandError, CoreConfig, NeuronCoreISS
 from hdl.dma import dma_command_layout
 from sim import tbutil
+from sim.host import DramFaults
 
 DRAM_BYTES = 1 << 14
 WATCHDOG = 200_000
@@ -116,7 +124,7 @@ class DmaTB:
                 "cols": cols, "dram_addr": lo - lo % size, "dram_stride": stride}
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 0.5 * int(os.environ.get('NCLITE_DMA_COMMANDS', '40'))))
 async def random_copies(dut):
     tb = DmaTB(dut)
     await tb.start()
@@ -148,3 +156,74 @@ async def random_copies(dut):
             f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
     assert not dut.error.value
     dut._log.info("DMA: %d commands bit-exact with the ISS (seed %d)", count, tbutil.seed())
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def bus_errors(dut):
+    tb = DmaTB(dut)
+    await tb.start()
+    rng = tbutil.rng(5)
+    faults = DramFaults(tb.ram)
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    tb.ram.write(0, dram.tobytes())
+    iss = NeuronCoreISS(tb.cfg, dram=dram)
+    iss.sbuf[:] = tb.sbuf
+
+    def compare(what):
+        got = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
+        bad_s = np.argwhere(tb.sbuf != iss.sbuf)
+        bad_d = np.flatnonzero(got != iss.dram)
+        assert not bad_s.size and not bad_d.size, (
+            f"{what}: SBUF words differ at {bad_s[:4].tolist()}, DRAM bytes at "
+            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
+
+    for resp in (AxiResp.SLVERR, AxiResp.DECERR):
+        for store in (False, True):
+            what = f"{resp.name} on {'B (store)' if store else 'R (load)'}"
+            # A tile whose rows do not overlap in DRAM, and one failing word in one row.
+            dtype = int(rng.choice([0, 1, 4]))
+            size = DTYPE_BYTES[dtype]
+            rows = int(rng.integers(1, tb.n + 1))
+            cols = int(rng.integers(1, min(tb.words, 24) + 1))
+            stride = (cols + int(rng.integers(0, 5))) * size
+            span = (rows - 1) * stride + cols * size
+            lo = int(rng.integers(0, DRAM_BYTES - span + 1)) // size * size
+            f = {"dtype": dtype, "part": int(rng.integers(0, tb.n - rows + 1)), "rows": rows,
+                 "sbuf_addr": int(rng.integers(0, tb.words - cols + 1)), "cols": cols,
+                 "dram_addr": lo, "dram_stride": stride}
+            row = int(rng.integers(0, rows))
+            byte = lo + row * stride + int(rng.integers(0, cols)) * size
+            window = (byte & ~3, (byte & ~3) + 4)
+            op, fields = iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD, **f))
+            if store:
+                kept = iss.dram[window[0]:window[1]].copy()
+                iss.execute(op, fields)
+                iss.dram[window[0]:window[1]] = kept  # DRAM refused the failing beat's bytes
+            else:
+                good = iss.dram.copy()
+                iss.dram[window[0]:window[1]] = 0  # R returns zeros with the error
+                iss.execute(op, fields)
+                iss.dram[:] = good
+            faults.window, faults.resp = window, resp
+            hits = dict(faults.hits)
+            await tb.run(f, store)  # raises if busy never falls
+            faults.window = None
+            channel = "B" if store else "R"
+            assert faults.hits[channel] > hits[channel], f"{what}: DRAM gave no error on {f}"
+            assert dut.error.value == 1, f"{what}: error not set (seed {tbutil.seed()})"
+            compare(f"{what}, {f}, failing word 0x{window[0]:x}")
+            # The next command, on good DRAM, is clean.
+            while True:
+                g = tb.random_fields(rng)
+                nxt = bool(rng.random() < 0.5)
+                try:
+                    op, fields = iss.check(encode(Opcode.DMA_STORE if nxt else Opcode.DMA_LOAD,
+                                                  **g))
+                    break
+                except CommandError:
+                    continue
+            iss.execute(op, fields)
+            await tb.run(g, nxt)
+            assert dut.error.value == 0, f"after {what}: error still set on a clean command"
+            compare(f"the command after {what}")
+            dut._log.info("%s: error set, command finished, the next one clean", what)

@@ -30,11 +30,11 @@ async def _check(dut, golden_op, name: str):
                  lambda i: f"a=0x{int(a[i]):08x} b=0x{int(b[i]):08x}")
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(2 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '10000'))))
 async def adder_matches_golden(dut):
     await _check(dut, fp32_add, "adder")
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(2 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '10000'))))
 async def multiplier_matches_golden(dut):
     await _check(dut, fp32_mul, "multiplier")

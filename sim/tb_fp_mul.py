@@ -17,7 +17,7 @@ from sim import tbutil, vectors
 from sim.pipeline_tb import PipelineTB
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(2 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '10000'))))
 async def multiplier_matches_golden(dut):
     p = tbutil.params()
     enabled = p.get("formats", list(tbutil.FORMAT_CODES))

@@ -12,8 +12,11 @@ Tests:
   stores C; then a reduce-scatter and an all-gather of random fp32 data (special values
   included) loaded by DMA, and an all-reduce at the last W partitions (lanes rotated). The
   links run with random latency and stalls.
-* ``hung_collective`` - three cores enter a COLLECTIVE the fourth never joins: the three hang,
-  their debug reads time out (0, STATUS bit 4) instead of stalling the bus, the fourth works.
+* ``hung_collective`` - three cores enter a COLLECTIVE the fourth never joins: the three wait,
+  their debug reads time out (0, STATUS bit 4) instead of stalling the bus, the fourth works;
+  then their link watchdogs give up: ERROR = LINK_TIMEOUT at the COLLECTIVE's index, as
+  RingISS says; after CTRL clear-error a COLLECTIVE of all four cores (on fresh data) is
+  bit-exact with RingISS -- nothing of the abandoned one is left in the links.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from cocotb.triggers import ClockCycles
 
 from golden.isa import ErrorCode, Opcode, encode
 from golden.iss import NeuronCoreISS, RingISS
-from hdl.core import PERF_COUNTERS
+from hdl.core import DEBUG_TIMEOUT, PERF_COUNTERS
 from hdl.multicore import CoreRing
 from sim import programs as pg
 from sim import tbutil, vectors
@@ -60,24 +63,28 @@ class RingTB:
         self.iss[r].dram[t.addr:t.addr + raw.size] = raw
         self.hosts[r].write_dram(t.addr, raw)
 
-    async def run(self, programs, what):
+    async def run(self, programs, what, *, memories: bool = True):
+        """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
+        SBUF and PSUM (debug reads: slow) if ``memories``."""
         want = RingISS(self.iss).run(programs)
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
         results = self.last_results = [await t for t in tasks]
         for r, (res, code) in enumerate(zip(results, want, strict=True)):
             assert res.error == code == ErrorCode.OK, \
                 f"{what}: core {r} RTL {res.error.name}, ISS {code.name} (seed {self.seed})"
-            await self.compare(r, what)
+            await self.compare(r, what, memories)
         self.dut._log.info("%s: %s cycles, collective busy %s", what,
                            [res.cycles for res in results],
                            [res.perf["collective_busy"] for res in results])
 
-    async def compare(self, r, what):
+    async def compare(self, r, what, memories: bool = True):
         h, iss = self.hosts[r], self.iss[r]
         dram = h.read_dram()
         assert np.array_equal(dram, iss.dram), \
             f"{what}: core {r} DRAM differs at {np.flatnonzero(dram != iss.dram)[:8]} " \
             f"(seed {self.seed})"
+        if not memories:
+            return
         for name, got, want in (("SBUF", await h.read_sbuf(), iss.sbuf),
                                 ("PSUM", await h.read_psum(), iss.psum)):
             msg = tbutil.mismatch(name, got, want)
@@ -104,7 +111,7 @@ class RingTB:
         return programs, outs
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(10))
 async def data_parallel(dut):
     tb = RingTB(dut)
     await tb.start()
@@ -136,13 +143,18 @@ async def data_parallel(dut):
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")  # a bus that stalls fails, never hangs
 async def hung_collective(dut):
-    """A COLLECTIVE that one core never joins hangs the others (as RingISS says it would);
-    their register bus still answers: a debug read gives up after DEBUG_TIMEOUT cycles with
-    0 and STATUS bit 4, which CTRL clears; the core left out works normally."""
+    """A COLLECTIVE that one core never joins stops the others until their link watchdog
+    gives up (LINK_TIMEOUT, as RingISS says); meanwhile their register bus still answers: a
+    debug read gives up after DEBUG_TIMEOUT cycles with 0 and STATUS bit 4, which CTRL
+    clears; the core left out works normally. After clear-error, a COLLECTIVE of every core
+    works."""
     tb = RingTB(dut)
     await tb.start()
-    W, P = tb.cfg.link_width, tb.P
+    W, P, T = tb.cfg.link_width, tb.P, tb.top.watchdog_cycles
+    assert T > DEBUG_TIMEOUT + 1000, "the watchdog must outlast the debug read's timeout"
     coll = encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=4)
+    want = RingISS(tb.iss).run([[coll]] * (P - 1) + [[]])
+    assert want == [ErrorCode.LINK_TIMEOUT] * (P - 1) + [ErrorCode.OK], want
     for r in range(P - 1):
         await tb.hosts[r].push(coll)
     await ClockCycles(dut.clk, 300)
@@ -159,3 +171,27 @@ async def hung_collective(dut):
     tb.iss[P - 1].run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
                               cols=4, dram_addr=0, dram_stride=0)])
     await tb.compare(P - 1, "the core outside the hung COLLECTIVE")
+
+    # The watchdog: each core that entered gives up T cycles after its links went quiet.
+    for r in range(P - 1):
+        await tb.hosts[r].wait_idle(T + 2000)
+        code, index = await tb.hosts[r].error()
+        assert (code, index) == (ErrorCode.LINK_TIMEOUT, tb.iss[r].error_index), \
+            f"core {r}: ERROR {code.name} at {index}, want LINK_TIMEOUT (seed {tb.seed})"
+        assert await tb.hosts[r].read("EXECUTED") == tb.iss[r].executed == 1
+        await tb.hosts[r].clear_error()
+        tb.iss[r].clear_error()
+    # A COLLECTIVE of every core, on fresh data (the abandoned buffer is undefined), its
+    # result stored: every core's DRAM bit-exact with RingISS. (SBUF and PSUM through debug
+    # reads would take most of this test's time: data_parallel compares them.)
+    programs = []
+    for r in range(P):
+        pb = ProgramBuilder(tb.cfg)
+        t, out = pb.alloc(W, 4, FP32), pb.alloc(W, 4, FP32)
+        tb.put(r, t, vectors.operands("fp32", tb.rng, (W, 4), 0.05))
+        pb.load(t, 0, W, 0, 4, 0)
+        pg.collective(pb, 0, 0, W, 0, 4)
+        pb.store(out, 0, W, 0, 4, 0)
+        programs.append(pb.program)
+    await tb.run(programs, "an all-reduce of every core after the link timeout",
+                 memories=False)

@@ -19,7 +19,14 @@ from sim import tbutil, vectors
 from sim.pipeline_tb import BUBBLE, PipelineTB
 
 
-@cocotb.test()
+def _vectors() -> int:
+    """At least 10^4 multiply-accumulates per configuration (one per PE and vector)."""
+    rows = tbutil.params().get("rows", 1)
+    return int(os.environ.get("NCLITE_VECTORS", max(3000, -(-10000 // rows))))
+
+
+# The cocotb timeout, in simulated time: 100 cycles per vector (the run needs a few).
+@cocotb.test(timeout_time=100 * tbutil.CLOCK_PERIOD_NS * (_vectors() + 100), timeout_unit="ns")
 async def column_matches_golden(dut):
     p = tbutil.params()
     rows = p["rows"]
@@ -27,8 +34,7 @@ async def column_matches_golden(dut):
     skew, latency = column.row_skew, column.latency
     enabled = p.get("formats", list(tbutil.FORMAT_CODES))
     rng = tbutil.rng(3)
-    # At least 10^4 multiply-accumulates per configuration (one per PE and vector).
-    n_target = int(os.environ.get("NCLITE_VECTORS", max(3000, -(-10000 // rows))))
+    n_target = _vectors()
 
     tiles = []  # (weights, weight format)
     x_cols, fmt_col, swap_col, tile_col, expected = [], [], [], [], []

@@ -6,7 +6,7 @@ from cocotb.triggers import ClockCycles, Timer
 from sim import tbutil
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(1))
 async def comb_output_defined_at_time_zero(dut):
     """No input ever changes, yet the combinational output must not be X (amaranth #1629)."""
     await Timer(1, unit="ns")
@@ -14,7 +14,7 @@ async def comb_output_defined_at_time_zero(dut):
     assert int(dut.y.value) == 0x5A ^ 0x0F
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(1))
 async def counter_counts(dut):
     dut.x.value = 3
     await tbutil.start_clock(dut)

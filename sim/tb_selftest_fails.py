@@ -3,8 +3,10 @@
 import cocotb
 from cocotb.triggers import Timer
 
+from sim import tbutil
 
-@cocotb.test()
+
+@cocotb.test(**tbutil.timeout(1))
 async def always_fails(dut):
     await Timer(1, unit="ns")
     assert int(dut.y.value) == 0, "this failure is expected by tests/test_runner.py"

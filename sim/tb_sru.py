@@ -16,6 +16,10 @@ Tests (selected by the runner's ``testcase``):
 * ``reseed`` - seed S, beats A, seed T, beats B, seed S, beats A: the third output stream is
   identical to the first, all three equal golden; seeds arrive while beats are still in the
   pipeline.
+* ``reset_midstream`` - three times: a non-zero seed, then SR beats with gaps and
+  back-pressure; reset after a random number of cycles (beats in the pipeline and held on
+  ``o``); after it no output beat appears, the unit seeds itself (with 0: the old seed is
+  gone), and a fresh stream matches golden from seed 0.
 * ``throughput`` - no gaps, no back-pressure: ``n`` beats in ``n + latency`` cycles; writes
   ``{"beats", "cycles", "lanes", "latency"}`` to ``NCLITE_SRU_OUT``.
 * ``running_sum`` - the SR demo: ``NCLITE_SRU_DEMO`` (JSON: fmt, start, increment, steps, seed)
@@ -31,7 +35,7 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from golden.formats import get_format, to_bits, to_fp32, to_fp32_bits
 from golden.fp32 import fp32_add
@@ -40,7 +44,7 @@ from golden.sru import SruModel
 from hdl.formats import Dtype, Rounding
 from hdl.sru import sru_layouts
 from hdl.xorwow import seeding_cycles
-from sim import tbutil, vectors
+from sim import coverage, tbutil, vectors
 
 NAMES = {d.value: d.golden_name for d in Dtype}
 MODES = {m.value: m.golden_name for m in Rounding}
@@ -90,6 +94,7 @@ class SruTB:
         self.rng = tbutil.rng(0x5EED)
         self.model = SruModel(self.lanes, random_bits=self.r, seed=0)
         self.cycles = 0
+        self.seeding_cycles_max = seeding_cycles(self.lanes) + 2
 
     async def start(self):
         dut = self.dut
@@ -182,6 +187,7 @@ class SruTB:
         await FallingEdge(dut.clk)
         dut.i__valid.value = 0
         dut.seed__valid.value = 0
+        coverage.sru_beats(self, items, results)
         return results
 
     def check(self, items: list, results: list) -> list[tuple[list[int], int]]:
@@ -235,7 +241,7 @@ def random_items(tb: SruTB, per_combo: int, rng: np.random.Generator) -> list[Be
     return [items[i] for i in order]
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '10000'))))
 async def random_beats(dut):
     tb = SruTB(dut)
     await tb.start()
@@ -246,7 +252,7 @@ async def random_beats(dut):
     tb.check(items, results)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5))
 async def reseed(dut):
     tb = SruTB(dut)
     await tb.start()
@@ -274,7 +280,7 @@ async def reseed(dut):
     dut._log.info("reseed: %d SR beats reproduced after seeds %#x, %#x", len(a), s, t)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '2000'))))
 async def throughput(dut):
     tb = SruTB(dut, gaps=0.0)
     await tb.start()
@@ -295,7 +301,12 @@ async def throughput(dut):
                        "latency": tb.latency}, fh)
 
 
-@cocotb.test()
+def _running_sum_timeout_ms() -> float:
+    """running_sum's limit: 1 µs (100 cycles) per step of NCLITE_SRU_DEMO, plus 5 ms."""
+    return 5 + 1e-3 * int(json.loads(os.environ.get("NCLITE_SRU_DEMO", "{}")).get("steps", 200))
+
+
+@cocotb.test(**tbutil.timeout(_running_sum_timeout_ms()))
 async def running_sum(dut):
     cfg = json.loads(os.environ.get("NCLITE_SRU_DEMO", "{}"))
     fmt = cfg.get("fmt", "bf16")
@@ -332,3 +343,45 @@ async def running_sum(dut):
         with open(out, "w") as fh:
             json.dump({"fmt": fmt, "start": float(start), "increment": float(inc),
                        "steps": steps, "lanes": lanes, "cycles": tb.cycles, **trace}, fh)
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")
+async def reset_midstream(dut):
+    """Reset while beats are in flight: nothing of them comes out, the PRNG restarts from seed
+    0 (the contract: "after reset the unit seeds itself with 0"), the next stream is exact."""
+    tb = SruTB(dut)
+    await tb.start()
+    rng = tbutil.rng(4)
+    narrow = [d for d in sorted(tb.built) if NAMES[d] != "fp32"] or sorted(tb.built)
+
+    def beats(k):
+        return [Beat(vectors.cast_inputs(NAMES[d], rng, tb.lanes), d,
+                     Rounding.SR.value if rng.random() < 0.8 else Rounding.RNE.value,
+                     bool(rng.integers(0, 2)))
+                for d in (int(rng.choice(narrow)) for _ in range(k))]
+
+    for rnd in range(3):
+        items = [Seed(int(rng.integers(1, 1 << 63))), *beats(40)]
+        task = cocotb.start_soon(tb.run(items))
+        await ClockCycles(dut.clk, tb.seeding_cycles_max + int(rng.integers(2, 40)))
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=("i", "seed"),
+                                  tasks=[task], low=("o__ready",))
+        dut.o__ready.value = 1
+        await ReadOnly()
+        assert dut.seeding.value, f"round {rnd}: no seeding after the reset (seed {tbutil.seed()})"
+        await FallingEdge(dut.clk)
+        await tbutil.expect_quiet(dut, ["o__valid", "i__ready"], 2, "in the middle of a stream")
+        busy = 0
+        while True:
+            await ReadOnly()
+            if not dut.seeding.value:
+                break
+            assert not dut.o__valid.value, f"a beat came out after the reset (round {rnd})"
+            await FallingEdge(dut.clk)
+            busy += 1
+            assert busy <= tb.seeding_cycles_max, "seeding after reset never ends"
+        await FallingEdge(dut.clk)
+        await tbutil.expect_quiet(dut, ["o__valid"], tb.latency + 3, "and the seeding")
+        fresh = beats(int(rng.integers(10, 40)))
+        tb.check(fresh, await tb.run(fresh))  # check() replays golden from seed 0
+    dut._log.info("reset in the middle of a stream: 3 rounds exact (seed %d)", tbutil.seed())

@@ -16,6 +16,13 @@ Tests (selected by the runner's ``testcase``):
 * ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
 * ``random_gemms`` — tiled GEMMs of random shapes (1 and non-multiples of n included) and
   dtype pairs, back to back without reset.
+* ``reset_midway`` — three rounds: an operation (an illegal command, so ``error`` is set,
+  then LOAD_STATIONARY and multiplications) interrupted by a reset of 1..4 cycles half-way
+  through its moving columns, while its columns are still in the array, or in the middle of
+  its PSUM drain; then ``busy``, ``error`` and ``drain_resp.valid`` are low, no write of the
+  interrupted columns lands in PSUM after the reset, a MULTIPLY_MOVING before any
+  LOAD_STATIONARY is illegal again (the old stationary tile is gone), and a fresh GEMM is
+  bit-exact.
 * ``gemm`` — one GEMM given by ``NCLITE_GEMM`` (JSON: m, k, f, a_fmt, b_fmt, gaps); writes
   its cycle counts to ``NCLITE_GEMM_OUT`` (used by ``nclite gemm``, the demo and the bench).
 """
@@ -28,10 +35,10 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from golden.formats import to_bits
-from sim import tbutil, vectors
+from sim import coverage, tbutil, vectors
 from sim.te_driver import EngineConfig, TensorEngineProgram, gemm_program
 
 WATCHDOG_CYCLES = 200_000
@@ -129,6 +136,7 @@ class TensorEngineTB:
             if resp_ready and dut.drain_resp__valid.value:
                 word = int(dut.drain_resp__payload.value)
                 row = np.array([(word >> (32 * i)) & mask for i in range(n)], dtype=np.uint32)
+                coverage.te_psum(row, ph.defined[got])
                 want = ph.expected[got]
                 bad = np.flatnonzero((row != want) & ph.defined[got])
                 if bad.size and len(errors) < 6:
@@ -147,6 +155,7 @@ class TensorEngineTB:
         errors: list[str] = []
         for ph in prog.phases:
             errors += await self.run_phase(ph, prog.cfg.n)
+            coverage.te_phase(ph)
             if len(errors) >= 6:
                 break
         if int(self.dut.error.value) != expect_error:
@@ -165,7 +174,7 @@ def _gaps(default: float = 0.2) -> float:
     return float(os.environ.get("NCLITE_GAPS", default))
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 0.5 * int(os.environ.get('NCLITE_TE_COMMANDS', '24'))))
 async def random_commands(dut):
     cfg = _config()
     rng = tbutil.rng(5)
@@ -199,7 +208,7 @@ async def random_commands(dut):
     await tb.run(prog)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5))
 async def back_to_back(dut):
     """No gaps, one phase: the hazards only a full-rate stream shows. Accumulating
     multiplications of one or two columns into the words just written (read-after-write
@@ -227,7 +236,7 @@ async def back_to_back(dut):
     await tb.run(prog)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5))
 async def illegal_commands(dut):
     """Illegal commands (and drain requests outside PSUM) set ``error`` and are dropped without
     taking data: a valid program around them still gives the golden PSUM."""
@@ -265,7 +274,7 @@ async def illegal_commands(dut):
     await tb.run(prog, expect_error=True)
 
 
-@cocotb.test()
+@cocotb.test(**tbutil.timeout(5 + 5 * int(os.environ.get('NCLITE_TE_GEMMS', '3'))))
 async def random_gemms(dut):
     cfg = _config()
     rng = tbutil.rng(6)
@@ -285,7 +294,16 @@ async def random_gemms(dut):
     await tb.run(prog)
 
 
-@cocotb.test()
+def _gemm_timeout_ms() -> float:
+    """gemm's limit: 50 ns (five cycles) for every N multiply-accumulates of NCLITE_GEMM's
+    shape (N times the time of N² a cycle, the engine's full rate), plus 5 ms."""
+    spec = json.loads(os.environ.get("NCLITE_GEMM", "{}"))
+    n = tbutil.params().get("n", 4)
+    m, k, f = spec.get("m", 2 * n), spec.get("k", 2 * n), spec.get("f", 4 * n)
+    return 5 + 50e-6 * m * k * f / n
+
+
+@cocotb.test(**tbutil.timeout(_gemm_timeout_ms()))
 async def gemm(dut):
     """One GEMM from NCLITE_GEMM; its figures go to NCLITE_GEMM_OUT."""
     spec = json.loads(os.environ.get("NCLITE_GEMM", "{}"))
@@ -321,3 +339,124 @@ async def gemm(dut):
     with open(os.environ["NCLITE_GEMM_OUT"], "w") as fh:
         json.dump(out, fh)
     assert error is None, error
+
+
+async def _count_handshakes(dut, stream: str, target: int) -> None:
+    """Returns (in the ReadOnly phase) once ``target`` beats have crossed ``stream``."""
+    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
+    seen = 0
+    while seen < target:
+        await FallingEdge(dut.clk)
+        await ReadOnly()
+        seen += int(valid.value) & int(ready.value)
+
+
+async def _read_psum(dut, n: int, drain_layout_encode, words) -> list[list[int]]:
+    """Drain requests for ``words`` [(bank, addr)], one per cycle, no back-pressure."""
+    rows, sent = [], 0
+    mask = (1 << 32) - 1
+    while len(rows) < len(words):
+        await FallingEdge(dut.clk)
+        dut.drain_resp__ready.value = 1
+        if sent < len(words):
+            dut.drain_req__payload.value = drain_layout_encode(*words[sent])
+            dut.drain_req__valid.value = 1
+        else:
+            dut.drain_req__valid.value = 0
+        await ReadOnly()
+        if sent < len(words) and dut.drain_req__ready.value:
+            sent += 1
+        if dut.drain_resp__valid.value:
+            word = int(dut.drain_resp__payload.value)
+            rows.append([(word >> (32 * i)) & mask for i in range(n)])
+    await FallingEdge(dut.clk)
+    dut.drain_req__valid.value = 0
+    dut.drain_resp__ready.value = 0
+    return rows
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")
+async def reset_midway(dut):
+    """Reset in the middle of a multiplication, of its pipeline tail and of a PSUM drain."""
+    from hdl.tensor_engine import Opcode, TensorEngine
+
+    cfg = _config()
+    rng = tbutil.rng(10)
+    n, fmts, words, banks = cfg.n, list(cfg.formats), cfg.words, cfg.psum_banks
+    latency = TensorEngine(**tbutil.params()).latency
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    streams = ("cmd", "weights", "moving", "drain_req")
+    for rnd, where in enumerate(("moving columns", "pipeline tail", "PSUM drain")):
+        # The operation to interrupt: error set first, then one tile and a few multiplications.
+        prog = TensorEngineProgram(cfg, junk=rng)
+        prog.phases[-1].cmds.append(prog.raw_command(fmt=3, k=1, m=1))  # reserved: error
+        k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
+        sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
+        targets = []  # (bank, addr) of every moving column, in order
+        for _ in range(3):
+            f = int(rng.integers(max(1, words // 2), words + 1))
+            bank, addr = int(rng.integers(0, banks)), int(rng.integers(0, words - f + 1))
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+                                 addr=addr, accumulate=bool(rng.random() < 0.5))
+            targets += [(bank, addr + j) for j in range(f)]
+        prog.drain(0, 0, words, label="interrupted")
+        task = cocotb.start_soon(tb.run(prog, expect_error=True))
+        if where == "moving columns":
+            await _count_handshakes(dut, "moving", int(rng.integers(1, len(targets))))
+            extra = int(rng.integers(0, 3))
+        elif where == "pipeline tail":
+            await _count_handshakes(dut, "moving", len(targets))
+            extra = int(rng.integers(0, latency - 1))
+        else:
+            await _count_handshakes(dut, "drain_req", int(rng.integers(1, words)))
+            extra = int(rng.integers(0, 3))
+        if extra:
+            await ClockCycles(dut.clk, extra)
+        assert not task.done(), f"round {rnd}: the operation ended before the reset"
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=streams, tasks=[task],
+                                  low=("drain_resp__ready",))
+        # Right away, most recent columns first: no interrupted column may land in PSUM now.
+        await ReadOnly()
+        assert not dut.busy.value and not dut.error.value and not dut.drain_resp__valid.value, \
+            (f"round {rnd} ({where}): busy {dut.busy.value}, error {dut.error.value}, "
+             f"drain_resp.valid {dut.drain_resp__valid.value} after the reset "
+             f"(seed {tbutil.seed()})")
+        order = list(dict.fromkeys(reversed(targets)))
+        first = await _read_psum(dut, n, prog.raw_drain, order)
+        await ClockCycles(dut.clk, latency + 2)
+        again = await _read_psum(dut, n, prog.raw_drain, order)
+        changed = [w for w, a, b in zip(order, first, again, strict=True) if a != b]
+        assert not changed, (f"round {rnd} ({where}): PSUM words {changed[:4]} were written "
+                             f"after the reset (seed {tbutil.seed()}, {tbutil.simulator()})")
+        await FallingEdge(dut.clk)
+        await tbutil.expect_quiet(dut, ["busy", "error", "weights__ready", "moving__ready"], 2,
+                                  f"in the {where}")
+        if rnd == 0:
+            # The old stationary tile is gone: a MULTIPLY_MOVING now is illegal, takes nothing.
+            dut.cmd__payload.value = prog.raw_command(op=Opcode.MULTIPLY_MOVING, fmt=0, k=k, f=1)
+            dut.cmd__valid.value = 1
+            dut.moving__payload.value = 0
+            dut.moving__valid.value = 1
+            await ReadOnly()
+            assert dut.cmd__ready.value, "the MULTIPLY_MOVING after the reset was not taken"
+            await FallingEdge(dut.clk)
+            dut.cmd__valid.value = 0
+            for _ in range(4):
+                await ReadOnly()
+                assert not dut.moving__ready.value and not dut.busy.value, \
+                    "a MULTIPLY_MOVING after the reset used the old stationary tile"
+                await FallingEdge(dut.clk)
+            dut.moving__valid.value = 0
+            assert dut.error.value, "a MULTIPLY_MOVING with no stationary tile after the reset " \
+                "did not set error"
+            await tbutil.reset_midway(dut, 1)
+        # A fresh GEMM, bit-exact, error clear.
+        fresh = TensorEngineProgram(cfg, junk=rng)
+        afmt, bfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        mm, kk, ff = (int(rng.integers(1, 2 * n + 1)) for _ in range(3))
+        gemm_program(cfg, vectors.operands(afmt, rng, (kk, mm), 0.05), afmt,
+                     vectors.operands(bfmt, rng, (kk, ff), 0.05), bfmt, fresh)
+        await tb.run(fresh)
+    dut._log.info("reset in the middle: 3 rounds, n=%d, seed %d", n, tbutil.seed())

@@ -14,7 +14,15 @@ failing beat's code and index; earlier beats done, later ones never issued);
 ``malformed_frames`` (bad CRC, unknown command, bad count, unaligned or out-of-range
 address, a frame cut short, garbage before the sync byte, bytes sent during a response, a
 UART framing error: each rejected or dropped as the protocol says, counted, without any AXI
-access, and the bridge works afterwards).
+access, and the bridge works afterwards); ``garbage_burst`` (line noise: random levels for
+random times, glitches shorter than a bit, then random bytes with sync bytes among them:
+any response is dropped, no AXI access, the errors show in the counters, and a normal
+write and read work afterwards); ``reset_midway`` (``rst`` for 1..4 cycles while a frame is
+half received, while a burst's AXI beats are under way with heavy back-pressure, and while
+a response is being sent: no response or AXI access follows, only a prefix of a write's
+words lands, the counters read 0, and the bridge works afterwards).
+
+Every test has a cocotb timeout (simulated time, about ten times what it needs).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import collections
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, FallingEdge, First, ReadOnly, RisingEdge, Timer
 from cocotbext.axi import AxiLiteBus, AxiLiteRam, AxiResp
 
 from hdl.uart_bridge import MAX_WORDS, STATUS_COUNTERS, Command, Status
@@ -129,6 +137,11 @@ class BridgeTB:
                 await First(*(RisingEdge(s) for s in starts))
             await FallingEdge(dut.clk)
             await ReadOnly()
+            if dut.rst.value:  # a reset ends every transaction (reset_midway)
+                stall = {ch: tbutil.StallMonitor(f"axil.{ch}") for ch in ("aw", "w", "ar")}
+                open_writes = open_reads = 0
+                busy = True
+                continue
             v = {n: int(getattr(dut, f"axil__{n}").value) for n in (
                 "awvalid", "awready", "awaddr", "wvalid", "wready", "wdata", "wstrb",
                 "bvalid", "bready", "arvalid", "arready", "araddr", "rvalid", "rready")}
@@ -220,7 +233,7 @@ class BridgeTB:
             f"{what} caused AXI traffic {self.handshakes - handshakes_before} (seed {self.seed})"
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=10, timeout_unit="ms")
 async def reads_and_writes(dut):
     tb = BridgeTB(dut)
     tb.set_pauses(0.1)
@@ -246,7 +259,7 @@ async def reads_and_writes(dut):
                   tb.handshakes["b"] + tb.handshakes["r"], tb.seed)
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=10, timeout_unit="ms")
 async def backpressure(dut):
     tb = BridgeTB(dut)
     tb.set_pauses(0.7)
@@ -255,7 +268,7 @@ async def backpressure(dut):
     await tb.check_counters()
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=10, timeout_unit="ms")
 async def axi_errors(dut):
     tb = BridgeTB(dut)
     tb.set_pauses(0.2)
@@ -294,7 +307,7 @@ async def axi_errors(dut):
     await tb.check_counters()
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=10, timeout_unit="ms")
 async def malformed_frames(dut):
     tb = BridgeTB(dut)
     await tb.start()
@@ -418,3 +431,111 @@ async def malformed_frames(dut):
     await tb.check_counters()
     tb.check_ram()
     dut._log.info("malformed frames: all rejected and counted (seed %d)", tb.seed)
+
+
+@cocotb.test(timeout_time=4, timeout_unit="ms")
+async def garbage_burst(dut):
+    tb = BridgeTB(dut)
+    await tb.start()
+    link, rng = tb.link, tb.rng
+    quiet_bits = tb.timeout + 30
+    clk_ns = tbutil.CLOCK_PERIOD_NS
+    for rnd in range(3):
+        before, accesses = collections.Counter(tb.handshakes), len(tb.accesses)
+        start = await tb.client.status()
+        # Noise: random levels held for 1 cycle .. 3 bit times (glitches, broken bytes,
+        # framing errors), now and then a break of 2..3 byte times.
+        for _ in range(int(rng.integers(20, 60))):
+            dut.rx.value = int(rng.integers(0, 2))
+            await Timer(int(rng.integers(1, 3 * tb.divisor + 1)) * clk_ns, "ns")
+        if rng.random() < 0.5:
+            dut.rx.value = 0
+            await Timer(int(rng.integers(20, 31)) * tb.bit_ns, "ns")
+        dut.rx.value = 1
+        await Timer(int(rng.integers(1, 12)) * tb.bit_ns, "ns")
+        # Random bytes with request sync bytes and frame starts among them.
+        junk = bytearray(int(b) for b in rng.integers(0, 256, int(rng.integers(10, 40))))
+        for _ in range(4):
+            at = int(rng.integers(0, len(junk)))
+            junk[at:at] = bytes([0xA5, int(rng.choice([0x01, 0x02, 0x03, 0xA5]))])
+        await link.send(bytes(junk))
+        # Whatever frame the junk started times out or is drained and answered; then quiet.
+        await link.idle(2 * quiet_bits)
+        link.clear()
+        await link.idle(quiet_bits)
+        assert link.pending() == 0, f"round {rnd}: the bridge kept talking (seed {tb.seed})"
+        tb.quiet(before, accesses, f"garbage burst {rnd}")
+        end = await tb.client.status()
+        delta = {k: end[k] - start[k] for k in STATUS_COUNTERS}
+        assert delta["frames"] == 1 and delta["axi_errors"] == 0, \
+            f"round {rnd}: {delta} (seed {tb.seed})"
+        assert delta["uart_errors"] + delta["dropped_bytes"] + delta["rejected"] > 0, \
+            f"round {rnd}: the garbage left no trace in the counters {delta} (seed {tb.seed})"
+        assert delta["rejected"] == delta["bad_crc"] + delta["bad_command"] + delta["timeouts"]
+        await tb.sanity()
+    tb.check_ram()
+    dut._log.info("garbage bursts: 3 rejected, bridge fine (seed %d)", tb.seed)
+
+
+@cocotb.test(timeout_time=4, timeout_unit="ms")
+async def reset_midway(dut):
+    tb = BridgeTB(dut)
+    tb.set_pauses(0.7)
+    await tb.start()
+    link, rng = tb.link, tb.rng
+    quiet_bits = tb.timeout + 30
+
+    async def wait_until(cond):
+        while not cond():
+            await FallingEdge(dut.clk)
+
+    for where in ("a frame half received", "an AXI burst", "a response"):
+        await tb.sanity()  # counters are not 0 before the reset
+        n = int(rng.integers(4, MAX_WORDS + 1))
+        addr = 4 * int(rng.integers(0, RAM_BYTES // 4 - n + 1))
+        words = tb.random_words(n)
+        hold = int(rng.integers(1, 5))
+        before = collections.Counter(tb.handshakes)
+        if where == "a frame half received":
+            frame = encode_write(addr, words)
+            cut = int(rng.integers(1, len(frame)))
+            send = cocotb.start_soon(link.send(frame[:cut]))
+            # rst rises inside the last byte sent, and is held to its end.
+            await Timer((10 * (cut - 1) + int(rng.integers(1, 10))) * tb.bit_ns, "ns")
+            dut.rst.value = 1
+            await send
+            await ClockCycles(dut.clk, hold)
+            dut.rst.value = 0
+        elif where == "an AXI burst":
+            task = cocotb.start_soon(tb.client.write_words(addr, words))
+            target = before["b"] + int(rng.integers(1, n))
+            await wait_until(lambda target=target: tb.handshakes["b"] >= target)
+            await tbutil.reset_midway(dut, hold, tasks=[task])
+        else:
+            await link.send(encode_read(addr, n))  # no client: the bytes stay pending
+            got = int(rng.integers(1, 3 + 4 * n))
+            await wait_until(lambda got=got: link.pending() >= got)
+            await Timer(int(rng.integers(1, 10)) * tb.bit_ns, "ns")  # inside the next byte
+            await tbutil.reset_midway(dut, hold)
+        after = collections.Counter(tb.handshakes)
+        await link.idle(quiet_bits)
+        if where == "a response":
+            link.clear()  # the cut response (its last byte may be garbled)
+            await link.idle(quiet_bits)
+        assert link.pending() == 0, f"{where}: bytes sent after the reset (seed {tb.seed})"
+        assert tb.handshakes == after, \
+            f"{where}: AXI traffic after the reset {tb.handshakes - after} (seed {tb.seed})"
+        if where == "an AXI burst":  # a prefix of the words (those B answered, maybe one more)
+            done = after["b"] - before["b"]
+            ram = bytes(tb.ram.read(addr, 4 * n))
+            prefix = [i for i in (done, done + 1) if i <= n and ram == b"".join(
+                w.to_bytes(4, "little") for w in words[:i]) + bytes(tb.model[addr + 4 * i:
+                                                                            addr + 4 * n])]
+            assert prefix, f"{where}: not a prefix of the burst in RAM (seed {tb.seed})"
+            tb.model_write(addr, words[:prefix[0]])
+        tb.check_ram()
+        tb.expect.clear()  # the reset clears every counter
+        await tb.check_counters()
+        await tb.sanity()
+        await tb.check_counters()
+    dut._log.info("reset in the middle of a frame, a burst and a response (seed %d)", tb.seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 from cocotb.clock import Clock
@@ -12,7 +13,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from hdl.formats import Fmt
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
-           "reset", "offer", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS"]
+           "reset", "offer", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS", "pauses",
+           "reset_midway", "expect_quiet", "timeout"]
 
 #: The testbenches' clock period.
 CLOCK_PERIOD_NS = 10
@@ -118,3 +120,66 @@ class StallMonitor:
         elif self.held is not None:
             raise AssertionError(f"{self.name}.valid dropped while stalled (seed {seed()})")
         return None
+
+
+def timeout(ms: float) -> dict:
+    """A cocotb test's timeout in simulated time, ``@cocotb.test(**tbutil.timeout(ms))``: a
+    test that waits for an event that never comes fails after ``ms`` simulated milliseconds
+    (at 10 ns a cycle, 100 000 cycles per ms) instead of running until pytest's wall-clock
+    limit. Testbenches size it from their workload, with a wide margin."""
+    return {"timeout_time": round(float(ms), 3), "timeout_unit": "ms"}
+
+
+def pauses(rng: np.random.Generator, p: float, *, max_burst: int = 1) -> Iterator[int]:
+    """An endless seeded pause pattern, 1 = pause this cycle, 0 = go: a random valid gap on
+    an input stream or back-pressure on an output. Pauses come in bursts of 1..``max_burst``
+    cycles, so that a fraction ``p`` of the cycles (about) pause. The generator is what
+    cocotbext-axi's ``set_pause_generator`` takes; a hand-written driver calls ``next()``
+    once per cycle. ``p`` = 0: never pauses."""
+    while True:
+        if p <= 0:
+            yield 0
+            continue
+        burst = int(rng.integers(1, max_burst + 1))
+        # Go-runs geometric with a mean of burst * (1 - p) / p cycles.
+        go = int(rng.geometric(min(1.0, p / (p + burst * (1 - p))))) - 1 if p < 1 else 0
+        yield from [0] * go
+        yield from [1] * burst
+
+
+async def reset_midway(dut, cycles: int, *, inputs: Iterable[str] = (), tasks=(),
+                       low: Iterable[str] = ()) -> None:
+    """Reset in the middle of an operation: cancel ``tasks`` (the coroutines that drive the
+    operation), then at the next falling edge drive the ``valid`` of every stream in
+    ``inputs`` (and every signal named in ``low``) to 0 and hold ``rst`` for ``cycles``
+    clock cycles; returns at the falling edge after ``rst`` is released."""
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+    await FallingEdge(dut.clk)
+    for name in inputs:
+        getattr(dut, f"{name}__valid").value = 0
+    for name in low:
+        getattr(dut, name).value = 0
+    dut.rst.value = 1
+    for _ in range(cycles):
+        await FallingEdge(dut.clk)
+    dut.rst.value = 0
+    await FallingEdge(dut.clk)
+
+
+async def expect_quiet(dut, signals: Iterable[str], cycles: int, what: str) -> None:
+    """Every signal named in ``signals`` (e.g. an output's ``o__valid``, ``busy``) stays 0 for
+    ``cycles`` cycles, sampled in the ReadOnly phase after each falling edge: after a reset,
+    nothing of the interrupted operation may come out."""
+    handles = [(name, getattr(dut, name)) for name in signals]
+    for cycle in range(cycles):
+        await ReadOnly()
+        for name, h in handles:
+            if h.value.is_resolvable and int(h.value):
+                raise AssertionError(f"{name} is high {cycle} cycles after the reset "
+                                     f"{what} (seed {seed()}, {simulator()})")
+            if not h.value.is_resolvable:
+                raise AssertionError(f"{name} is {h.value} {cycle} cycles after the reset "
+                                     f"{what} (seed {seed()}, {simulator()})")
+        await FallingEdge(dut.clk)

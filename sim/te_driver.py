@@ -18,6 +18,7 @@ from amaranth.hdl import Const
 from golden.tensor import LoadStationary, TensorEngineModel, gemm_schedule
 from hdl.formats import Fmt
 from hdl.tensor_engine import Opcode, command_layout, drain_request_layout
+from sim import coverage
 
 __all__ = ["EngineConfig", "Phase", "TensorEngineProgram", "gemm_program"]
 
@@ -136,6 +137,7 @@ class TensorEngineProgram:
                              f"not shape {tile.shape}")
         code = self._format(fmt, "fmt")
         self.model.load_stationary(tile, fmt)
+        coverage.te_stationary(self, tile, fmt)
         k, m = tile.shape
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
@@ -162,6 +164,7 @@ class TensorEngineProgram:
                              f"PSUM bank of {cfg.words} words")
         code = self._format(fmt, "fmt")
         self.model.multiply_moving(moving, fmt, bank, addr, accumulate)
+        coverage.te_moving(self, self._phase, moving, fmt, accumulate)
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
                                  addr=addr, accumulate=int(accumulate)))

@@ -6,10 +6,6 @@ import pytest
 
 from sim.runner import SIMULATORS
 
-# Tests build large Verilator models at -O0: for them the C++ compile dominates, the runs are
-# short (sim/runner.py, verilator_quick_build). Demos and benchmarks keep -Os.
-os.environ.setdefault("NCLITE_VERILATOR_QUICK_BUILD", "1")
-
 
 def pytest_generate_tests(metafunc):
     # Every test that takes a `simulator` argument runs once per simulator: Icarus and Verilator.

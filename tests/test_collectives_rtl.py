@@ -4,7 +4,8 @@
 ``sim/tb_collectives.py`` on ``hdl.ring:CollectiveRing``: for every ring size the issue names
 (P = 2, 3, 4, 8) and every link width (1, 2, 4), back-to-back collectives of all three kinds
 with n from 1 to a few thousand, random link latencies and stalls and skewed starts, every
-word of every rank compared after every collective; illegal commands; the watchdog. Then the
+word of every rank compared after every collective; illegal commands; the testbench's
+watchdog; the engines' link watchdog (a rank that never joins); a reset mid-collective. Then the
 host-side driver (``sim.allreduce``, behind ``nclite allreduce``) and the all-reduce's
 efficiency against the bandwidth-optimal ring bound, from cycle counts.
 """
@@ -18,14 +19,16 @@ from sim.allreduce import run_collectives
 
 RING = "hdl.ring:CollectiveRing"
 # Every ring size and every link width; adders of 0, 1, 2 and 5 stages.
+# Link watchdogs short enough for the link-timeout test, long beside any legitimate wait.
 CONFIGS = {
     "p2-w4": ({"ranks": 2, "link_width": 4, "depth": 1024, "max_latency": 8,
-               "add_stages": 1}, "12"),
+               "add_stages": 1, "watchdog_cycles": 1024}, "12"),
     "p3-w2": ({"ranks": 3, "link_width": 2, "depth": 1024, "max_latency": 8,
-               "add_stages": 0}, "12"),
+               "add_stages": 0, "watchdog_cycles": 2048}, "12"),
     "p4-w1": ({"ranks": 4, "link_width": 1, "depth": 4096, "max_latency": 16,
-               "add_stages": 5}, "12"),
-    "p8-w2": ({"ranks": 8, "link_width": 2, "depth": 2048, "max_latency": 8}, "10"),
+               "add_stages": 5, "watchdog_cycles": 4096}, "12"),
+    "p8-w2": ({"ranks": 8, "link_width": 2, "depth": 2048, "max_latency": 8,
+               "watchdog_cycles": 4096}, "10"),
 }
 
 
@@ -35,7 +38,8 @@ CONFIGS = {
 def test_ring(simulator, config):
     params, count = CONFIGS[config]
     runner.run(RING, params, "sim.tb_collectives", simulator,
-               testcase="random_collectives,illegal_commands,watchdog", run_tag=config,
+               testcase="random_collectives,illegal_commands,watchdog,link_timeout,"
+               "reset_mid_collective", run_tag=config,
                extra_env={"NCLITE_COLLECTIVES": count})
 
 
@@ -61,3 +65,17 @@ def test_allreduce_efficiency(simulator):
     (run,) = r["runs"]
     assert run["bound_cycles"] == 6 * n // 16
     assert run["efficiency"] >= 0.9, run
+
+
+@pytest.mark.parametrize("value", [-1, 1, 15, True, 2.0, (1 << 30) + 1])
+def test_bad_watchdog_cycles(value):
+    """The link watchdog: 0 (none) or 16 .. 2^30 cycles, checked at construction by name."""
+    from hdl.collective import CollectiveEngine
+    from hdl.core import NeuronCore
+    from hdl.ring import CollectiveRing
+
+    for make in (lambda: CollectiveEngine(ranks=2, watchdog_cycles=value),
+                 lambda: CollectiveRing(ranks=2, watchdog_cycles=value),
+                 lambda: NeuronCore(ranks=2, watchdog_cycles=value)):
+        with pytest.raises(ValueError, match="watchdog_cycles"):
+            make()

@@ -7,7 +7,8 @@ import pytest
 from sim import runner
 
 CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
-TESTS = ["gemm_tiled", "dense_sr", "mlp_forward", "random_commands", "hazards", "errors"]
+TESTS = ["gemm_tiled", "dense_sr", "mlp_forward", "random_commands", "hazards", "errors",
+         "dram_faults"]
 
 
 @pytest.mark.parametrize("testcase", TESTS)

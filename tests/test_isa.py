@@ -14,6 +14,14 @@ def test_opcodes_and_error_codes_agree():
     assert h.DESCRIPTOR_BITS == g.DESCRIPTOR_BITS == 32 * g.DESCRIPTOR_WORDS
 
 
+def test_error_codes_of_running_commands():
+    """The codes an engine reports while its command runs follow the check codes, and every
+    code fits the ERROR register's 4 bits."""
+    assert [c.name for c in g.ErrorCode][-2:] == ["BUS_ERROR", "LINK_TIMEOUT"]
+    assert (g.ErrorCode.BUS_ERROR, g.ErrorCode.LINK_TIMEOUT) == (7, 8)
+    assert max(g.ErrorCode) < 1 << h.ErrorCode.as_shape().width
+
+
 @pytest.mark.parametrize("op", list(g.Opcode), ids=lambda o: o.name)
 def test_fields_agree(op):
     layout = h.descriptor_layout(h.Opcode[op.name])

@@ -1,6 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """Four NeuronCores in a ring, in cocotb (Icarus and Verilator): data-parallel partial
-products combined by an all-reduce, and the other collectives, bit-exact with RingISS."""
+products combined by an all-reduce, and the other collectives, bit-exact with RingISS; a
+COLLECTIVE one core never joins ends in LINK_TIMEOUT on the others (the link watchdog), after
+which the ring works again."""
 
 import pytest
 

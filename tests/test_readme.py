@@ -25,3 +25,21 @@ def test_update_needs_the_markers():
         readme.update("no markers here", "table")
     text = f"a\n{readme.BEGIN}\nold\n{readme.END}\nb\n"
     assert readme.update(text, "new") == f"a\n{readme.BEGIN}\nnew\n{readme.END}\nb\n"
+
+
+def test_reliability_table_is_current():
+    text = (readme.REPO_ROOT / "README.md").read_text()
+    table = readme.render_reliability(*readme.load_reliability())
+    assert readme.update(text, table, readme.R_BEGIN, readme.R_END) == text, (
+        "README.md's reliability table differs from docs/formal.json and docs/coverage.json: "
+        "run `make readme`")
+    for what in ("formal: stream protocol", "proven", "Verilator code coverage",
+                 "functional coverage: sru"):
+        assert what in table, what
+
+
+def test_reliability_table_refuses_a_failed_proof():
+    formal, coverage = readme.load_reliability()
+    broken = dict(formal, results=[dict(formal["results"][0], ok=False)])
+    with pytest.raises(ValueError, match="not as expected"):
+        readme.render_reliability(broken, coverage)

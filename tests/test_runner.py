@@ -51,3 +51,14 @@ def test_waves_written_and_path_reported(simulator, capfd):
     # FST from both simulators (Verilator: VCD where liblz4-dev is missing), the ports by name.
     assert r.waves.suffix == "." + waves.wave_format(r.waves)
     assert "initialised_comb.y" in waves.signals(r.waves)
+
+
+def test_testcase_names_match_exactly():
+    """``testcase="errors"`` runs the test ``errors``, not also ``bus_errors``."""
+    import re
+
+    pattern = re.compile(runner._exact_filter("errors, reset_midway"))
+    assert pattern.search("sim.tb_core.errors") and pattern.search("sim.tb_x.reset_midway")
+    assert not pattern.search("sim.tb_core.bus_errors")
+    assert not pattern.search("sim.tb_core.errors_more")
+    assert runner._exact_filter(None) is None

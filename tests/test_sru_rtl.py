@@ -32,8 +32,9 @@ def test_sru(simulator, config):
     if simulator == "icarus" and not os.environ.get("NCLITE_FULL"):
         # Icarus simulates ~30x slower: a quarter of the vectors in make test
         vectors = str(max(1500, int(vectors) // 4))
-    runner.run(SRU, params, "sim.tb_sru", simulator, testcase="random_beats,reseed",
-               run_tag=config, extra_env={"NCLITE_VECTORS": vectors})
+    runner.run(SRU, params, "sim.tb_sru", simulator,
+               testcase="random_beats,reseed,reset_midstream", run_tag=config,
+               extra_env={"NCLITE_VECTORS": vectors})
 
 
 def test_sru_throughput(simulator, tmp_path):

@@ -10,7 +10,9 @@ from sim.te_driver import EngineConfig, TensorEngineProgram
 
 CONFIGS = {
     "n2": {"n": 2, "psum_banks": 2, "psum_words": 8},
-    "n4": {"n": 4, "psum_banks": 4, "psum_words": 16},
+    # n = 4 is engine_params(4), the build of `nclite gemm --array 4` (README's tour) and of
+    # test_full_rate_gemm_utilization: one Verilator model for the three.
+    "n4": engine_params(4),
     "n3-deep": {"n": 3, "psum_banks": 3, "psum_words": 7, "mul_stages": 2, "add_stages": 3},
 }
 
@@ -19,7 +21,8 @@ def _cases():
     # make test: n = 2 both testcases, n = 4 the random GEMMs; make test-full adds n = 4's
     # command mix and the n = 3 shallow engine.
     for config in CONFIGS:
-        for testcase in ("random_commands,back_to_back,illegal_commands", "random_gemms"):
+        for testcase in ("random_commands,back_to_back,illegal_commands,reset_midway",
+                         "random_gemms"):
             full = config == "n3-deep" or (config == "n4" and testcase != "random_gemms")
             yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
                                id=f"{testcase}-{config}")
