@@ -193,9 +193,8 @@ def code_coverage(points: Counter) -> dict:
     }
 
 
-def annotate(points: Counter, out_dir: Path) -> list[Path]:
-    """Annotated copies of every Verilog file of ``points`` in ``out_dir`` (one directory per
-    design); returns their paths."""
+def _min_count_per_line(points: Counter) -> dict[str, dict[int, int]]:
+    """Per Verilog file and line, the smallest count of the line/branch/toggle points on it."""
     per_line: dict[str, dict[int, int]] = defaultdict(dict)
     for key, count in points.items():
         f = fields(key)
@@ -204,6 +203,13 @@ def annotate(points: Counter, out_dir: Path) -> list[Path]:
         lines = per_line[f.get("f", "")]
         for ln in _lines(f):
             lines[ln] = min(lines.get(ln, count), count)
+    return per_line
+
+
+def annotate(points: Counter, out_dir: Path) -> list[Path]:
+    """Annotated copies of every Verilog file of ``points`` in ``out_dir`` (one directory per
+    design); returns their paths."""
+    per_line = _min_count_per_line(points)
     written = []
     for src, lines in sorted(per_line.items()):
         path = Path(src)
@@ -222,14 +228,7 @@ def annotate(points: Counter, out_dir: Path) -> list[Path]:
 
 def write_lcov(points: Counter, path: Path) -> None:
     """An lcov tracefile: per Verilog line the smallest count of the points on it."""
-    per_line: dict[str, dict[int, int]] = defaultdict(dict)
-    for key, count in points.items():
-        f = fields(key)
-        if f.get("t") not in TYPES:
-            continue
-        lines = per_line[f.get("f", "")]
-        for ln in _lines(f):
-            lines[ln] = min(lines.get(ln, count), count)
+    per_line = _min_count_per_line(points)
     with open(path, "w") as fh:
         for src, lines in sorted(per_line.items()):
             fh.write(f"TN:nclite\nSF:{src}\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 
@@ -127,7 +128,9 @@ def timeout(ms: float) -> dict:
     test that waits for an event that never comes fails after ``ms`` simulated milliseconds
     (at 10 ns a cycle, 100 000 cycles per ms) instead of running until pytest's wall-clock
     limit. Testbenches size it from their workload, with a wide margin."""
-    return {"timeout_time": round(float(ms), 3), "timeout_unit": "ms"}
+    # In whole nanoseconds: cocotb refuses a time its precision (1 ps) cannot represent
+    # exactly, which a float number of milliseconds (2.006) often is not.
+    return {"timeout_time": math.ceil(float(ms) * 1e6), "timeout_unit": "ns"}
 
 
 def pauses(rng: np.random.Generator, p: float, *, max_burst: int = 1) -> Iterator[int]:
