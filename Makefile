@@ -96,7 +96,7 @@ formal: setup
 	$(PY) -m sim.formal --summary docs/formal.json
 
 # Verilator line/toggle coverage and functional coverage of the NeuronCore, tensor engine and
-# SRU runs (sim/coverage_report.py; about 11 min on 2 cores) -> build/coverage/report.md;
+# SRU runs (sim/coverage_report.py; about 7 min on 2 cores) -> build/coverage/report.md;
 # --summary: README's figures.
 coverage: setup
 	$(PY) -m sim.coverage_report --summary docs/coverage.json

@@ -58,7 +58,7 @@ def _core(test: str) -> tuple:
 
 
 #: (tag, factory, params, cocotb module, testcases, extra environment). The core's first test
-#: comes first: its coverage build is the longest (about 9 minutes), the engines' runs take
+#: comes first: its coverage build is the longest (most of the run), the engines' runs take
 #: the other worker meanwhile, and the core's other tests wait for its build.
 RUNS: list[tuple[str, str, dict, str, str, dict]] = [
     _core(_CORE_TESTS[0]),
