@@ -63,7 +63,7 @@ def _core(test: str) -> tuple:
 RUNS: list[tuple[str, str, dict, str, str, dict]] = [
     _core(_CORE_TESTS[0]),
     ("te-n4", TE, _TE4, "sim.tb_tensor_engine",
-     "random_commands,back_to_back,illegal_commands,random_gemms", {}),
+     "random_commands,back_to_back,illegal_commands,special_products,random_gemms", {}),
     ("sru-l4", SRU, {"lanes": 4}, "sim.tb_sru", "random_beats,reseed",
      {"NCLITE_VECTORS": "10000"}),
     ("sru-l2-fp8", SRU, {"lanes": 2, "stages": 1, "random_bits": 8,

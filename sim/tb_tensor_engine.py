@@ -236,6 +236,50 @@ async def back_to_back(dut):
     await tb.run(prog)
 
 
+def class_representatives(fmt: str) -> np.ndarray:
+    """One value of every special-value class of ``fmt`` (both signs where a class has two):
+    ±0, ± a subnormal, ± a normal, ± max finite, ±inf (formats that have it), NaN."""
+    from golden.formats import get_format
+
+    f = get_format(fmt)
+    mags = [0, f.min_subnormal_bits, f.max_subnormal_bits, f.one_bits,
+            f.one_bits | (1 << (f.man_bits - 1)), f.max_finite_bits]
+    if f.has_inf:
+        mags.append(f.inf_bits)
+    values = [b for m in mags for b in (m, m | f.sign_mask)] + [f.canonical_nan_bits]
+    return np.array(values, dtype=np.int64)
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def special_products(dut):
+    """Every class pair multiplied, for every (stationary, moving) dtype pair the engine
+    takes: each representative of :func:`class_representatives` as a stationary value times
+    every representative as moving values (0 x inf, inf x -max, NaN x 0, subnormal x max, ...),
+    summed over K = 2 rows whose moving values run in opposite orders (inf + -inf, max + max
+    overflowing to inf); PSUM bit-exact with golden."""
+    cfg = _config()
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=tbutil.rng(9))
+    k = min(2, n)
+    step = 0
+    for sfmt in fmts:
+        for mfmt in fmts:
+            moving_reps = class_representatives(mfmt)
+            for sv in class_representatives(sfmt):
+                prog.load_stationary(np.full((k, 1), sv, dtype=np.int64), sfmt)
+                for lo in range(0, len(moving_reps), cfg.words):
+                    chunk = moving_reps[lo:lo + cfg.words]
+                    moving = np.stack([chunk, chunk[::-1]][:k])
+                    bank = step % cfg.psum_banks
+                    step += 1
+                    prog.multiply_moving(moving, mfmt, bank=bank, addr=0, accumulate=False)
+                    prog.drain(bank, 0, len(chunk), label=f"{sfmt} x {mfmt}")
+    tb = TensorEngineTB(dut, 0.0)
+    await tb.start()
+    dut._log.info("special products: %d phases, seed %d", len(prog.phases), tbutil.seed())
+    await tb.run(prog)
+
+
 @cocotb.test(**tbutil.timeout(5))
 async def illegal_commands(dut):
     """Illegal commands (and drain requests outside PSUM) set ``error`` and are dropped without

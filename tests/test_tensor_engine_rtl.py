@@ -16,16 +16,21 @@ CONFIGS = {
     "n3-deep": {"n": 3, "psum_banks": 3, "psum_words": 7, "mul_stages": 2, "add_stages": 3},
 }
 
+#: The testcases of sim/tb_tensor_engine.py, in two simulations per configuration.
+TESTCASES = {
+    "commands": "random_commands,back_to_back,illegal_commands,reset_midway,special_products",
+    "gemms": "random_gemms",
+}
+
 
 def _cases():
     # make test: n = 2 both testcases, n = 4 the random GEMMs; make test-full adds n = 4's
     # command mix and the n = 3 shallow engine.
     for config in CONFIGS:
-        for testcase in ("random_commands,back_to_back,illegal_commands,reset_midway",
-                         "random_gemms"):
-            full = config == "n3-deep" or (config == "n4" and testcase != "random_gemms")
+        for label, testcase in TESTCASES.items():
+            full = config == "n3-deep" or (config == "n4" and label != "gemms")
             yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
-                               id=f"{testcase}-{config}")
+                               id=f"{label}-{config}")
 
 
 @pytest.mark.parametrize("config, testcase", list(_cases()))
