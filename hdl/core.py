@@ -268,7 +268,8 @@ class NeuronCore(wiring.Component):
     ``watchdog_cycles``) sets LINK_TIMEOUT, the core idle again. Either stops the queue like a
     check error, with the index of the failing command; CTRL clears it (or soft-resets) and
     the core works on. In a ring, ``tx_flush`` (one cycle) tells the outgoing link to drop
-    the beats of the abandoned collective (``hdl.multicore.CoreRing`` wires it).
+    the beats of the abandoned collective (``hdl.multicore.CoreRing`` wires it); a soft reset
+    during a COLLECTIVE abandons it the same way and pulses ``tx_flush`` too.
 
     Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
     ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
@@ -396,7 +397,9 @@ class NeuronCore(wiring.Component):
                          coll.cmd.payload.addr.eq(cd.sbuf_addr),
                          coll.cmd.payload.words.eq(cd.cols * W),
                          seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
-                         self.tx_flush.eq(coll.tx_flush)]
+                         # A soft reset abandons a running collective as the watchdog does:
+                         # the link drops its beats too (none may reach a later collective).
+                         self.tx_flush.eq(coll.tx_flush | (eng_rst & coll.busy))]
             with m.If(seq.coll.valid & seq.coll.ready):
                 m.d.sync += coll_part.eq(cd.part)
             wiring.connect(m, coll.tx, wiring.flipped(self.tx))
