@@ -32,7 +32,8 @@ FORMAL = Path("docs") / "formal.json"
 COVERAGE = Path("docs") / "coverage.json"
 #: The formal groups, in the README's order, with what they prove.
 FORMAL_GROUPS = {
-    "stream": "stream protocol on every stream port (valid held until ready, payload stable)",
+    "stream": "stream protocol on the stream ports each component drives (valid held until "
+              "ready, payload stable)",
     "fifo": "no FIFO overflow or underflow",
     "sequencer": "the sequencer returns to idle or error for any command (no deadlock)",
     "sru": "SRU's RNE and RTZ to bf16 equal a direct reference on the bits",
