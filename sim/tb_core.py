@@ -36,7 +36,7 @@ import numpy as np
 from cocotbext.axi import AxiResp
 
 from golden.activation import ActivationFunc
-from golden.isa import ErrorCode, Opcode, decode, encode
+from golden.isa import DTYPE_BYTES, ErrorCode, Opcode, decode, encode
 from golden.iss import CommandError, NeuronCoreISS
 from hdl.core import PERF_COUNTERS, NeuronCore
 from sim import coverage, tbutil, vectors
@@ -375,7 +375,7 @@ def _dma_words(words) -> tuple[bool, set[int]] | None:
     op, f = decode(words)
     if op not in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
         return None
-    size = {BF16: 2, FP8_E4M3: 1, FP8_E5M2: 1, 3: 2, FP32: 4}[f["dtype"]]
+    size = DTYPE_BYTES[f["dtype"]]
     touched = set()
     for p in range(f["rows"]):
         a = f["dram_addr"] + p * f["dram_stride"]
