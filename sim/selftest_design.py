@@ -4,7 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["InitialisedComb"]
+__all__ = ["InitialisedComb", "WithSubmodule"]
 
 
 class InitialisedComb(wiring.Component):
@@ -31,4 +31,20 @@ class InitialisedComb(wiring.Component):
             with m.Default():
                 m.d.comb += self.y.eq(held)
         m.d.sync += self.count.eq(self.count + self.x)
+        return m
+
+
+class WithSubmodule(wiring.Component):
+    """:class:`InitialisedComb` as the submodule ``inner``, its ports passed through: a design
+    with internal signals (``inner.held``, ``inner.count``) for the runner's ports-only
+    Verilator models."""
+
+    x: In(8)
+    y: Out(8)
+    count: Out(8)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = InitialisedComb()
+        m.d.comb += [inner.x.eq(self.x), self.y.eq(inner.y), self.count.eq(inner.count)]
         return m

@@ -40,7 +40,15 @@ def test_ring(simulator, config):
     runner.run(RING, params, "sim.tb_collectives", simulator,
                testcase="random_collectives,illegal_commands,watchdog,link_timeout,"
                "reset_mid_collective", run_tag=config,
-               extra_env={"NCLITE_COLLECTIVES": count})
+               extra_env={"NCLITE_COLLECTIVES": count},
+               public=link_watch_signals(params["ranks"]))
+
+
+def link_watch_signals(ranks: int) -> list[str]:
+    """``link_timeout``'s LinkWatch reads each engine's link handshakes inside the ring: the
+    internal signals its Verilator model makes public (the ring's ports carry none of them)."""
+    return [f"engine{r}.{s}__{d}" for r in range(ranks) for s in ("tx", "rx")
+            for d in ("valid", "ready")]
 
 
 def test_allreduce_driver(simulator):

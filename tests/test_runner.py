@@ -62,3 +62,31 @@ def test_testcase_names_match_exactly():
     assert not pattern.search("sim.tb_core.bus_errors")
     assert not pattern.search("sim.tb_core.errors_more")
     assert runner._exact_filter(None) is None
+
+
+def test_ports_only_models_with_named_internal_signals(simulator):
+    """Verilator makes public the top's signals and the internal ones a testbench names;
+    Icarus sees every signal."""
+    runner.run("sim.selftest_design:WithSubmodule", {}, "sim.tb_selftest_public", simulator,
+               public=["inner.count"])
+
+
+def test_public_control_file():
+    text = runner.public_control_file("top", ("engine0.tx__valid", "a.b.c"))
+    assert 'public_flat_rw -module "top" -var "*"' in text
+    assert 'public_flat_rw -module "top.engine0" -var "tx__valid"' in text
+    assert 'public_flat_rw -module "top.a.b" -var "c"' in text
+    assert text.count("public_flat_rw") == 3
+    for bad in ("count", "", "a..b", "a.b c", 3):
+        with pytest.raises(ValueError, match="public must name"):
+            runner.public_control_file("top", (bad,))
+
+
+def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
+    """Tracing does not depend on what is public: the dump of a ports-only build holds the
+    submodule's internal signals."""
+    r = runner.run("sim.selftest_design:WithSubmodule", {}, "sim.tb_selftest", simulator,
+                   waves=True, run_tag="waves-internal")
+    names = waves.signals(r.waves)
+    assert "with_submodule.inner.held" in names, sorted(names)
+    assert "with_submodule.inner.count" in names
