@@ -35,120 +35,110 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+from cocotb.triggers import (
+    ClockCycles,
+    FallingEdge,
+    ReadOnly,
+    RisingEdge,
+    SimTimeoutError,
+    with_timeout,
+)
 
 from golden.formats import to_bits
-from sim import coverage, tbutil, vectors
+from sim import coverage, streams, tbutil, vectors
+from sim.streams import StreamSink, StreamSource
 from sim.te_driver import EngineConfig, TensorEngineProgram, gemm_program
 
 WATCHDOG_CYCLES = 200_000
 
 
 class TensorEngineTB:
-    """Drives a ``TensorEngine``'s streams; runs :class:`TensorEngineProgram` phases."""
+    """Drives a ``TensorEngine``'s streams (:mod:`sim.streams`); runs
+    :class:`TensorEngineProgram` phases. ``gaps``: the probability of a valid gap on each input
+    stream and of back-pressure on the drain response, per cycle (0: full rate)."""
+
+    INPUTS = ("cmd", "weights", "moving", "drain_req")
 
     def __init__(self, dut, gaps: float):
         self.dut = dut
         self.gaps = gaps
-        self.rng = tbutil.rng(0x7E)
+
+        def pause(salt):
+            return streams.pauses(tbutil.rng(0x7E0 + salt), gaps) if gaps else None
+
+        self.sources = {name: StreamSource(dut, name, pause=pause(i))
+                        for i, name in enumerate(self.INPUTS)}
+        self.drain_resp = StreamSink(dut, "drain_resp", pause=pause(len(self.INPUTS)))
         self.cycles = 0
         self.compute_cycles = 0
         self.drain_cycles = 0
 
     async def start(self):
-        dut = self.dut
-        for name in ("cmd", "weights", "moving", "drain_req"):
-            getattr(dut, f"{name}__valid").value = 0
-        dut.drain_resp__ready.value = 0
-        await tbutil.start_clock(dut)
-        await tbutil.reset(dut)
+        await tbutil.start_clock(self.dut)
+        await tbutil.reset(self.dut)
+
+    def clear(self):
+        """Drop every queued beat and lower the inputs' valid (for a reset in the middle)."""
+        for s in (*self.sources.values(), self.drain_resp):
+            s.clear()
+
+    async def _sent(self, names, what: str) -> None:
+        """Until every queued beat of the sources ``names`` has been taken (watchdog)."""
+        pending = [self.sources[name] for name in names]
+        try:
+            for src in pending:
+                await with_timeout(src.wait(), WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(
+                f"tensor engine hung in the {what}: beats still to send "
+                f"{ {s.name: s.pending for s in pending} } after {WATCHDOG_CYCLES} cycles "
+                f"(seed {tbutil.seed()})") from None
 
     async def run_phase(self, ph, n: int) -> list[str]:
         """Send a phase's beats, wait for idle, drain and compare; return mismatch texts."""
         dut = self.dut
-        sources = [(getattr(dut, f"{s}__valid"), getattr(dut, f"{s}__payload"),
-                    getattr(dut, f"{s}__ready"), beats)
-                   for s, beats in (("cmd", ph.cmds), ("weights", ph.weights),
-                                    ("moving", ph.moving)) if beats]
-        pos = [0] * len(sources)
-        shown = [False] * len(sources)  # valid is up (and must stay up until the transfer)
-        rng, gaps = self.rng, self.gaps
-        start = self.cycles
-        idle_seen = 0
+        start = streams.sim_cycles()
+        beats = {"cmd": ph.cmds, "weights": ph.weights, "moving": ph.moving}
+        for name, items in beats.items():
+            self.sources[name].send(items)
+        await self._sent(beats, "phase")
+        # Idle: busy low at two clock edges in a row once every beat is in.
         while True:
-            await FallingEdge(dut.clk)
-            self.cycles += 1
-            for i, (valid, payload, _, beats) in enumerate(sources):
-                if shown[i]:
-                    continue  # valid stays up, payload stable, until the transfer
-                if pos[i] < len(beats) and not (gaps and rng.random() < gaps):
-                    payload.value = beats[pos[i]]
-                    valid.value = 1
-                    shown[i] = True
-                else:
-                    valid.value = 0
-            await ReadOnly()
-            for i, (_valid, _, ready, _beats) in enumerate(sources):
-                if shown[i] and ready.value:
-                    pos[i] += 1
-                    shown[i] = False
-            pending = any(p < len(s[3]) for p, s in zip(pos, sources, strict=True))
-            if not pending and not dut.busy.value:
-                idle_seen += 1
-                if idle_seen > 1:
-                    break
-            if self.cycles - start > WATCHDOG_CYCLES:
-                raise AssertionError(
-                    f"tensor engine hung: beats sent {pos} of "
-                    f"{[len(s[3]) for s in sources]} after {WATCHDOG_CYCLES} cycles "
-                    f"(seed {tbutil.seed()})")
-        await FallingEdge(dut.clk)
-        for valid, *_ in sources:
-            valid.value = 0
-        self.compute_cycles += self.cycles - start
+            await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG_CYCLES,
+                                     what="tensor engine busy")
+            await RisingEdge(dut.clk)
+            if not dut.busy.value:
+                break
+        self.compute_cycles += streams.sim_cycles() - start
+        self.cycles += streams.sim_cycles() - start
         return await self._drain(ph, n)
 
     async def _drain(self, ph, n: int) -> list[str]:
-        dut = self.dut
         if not ph.drains:
             return []
-        start = self.cycles
-        rng, gaps = self.rng, self.gaps
-        sent = got = 0
-        req_shown = False
+        start = streams.sim_cycles()
+        sink = self.drain_resp
+        self.sources["drain_req"].send(ph.drains)
+        await self._sent(["drain_req"], "drain")
+        try:
+            await with_timeout(sink.wait_count(sink.count + len(ph.drains) - len(sink.queue)),
+                               WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"drain hung after {len(sink.queue)} of {len(ph.drains)} "
+                                 f"rows (seed {tbutil.seed()})") from None
         errors: list[str] = []
         mask = (1 << 32) - 1
-        while got < len(ph.drains):
-            await FallingEdge(dut.clk)
-            self.cycles += 1
-            if not req_shown and sent < len(ph.drains) and not (gaps and rng.random() < gaps):
-                dut.drain_req__payload.value = ph.drains[sent]
-                dut.drain_req__valid.value = 1
-                req_shown = True
-            elif not req_shown:
-                dut.drain_req__valid.value = 0
-            resp_ready = not (gaps and rng.random() < gaps)
-            dut.drain_resp__ready.value = int(resp_ready)
-            await ReadOnly()
-            if req_shown and dut.drain_req__ready.value:
-                sent += 1
-                req_shown = False
-            if resp_ready and dut.drain_resp__valid.value:
-                word = int(dut.drain_resp__payload.value)
-                row = np.array([(word >> (32 * i)) & mask for i in range(n)], dtype=np.uint32)
-                coverage.te_psum(row, ph.defined[got])
-                want = ph.expected[got]
-                bad = np.flatnonzero((row != want) & ph.defined[got])
-                if bad.size and len(errors) < 6:
-                    errors.append(f"{ph.where[got]}: partitions {bad.tolist()} RTL "
-                                  f"{tbutil.hexs(row[bad])} golden {tbutil.hexs(want[bad])}")
-                got += 1
-            if self.cycles - start > WATCHDOG_CYCLES:
-                raise AssertionError(f"drain hung after {got} rows (seed {tbutil.seed()})")
-        await FallingEdge(dut.clk)
-        dut.drain_req__valid.value = 0
-        dut.drain_resp__ready.value = 0
-        self.drain_cycles += self.cycles - start
+        for got in range(len(ph.drains)):
+            word = sink.queue.popleft()
+            row = np.array([(word >> (32 * i)) & mask for i in range(n)], dtype=np.uint32)
+            coverage.te_psum(row, ph.defined[got])
+            want = ph.expected[got]
+            bad = np.flatnonzero((row != want) & ph.defined[got])
+            if bad.size and len(errors) < 6:
+                errors.append(f"{ph.where[got]}: partitions {bad.tolist()} RTL "
+                              f"{tbutil.hexs(row[bad])} golden {tbutil.hexs(want[bad])}")
+        self.drain_cycles += streams.sim_cycles() - start
+        self.cycles += streams.sim_cycles() - start
         return errors
 
     async def run(self, prog: TensorEngineProgram, *, expect_error: bool = False) -> None:
@@ -395,27 +385,14 @@ async def _count_handshakes(dut, stream: str, target: int) -> None:
         seen += int(valid.value) & int(ready.value)
 
 
-async def _read_psum(dut, n: int, drain_layout_encode, words) -> list[list[int]]:
-    """Drain requests for ``words`` [(bank, addr)], one per cycle, no back-pressure."""
-    rows, sent = [], 0
+async def _read_psum(tb: TensorEngineTB, n: int, drain_layout_encode, words) -> list:
+    """The PSUM rows at ``words`` [(bank, addr)], through the testbench's drain streams."""
+    tb.sources["drain_req"].send(drain_layout_encode(*w) for w in words)
     mask = (1 << 32) - 1
-    while len(rows) < len(words):
-        await FallingEdge(dut.clk)
-        dut.drain_resp__ready.value = 1
-        if sent < len(words):
-            dut.drain_req__payload.value = drain_layout_encode(*words[sent])
-            dut.drain_req__valid.value = 1
-        else:
-            dut.drain_req__valid.value = 0
-        await ReadOnly()
-        if sent < len(words) and dut.drain_req__ready.value:
-            sent += 1
-        if dut.drain_resp__valid.value:
-            word = int(dut.drain_resp__payload.value)
-            rows.append([(word >> (32 * i)) & mask for i in range(n)])
-    await FallingEdge(dut.clk)
-    dut.drain_req__valid.value = 0
-    dut.drain_resp__ready.value = 0
+    rows = []
+    for _ in words:
+        word = await tb.drain_resp.recv()
+        rows.append([(word >> (32 * i)) & mask for i in range(n)])
     return rows
 
 
@@ -430,7 +407,6 @@ async def reset_midway(dut):
     latency = TensorEngine(**tbutil.params()).latency
     tb = TensorEngineTB(dut, _gaps())
     await tb.start()
-    streams = ("cmd", "weights", "moving", "drain_req")
     for rnd, where in enumerate(("moving columns", "pipeline tail", "PSUM drain")):
         # The operation to interrupt: error set first, then one tile and a few multiplications.
         prog = TensorEngineProgram(cfg, junk=rng)
@@ -459,8 +435,7 @@ async def reset_midway(dut):
         if extra:
             await ClockCycles(dut.clk, extra)
         assert not task.done(), f"round {rnd}: the operation ended before the reset"
-        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=streams, tasks=[task],
-                                  low=("drain_resp__ready",))
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task], clear=[tb])
         # Right away, most recent columns first: no interrupted column may land in PSUM now.
         await ReadOnly()
         assert not dut.busy.value and not dut.error.value and not dut.drain_resp__valid.value, \
@@ -468,9 +443,9 @@ async def reset_midway(dut):
              f"drain_resp.valid {dut.drain_resp__valid.value} after the reset "
              f"(seed {tbutil.seed()})")
         order = list(dict.fromkeys(reversed(targets)))
-        first = await _read_psum(dut, n, prog.raw_drain, order)
+        first = await _read_psum(tb, n, prog.raw_drain, order)
         await ClockCycles(dut.clk, latency + 2)
-        again = await _read_psum(dut, n, prog.raw_drain, order)
+        again = await _read_psum(tb, n, prog.raw_drain, order)
         changed = [w for w, a, b in zip(order, first, again, strict=True) if a != b]
         assert not changed, (f"round {rnd} ({where}): PSUM words {changed[:4]} were written "
                              f"after the reset (seed {tbutil.seed()}, {tbutil.simulator()})")

@@ -151,15 +151,19 @@ def pauses(rng: np.random.Generator, p: float, *, max_burst: int = 1) -> Iterato
 
 
 async def reset_midway(dut, cycles: int, *, inputs: Iterable[str] = (), tasks=(),
-                       low: Iterable[str] = ()) -> None:
+                       low: Iterable[str] = (), clear=()) -> None:
     """Reset in the middle of an operation: cancel ``tasks`` (the coroutines that drive the
-    operation), then at the next falling edge drive the ``valid`` of every stream in
-    ``inputs`` (and every signal named in ``low``) to 0 and hold ``rst`` for ``cycles``
-    clock cycles; returns at the falling edge after ``rst`` is released."""
+    operation), then at the next falling edge call ``clear()`` of every object in ``clear``
+    (stream drivers of :mod:`sim.streams`, or testbenches holding them: queued beats dropped,
+    ``valid`` low), drive the ``valid`` of every stream in ``inputs`` (and every signal named
+    in ``low``) to 0 and hold ``rst`` for ``cycles`` clock cycles; returns at the falling
+    edge after ``rst`` is released."""
     for task in tasks:
         if not task.done():
             task.cancel()
     await FallingEdge(dut.clk)
+    for driver in clear:
+        driver.clear()
     for name in inputs:
         getattr(dut, f"{name}__valid").value = 0
     for name in low:
