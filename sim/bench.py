@@ -8,8 +8,13 @@ The sections:
   cycles); plus the simulation speed of the 8x8 engine in Verilator and Icarus.
 
 * **sim_speed** - the PE-chain demo (``sim.demo.run_pe_chain_demo``) in Verilator and in Icarus:
-  simulated cycles per wall second (a figure of this machine, the one wall-time figure reported),
-  plus the hardware figures of the run (cycles, utilization) and whether it was bit-exact.
+  simulated cycles per wall second (the testbench's own figure, a wall-clock figure of this
+  machine), plus the hardware figures of the run (cycles, utilization) and whether it was bit-exact.
+* **sim_speed_models** - the simulation speed of four workloads (the 8x8 tensor engine's GEMM,
+  a NeuronCore N = 4 GEMM program, a ring all-reduce of 4 engines, the PE chain) in Verilator
+  and Icarus: cycles per wall second with the testbench (cocotb's own timing of the test) and
+  of the model alone (``sim/tb_bare_clock.py`` on the same build), their ratio, and the time of
+  a fresh build (:func:`bench_model_speed`).
 * **synth** - Yosys generic gate-level cell counts (``synth.yosys.generic_cells``) of the
   arithmetic units and the PE.
 * **collectives** - ring all-reduce on P simulated collective engines in Verilator
@@ -30,6 +35,7 @@ The sections:
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib.metadata
 import json
@@ -124,11 +130,14 @@ def _progress(msg: str) -> None:
 
 
 def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: bool = True,
-               sru: bool = True, collectives: bool = True, core: bool = True) -> int:
+               sru: bool = True, collectives: bool = True, core: bool = True,
+               speed: bool = True) -> int:
     """How many runs collect() makes with these arguments (the progress bar's length)."""
     sim_runs = SIM_RUNS if sim_runs is None else sim_runs
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
     runs = len(sim_runs) + len(synth_designs) + int(core)
+    if speed:
+        runs += len(speed_runs(quick))
     if gemm:
         sizes, dtypes = (GEMM_SIZES[:1], GEMM_DTYPES[:1]) if quick else (GEMM_SIZES, GEMM_DTYPES)
         runs += sum(len(gemm_shapes(n)) for n in sizes) * len(dtypes) + len(GEMM_SPEED_RUNS)
@@ -269,12 +278,319 @@ def bench_gemm(n, a_fmt, b_fmt, m, k, f, simulator) -> dict:
     return {key: r[key] for key in keep}
 
 
+# Simulation speed of four workloads, the model alone and with its testbench (see
+# bench_model_speed).
+
+#: The workloads of the "Simulation speed" section, in its order: key -> label.
+SPEED_WORKLOADS = {
+    "te_gemm": "8x8 tensor engine GEMM",
+    "core_gemm": f"NeuronCore N = {CORE_N} GEMM program",
+    "ring_allreduce": "ring of 4 collective engines (W = 1) all-reduce",
+    "pe_chain": f"PE chain k = {SIM_LENGTH}",
+}
+#: Each workload's size per simulator, (full run, quick run): the GEMMs' (M, K, F), the
+#: all-reduce's words per rank (65 536: the same build as the all-reduce section's P = 4, W =
+#: 1), the PE chain's vectors. Each run takes seconds; Icarus' at most about 30 s.
+SPEED_SIZES = {
+    "te_gemm": {"verilator": ((128, 128, 128), (8, 8, 8)), "icarus": ((16, 16, 64), (8, 8, 8))},
+    "core_gemm": {"verilator": ((16, 16, 64), (4, 8, 16)), "icarus": ((16, 16, 64), (4, 8, 16))},
+    "ring_allreduce": {"verilator": (65536, 1024), "icarus": (4096, 256)},
+    "pe_chain": {"verilator": (50000, 200), "icarus": (2000, 100)},
+}
+#: The issue's targets, cycles per second in Verilator with the testbench (Icarus: measured).
+SPEED_TARGETS = {"te_gemm": 60_000, "core_gemm": 40_000, "pe_chain": 150_000}
+#: Wall seconds of each bare-clock measurement per simulator: (full run, quick run).
+BARE_SECONDS = {"verilator": (3.0, 0.5), "icarus": (3.0, 0.5)}
+SPEED_RING = {"ranks": 4, "link_width": 1}
+
+
+def _speed_size_text(workload: str, size) -> str:
+    if workload in ("te_gemm", "core_gemm"):
+        return "GEMM " + " x ".join(map(str, size))
+    if workload == "ring_allreduce":
+        return f"n = {_fmt_int(size)} words per rank"
+    return f"{_fmt_int(size)} vectors"
+
+
+def _run_workload(workload: str, simulator: str, size) -> dict:
+    """Run one workload as its command does; return whether it was bit-exact and the
+    testbench's own speed figure (None where it reports none)."""
+    if workload == "te_gemm":
+        from .gemm import run_gemm
+
+        m, k, f = size
+        r = run_gemm(m=m, k=k, f=f, n=8, simulator=simulator, error_vs_float64=False)
+        return {"bit_exact": r["bit_exact"], "own_cycles_per_s": r["sim_cycles_per_s"]}
+    if workload == "core_gemm":
+        from .core_demo import run_gemm_bench
+
+        r = run_gemm_bench([tuple(size)], n=CORE_N, simulator=simulator)
+        return {"bit_exact": r["bit_exact"], "own_cycles_per_s": None}
+    if workload == "ring_allreduce":
+        from .allreduce import run_collectives
+
+        r = run_collectives(sizes=[size], latency=AR_LATENCY, simulator=simulator,
+                            error_vs_float64=False, **SPEED_RING)
+        return {"bit_exact": all(run["bit_exact"] for run in r["runs"]),
+                "own_cycles_per_s": None}
+    if workload == "pe_chain":
+        from .demo import run_pe_chain_demo
+
+        r = run_pe_chain_demo(simulator=simulator, length=SIM_LENGTH, vectors=size,
+                              dtype=SIM_DTYPE, seed=SIM_SEED)
+        return {"bit_exact": r["bit_exact"], "own_cycles_per_s": r["sim_cycles_per_s"]}
+    raise ValueError(f"workload must be one of {list(SPEED_WORKLOADS)}, not {workload!r}")
+
+
+@contextlib.contextmanager
+def recording_runs():
+    """Record every :func:`sim.runner.run` made inside: its design (factory, parameters, name,
+    public signals), simulator and :class:`~sim.runner.SimResult` (None, and the ``error``,
+    for a run that raised). The workloads' functions call ``runner.run`` through the module,
+    so they see the recorder."""
+    from . import runner
+
+    calls: list[dict] = []
+    real = runner.run
+
+    def recorder(factory, params, test_module, simulator, **kwargs):
+        call = {"factory": factory, "params": dict(params or {}), "test_module": test_module,
+                "simulator": simulator, "name": kwargs.get("name"),
+                "public": tuple(kwargs.get("public", ())), "result": None, "error": None}
+        calls.append(call)
+        try:
+            call["result"] = real(factory, params, test_module, simulator, **kwargs)
+        except Exception as exc:
+            call["error"] = f"{type(exc).__name__}: {exc}"
+            raise
+        return call["result"]
+
+    runner.run = recorder
+    try:
+        yield calls
+    finally:
+        runner.run = real
+
+
+def cocotb_test_timing(results_xml: str | Path) -> dict:
+    """Simulated cycles, wall seconds and their ratio of the one test in a cocotb
+    ``results.xml``.
+
+    cocotb times each test inside the simulator process, from its start to its end: the
+    testcase's ``time`` (wall seconds, rounded to the millisecond) and its properties
+    ``sim_time_duration`` (simulated ns) and ``sim_time_ratio`` (simulated ns per wall second,
+    unrounded: the wall time is taken from it).
+
+    Returns
+    -------
+    dict
+        ``cycles`` (simulated time / :data:`sim.tbutil.CLOCK_PERIOD_NS`), ``wall_s``,
+        ``cycles_per_s``.
+
+    Raises
+    ------
+    ValueError
+        If the file holds other than one test, or its simulated time is not in ns.
+    """
+    import xml.etree.ElementTree as ET
+
+    from .tbutil import CLOCK_PERIOD_NS
+
+    cases = ET.parse(results_xml).getroot().findall(".//testcase")
+    if len(cases) != 1:
+        raise ValueError(f"{results_xml}: {len(cases)} tests, expected one")
+    props = {p.get("name"): p.get("value") for p in cases[0].iter("property")}
+    if props.get("sim_time_unit") != "ns":
+        raise ValueError(f"{results_xml}: simulated time in {props.get('sim_time_unit')!r}")
+    sim_ns = float(props["sim_time_duration"])
+    cycles = round(sim_ns / CLOCK_PERIOD_NS)
+    # ``time`` is rounded to the millisecond; the ratio (simulated ns per wall second) is not.
+    ratio = float(props.get("sim_time_ratio") or 0)
+    wall = sim_ns / ratio if ratio > 0 else float(cases[0].get("time"))
+    return {"cycles": cycles, "wall_s": wall, "cycles_per_s": cycles / wall}
+
+
+_INPUT = re.compile(r"^\s*input\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\S+)\s*;", re.MULTILINE)
+
+
+def top_inputs(verilog: Path) -> list[str]:
+    """The input ports of the top module of an elaborated Verilog file (named after the
+    file), but ``clk`` and ``rst``."""
+    text = verilog.read_text()
+    top = re.search(rf"^module {re.escape(verilog.stem)}\(.*?^endmodule", text,
+                    re.MULTILINE | re.DOTALL)
+    if top is None:
+        raise ValueError(f"{verilog}: no module {verilog.stem}")
+    return [p for p in _INPUT.findall(top[0]) if p not in ("clk", "rst")]
+
+
+def bare_clock_speed(call: dict, seconds: float) -> dict:
+    """Run ``sim/tb_bare_clock.py`` on the design of a recorded run (the same build, or one of
+    the same Verilog).
+
+    Parameters
+    ----------
+    call : dict
+        A run recorded by :func:`recording_runs`.
+    seconds : float
+        About how long each of its measurements runs (wall seconds).
+
+    Returns
+    -------
+    dict
+        What the testbench writes (see ``sim/tb_bare_clock.py``): ``model`` and
+        ``python_clock`` (None in Verilator), each with ``cycles``, ``wall_s`` and
+        ``cycles_per_s``.
+
+    Raises
+    ------
+    RuntimeError
+        If the design's Verilog is no longer the recorded run's (``hdl/`` edited meanwhile).
+    """
+    from . import runner
+
+    res = call["result"]
+    out = runner.result_file("speed", f"bare-{res.simulator}-{res.toplevel}")
+    env = {"NCLITE_BARE_OUT": str(out), "NCLITE_BARE_SECONDS": str(seconds),
+           "NCLITE_BARE_INPUTS": json.dumps(top_inputs(res.verilog))}
+    try:
+        bare = runner.run(call["factory"], call["params"], "sim.tb_bare_clock", res.simulator,
+                          name=call["name"], public=call["public"], extra_env=env,
+                          waves=False, run_tag="bare-clock", quiet=True)
+        # The runner elaborates again: an edit of hdl/ meanwhile makes another cache entry,
+        # which must still hold the same Verilog.
+        if bare.verilog != res.verilog and bare.verilog.read_bytes() != res.verilog.read_bytes():
+            raise RuntimeError(f"the design's Verilog changed between the workload's run "
+                               f"({res.verilog}) and the bare-clock run ({bare.verilog}): "
+                               "was hdl/ edited meanwhile?")
+        return json.loads(out.read_text())
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def fresh_build_seconds(call: dict) -> float:
+    """Wall seconds of a fresh build of a recorded run's model.
+
+    The run's Verilog is copied to a new directory of its own under ``build/bench/``, built
+    there by the runner's own build step (``runner._build``, the same options and public
+    signals: Verilator's C++ generation and ``make -j``, or Icarus' ``iverilog``), timed
+    around that call, and the directory deleted. The cached build is not touched.
+
+    Raises
+    ------
+    RuntimeError
+        If the build made no model.
+    """
+    import shutil
+    import tempfile
+
+    from . import runner, toolchain
+
+    res = call["result"]
+    parent = runner.build_root() / "bench"
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="fresh-build-", dir=parent))
+    try:
+        copy = tmp / res.verilog.name
+        for src in (res.verilog, res.verilog.with_suffix(".icarus.v")):
+            shutil.copyfile(src, tmp / src.name)
+        toolchain.activate()
+        start = time.perf_counter()
+        _, build_dir, _ = runner._build(res.simulator, copy, res.toplevel, False, False,
+                                        call["public"])
+        seconds = time.perf_counter() - start
+        model = build_dir / ("sim.vvp" if res.simulator == "icarus" else res.toplevel)
+        if not model.exists():
+            raise RuntimeError(f"the fresh build made no {model.name} in {build_dir}")
+        return seconds
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: float,
+                      build: bool = True) -> dict:
+    """One workload in one simulator: its speed with its testbench, the model's alone, their
+    ratio, and the time of a fresh build.
+
+    Parameters
+    ----------
+    workload : str
+        A key of :data:`SPEED_WORKLOADS`.
+    simulator : str
+        ``"verilator"`` or ``"icarus"``.
+    size
+        The workload's size, as in :data:`SPEED_SIZES`.
+    bare_seconds : float
+        About how long (wall seconds) the model alone runs.
+    build : bool
+        Whether to time a fresh build (:func:`fresh_build_seconds`).
+
+    Returns
+    -------
+    dict
+        ``testbench``: the workload run as its command runs it (:func:`_run_workload`), its
+        simulated cycles and wall seconds cocotb's timing of the whole test
+        (:func:`cocotb_test_timing`): everything the testbench does, the simulator's start-up
+        and the build excluded; ``own_cycles_per_s`` is the testbench's own figure where it
+        reports one (over its main loop only). ``model``: ``sim/tb_bare_clock.py`` on the
+        same build (:func:`bare_clock_speed`): the clock in C, inputs at 0, no Python per
+        cycle; ``python_clock`` the same with cocotb's default clock where that is a Python
+        coroutine (Icarus), else None. ``ratio`` = model / testbench cycles per second.
+        ``build_s``: seconds of a fresh build, None without ``build``. ``bit_exact``: the
+        workload's check against golden. ``target``: the issue's figure for Verilator with
+        the testbench, else None.
+
+    Raises
+    ------
+    RuntimeError
+        If the workload's simulation failed or it ran other than one simulation.
+    """
+    t0 = time.perf_counter()
+    with recording_runs() as calls:
+        r = _run_workload(workload, simulator, size)
+    if len(calls) != 1:
+        raise RuntimeError(f"{workload}: expected one simulation, got {len(calls)}")
+    (call,) = calls
+    if call["result"] is None:  # a workload that reports a failed run instead of raising
+        raise RuntimeError(f"{workload}: the simulation failed: {call['error']}")
+    tb = cocotb_test_timing(call["result"].results_xml)
+    tb["own_cycles_per_s"] = r["own_cycles_per_s"]
+    t1 = time.perf_counter()
+    bare = bare_clock_speed(call, bare_seconds)
+    t2 = time.perf_counter()
+    build_s = fresh_build_seconds(call) if build else None
+    return {
+        "workload": workload, "label": SPEED_WORKLOADS[workload], "simulator": simulator,
+        "size": list(size) if isinstance(size, tuple | list) else size,
+        "run": _speed_size_text(workload, size), "factory": call["factory"],
+        "params": call["params"], "bit_exact": r["bit_exact"], "testbench": tb,
+        "model": bare["model"], "python_clock": bare["python_clock"],
+        "ratio": bare["model"]["cycles_per_s"] / tb["cycles_per_s"],
+        "build_s": build_s,
+        "target": SPEED_TARGETS.get(workload) if simulator == "verilator" else None,
+        "bare_seconds": bare_seconds,
+        # Wall seconds of each step seen from here (start-up, any build of the cached model
+        # and the fresh build included): what the section costs.
+        "steps_wall_s": {"workload": t1 - t0, "bare_clock": t2 - t1,
+                         "fresh_build": time.perf_counter() - t2},
+    }
+
+
+def speed_runs(quick: bool = False) -> list[tuple[str, str, object, float, bool]]:
+    """The section's runs: (workload, simulator, size, bare-clock seconds, time a build). A
+    quick run times only Icarus' builds (seconds; Verilator's take minutes)."""
+    i = int(quick)
+    return [(w, s, SPEED_SIZES[w][s][i], BARE_SECONDS[s][i], not quick or s == "icarus")
+            for w in SPEED_WORKLOADS for s in ("verilator", "icarus")]
+
+
 def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
             gemm: bool = True, sru: bool = True, collectives: bool = True,
-            core: bool = True) -> dict:
+            core: bool = True, speed: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
-    A failing item is recorded with an ``"error"`` and the others still run.
+    A failing item is recorded with an ``"error"`` and the others still run. ``speed``: the
+    simulation speed of four workloads (``"sim_speed_models"``, :func:`bench_model_speed`).
     """
     sim_runs = SIM_RUNS if sim_runs is None else sim_runs
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
@@ -316,6 +632,24 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
             item = {"simulator": simulator, "vectors": n, "error": f"{type(exc).__name__}: {exc}"}
             _progress(f"  FAILED: {item['error'].splitlines()[0]}")
         results["sim_speed"].append(item)
+    results["sim_speed_models"] = [] if speed else None
+    for workload, simulator, size, seconds, build in (speed_runs(quick) if speed else []):
+        _progress(f"sim speed: {SPEED_WORKLOADS[workload]}, "
+                  f"{_speed_size_text(workload, size)} in {simulator} ...")
+        start = time.perf_counter()
+        try:
+            item = bench_model_speed(workload, simulator, size, bare_seconds=seconds,
+                                     build=build)
+            build_text = "" if item["build_s"] is None else f", build {item['build_s']:.1f} s"
+            _progress(f"  {item['testbench']['cycles_per_s']:.0f} cycles/s with the testbench, "
+                      f"{item['model']['cycles_per_s']:.0f} alone{build_text}, "
+                      f"bit_exact={item['bit_exact']} ({time.perf_counter() - start:.1f} s)")
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            item = {"workload": workload, "label": SPEED_WORKLOADS[workload],
+                    "simulator": simulator, "run": _speed_size_text(workload, size),
+                    "error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+        results["sim_speed_models"].append(item)
     for label, factory, params, name in synth_designs:
         _progress(f"yosys: {label} ...")
         start = time.perf_counter()
@@ -394,16 +728,19 @@ def render_md(results: dict) -> str:
         "",
         f"- date: {results.get('date')}; git {git.get('commit')}"
         + (" (with uncommitted changes)" if git.get("dirty") else "")
-        + ("; **quick run** (small sizes)" if results.get("quick") else ""),
+        + ("; **quick run** (small sizes)" if results.get("quick") else "")
+        + (f"; **partial run** (only {', '.join(results['only'])})" if results.get("only")
+           else ""),
         "- tools: " + ", ".join(f"{k} {v}" for k, v in tools.items()),
+        *_render_speed(results.get("sim_speed_models")),
         "",
         "## Simulation speed of the PE chain",
         "",
         f"The demo's chain of {SIM_LENGTH} PEs ({SIM_DTYPE} x {SIM_DTYPE} -> fp32), checked "
         "against the golden model. *Sim speed* (simulated cycles per wall second) is a "
-        "wall-clock figure of this machine - the one wall-time figure reported here; *cycles* "
-        "and *utilization* are figures of the hardware and do not depend on the machine or "
-        "the simulator.",
+        "wall-clock figure of this machine (the testbench's own, over its main loop), like "
+        "the figures of the Simulation speed section; *cycles* and *utilization* are figures "
+        "of the hardware and do not depend on the machine or the simulator.",
         "",
         "| simulator | vectors | cycles | utilization | bit-exact | sim speed (cycles/s) |",
         "|---|---:|---:|---:|---|---:|",
@@ -481,6 +818,80 @@ def render_md(results: dict) -> str:
     lines += _render_core(results.get("core"))
     lines += _render_collectives(results.get("collectives"))
     return "\n".join(lines) + "\n"
+
+
+def _render_speed(items: list | None) -> list[str]:
+    if not items:
+        return []
+    seconds = " / ".join(f"{x:g}" for x in sorted({r["bare_seconds"] for r in items
+                                                    if "model" in r})) or "?"
+    lines = [
+        "",
+        "## Simulation speed",
+        "",
+        "Four workloads, each in Verilator and in Icarus, each figure from one run in this "
+        "`make bench`:",
+        "",
+        "- *with testbench*: the workload run as its command runs it (`nclite gemm --array 8`, "
+        "the core's GEMM program of the section below, `nclite allreduce`, `nclite "
+        "pe-chain`), every result checked against golden; simulated cycles / wall seconds of "
+        "its whole cocotb test as cocotb times it inside the simulator process (results.xml: "
+        "simulated time / 10 ns, wall time from the test's start to its end, stimulus and "
+        "checking included, the build and the simulator's start-up not).",
+        "- *model alone*: the same build run by `sim/tb_bare_clock.py`: cocotb's clock in C, "
+        "every input held at 0 after a reset, then a few long `Timer`s and no Python per "
+        f"cycle, for about {seconds} s of wall time. An idle model: Verilator evaluates the "
+        "whole model every cycle anyway, but Icarus, event-driven, does far less work for an "
+        "idle model than for a busy one, so its figure is an upper bound and its ratio "
+        "overstates the testbench's share.",
+        "- *ratio* = model alone / with testbench: how many times the testbench slows the "
+        "model down.",
+        "- *Python clock*: the model alone with cocotb's default clock, the one every "
+        "testbench here starts (`tbutil.start_clock`): a Python coroutine in Icarus, "
+        "cocotb's C clock in Verilator (its runner trusts inertial writes there), so a "
+        "Verilator row shows none.",
+        "- *build*: a fresh build of the same Verilog in a directory of its own by the "
+        "runner's build step (Verilator: verilating and compiling the C++ with make; Icarus: "
+        "iverilog), timed from outside; '-' where not timed (a quick run skips Verilator's).",
+        "",
+        "Wall-clock figures of this machine, measured while other jobs may share it; the "
+        "cycle counts are the simulated ones.",
+        "",
+        "| workload | simulator | with testbench: run | cycles/s | model alone: cycles/s "
+        "(cycles) | ratio | Python clock: cycles/s | build (s) |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    own = []
+    for r in items:
+        head = f"| {r['label']} | {r['simulator']} | {r['run']}"
+        if "error" in r:
+            lines.append(f"{head} | FAILED: {r['error'].splitlines()[0][:100]} | | | | |")
+            continue
+        tb, model, py = r["testbench"], r["model"], r["python_clock"]
+        speed = _fmt_int(round(tb["cycles_per_s"]))
+        if r.get("target"):
+            met = tb["cycles_per_s"] >= r["target"]
+            speed += f" (target {_fmt_int(r['target'])}{'' if met else ': **below**'})"
+        if not r["bit_exact"]:
+            speed += " **not bit-exact**"
+        build = "-" if r.get("build_s") is None else f"{r['build_s']:.1f}"
+        lines.append(
+            f"{head}: {_fmt_int(tb['cycles'])} cycles in {tb['wall_s']:.2f} s | {speed} | "
+            f"{_fmt_int(round(model['cycles_per_s']))} ({_fmt_int(model['cycles'])}) | "
+            f"{r['ratio']:.1f} | {'-' if py is None else _fmt_int(round(py['cycles_per_s']))} "
+            f"| {build} |")
+        if tb.get("own_cycles_per_s"):
+            own.append(f"{r['label']} in {r['simulator']} "
+                       f"{_fmt_int(round(tb['own_cycles_per_s']))}")
+    targets = "; ".join(f"{SPEED_WORKLOADS[w]} >= {_fmt_int(t)}"
+                        for w, t in SPEED_TARGETS.items())
+    lines += ["", f"Targets (issue 18), in Verilator with the testbench: {targets} cycles/s; "
+              "Icarus is measured only."]
+    if own:
+        lines += ["", "The GEMM's and the PE chain's testbenches also report a figure of their "
+                  "own, over their main loop only (after the reset, before the results are "
+                  "written): " + "; ".join(own) + " cycles/s."]
+    return lines
 
 
 def _render_core(core: dict | None) -> list[str]:
@@ -613,6 +1024,12 @@ def failures(results: dict) -> list[str]:
         elif not r["bit_exact"]:
             bad.append(f"all-reduce P={r['ranks']} W={r['link_width']} n={r['words']}: "
                        "not bit-exact")
+    for r in results.get("sim_speed_models") or []:
+        if "error" in r:
+            bad.append(f"sim speed {r['workload']} {r['simulator']}: "
+                       f"{r['error'].splitlines()[0]}")
+        elif not r["bit_exact"]:
+            bad.append(f"sim speed {r['workload']} {r['simulator']}: not bit-exact")
     core = results.get("core")
     if core and "error" in core:
         bad.append(f"core: {core['error'].splitlines()[0]}")
@@ -625,18 +1042,43 @@ def failures(results: dict) -> list[str]:
     return bad
 
 
-def run_all(out_dir: str | Path = "bench", *, quick: bool = False) -> tuple[Path, Path]:
-    """Run every benchmark, write both files; raise (after writing) if any item failed."""
+#: The sections ``nclite bench --only`` picks from: the GEMMs (with the 8x8 engine's speed),
+#: the PE chain's speed, the simulation speed of four workloads, Yosys cell counts, the
+#: NeuronCore, the all-reduce, the SRU.
+SECTIONS = ("gemm", "pe-chain", "sim-speed", "synth", "core", "collectives", "sru")
+
+
+def section_args(only=None) -> dict:
+    """:func:`collect`'s arguments that run only the sections named in ``only`` (None or
+    empty: all of them)."""
+    if not only:
+        return {}
+    unknown = sorted(set(only) - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"unknown bench section(s) {unknown}: choose from {list(SECTIONS)}")
+    return {"gemm": "gemm" in only, "sim_runs": None if "pe-chain" in only else [],
+            "speed": "sim-speed" in only,
+            "synth_designs": None if "synth" in only else [], "core": "core" in only,
+            "collectives": "collectives" in only, "sru": "sru" in only}
+
+
+def run_all(out_dir: str | Path = "bench", *, quick: bool = False,
+            only=None) -> tuple[Path, Path]:
+    """Run every benchmark (or the sections in ``only``, see :data:`SECTIONS`), write both
+    files; raise (after writing) if any item failed. A partial run's results say which
+    sections they hold (``"only"``), and ``make readme`` refuses them."""
     global _BAR, _RUN_ON
     from .progress import bar
 
-    with bar("bench", count_runs(quick=quick), prefix="[bench] ") as _BAR:
+    args = section_args(only)
+    with bar("bench", count_runs(quick=quick, **args), prefix="[bench] ") as _BAR:
         try:
             _RUN_ON = False
-            results = collect(quick=quick)
+            results = collect(quick=quick, **args)
             _BAR.advance()
         finally:
             _BAR, _RUN_ON = None, False
+    results["only"] = [s for s in SECTIONS if s in only] if only else None
     paths = write_results(results, out_dir)
     bad = failures(results)
     if bad:

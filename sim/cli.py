@@ -262,18 +262,23 @@ def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed
 @main.command()
 @click.option("--out", default="bench", show_default=True, help="Output directory.")
 @click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")
+@click.option("--only", multiple=True,
+              type=click.Choice(["gemm", "pe-chain", "sim-speed", "synth", "core",
+                                 "collectives", "sru"]),
+              help="Run only this section (repeatable); `make readme` refuses such results.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON (the content of results.json).")
-def bench(out, quick, as_json):
+def bench(out, quick, only, as_json):
     """Run the benchmarks; write <out>/results.json and <out>/results.md.
 
-    GEMM cycles and utilization per array size, dtype and shape; simulation speed; Yosys cell
-    counts; SRU area and throughput; all-reduce efficiency; GEMM programs on a whole core.
-    A progress bar shows the runs (on stderr).
+    GEMM cycles and utilization per array size, dtype and shape; simulation speed (the model
+    alone and with its testbench, build times); Yosys cell counts; SRU area and throughput;
+    all-reduce efficiency; GEMM programs on a whole core. A progress bar shows the runs (on
+    stderr).
     """
     from . import bench as bench_mod
 
-    path_json, path_md = bench_mod.run_all(out, quick=quick)
+    path_json, path_md = bench_mod.run_all(out, quick=quick, only=only or None)
     if as_json:
         click.echo(path_json.read_text())
         return

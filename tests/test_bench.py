@@ -35,8 +35,9 @@ def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
                             synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False,
-                            collectives=False, core=False)
+                            collectives=False, core=False, speed=False)
     assert bench.failures(results) == []
+    assert results["sim_speed_models"] is None
     path_json, path_md = bench.write_results(results, tmp_path / "out")
     data = json.loads(path_json.read_text())
     assert {"schema", "date", "git", "tools", "sim_speed", "synth"} <= set(data)
@@ -66,7 +67,9 @@ def test_run_all_quick(tmp_path):
     data = json.loads(path_json.read_text())
     assert len(data["sim_speed"]) == len(bench.SIM_RUNS)
     assert len(data["synth"]) == len(bench.SYNTH_DESIGNS)
-    assert path_md.exists()
+    assert len(data["sim_speed_models"]) == len(bench.speed_runs(quick=True))
+    assert data["only"] is None
+    assert "## Simulation speed\n" in path_md.read_text()
 
 
 def test_gemm_section_rendering_and_failures():
@@ -110,3 +113,152 @@ def test_collectives_section_rendering_and_failures():
     assert "FAILED: SimulationFailed: hung" in md
     bad = bench.failures(results)
     assert len(bad) == 2 and any("not bit-exact" in b for b in bad), bad
+
+
+def _speed_item(**kw) -> dict:
+    """A simulation-speed item as bench_model_speed returns it (figures made up)."""
+    item = {"workload": "te_gemm", "label": "8x8 tensor engine GEMM", "simulator": "verilator",
+            "size": [64, 64, 64], "run": "GEMM 64 x 64 x 64", "bit_exact": True,
+            "testbench": {"cycles": 9000, "wall_s": 0.2, "cycles_per_s": 45000.0,
+                          "own_cycles_per_s": 50000.0},
+            "model": {"cycles": 3_000_000, "wall_s": 3.0, "cycles_per_s": 1e6, "clock": "gpi"},
+            "python_clock": None, "ratio": 1e6 / 45000, "build_s": 70.0, "target": 60000,
+            "bare_seconds": 3.0}
+    item.update(kw)
+    return item
+
+
+def test_model_speed_in_both_simulators(simulator):
+    """The section's measurement on a small PE-chain run: the testbench's figures from
+    cocotb's timing of the test, the bare-clock run on the same build, a fresh build timed
+    (Icarus only here: a fresh Verilator build takes tens of seconds, see the slow test)."""
+    r = bench.bench_model_speed("pe_chain", simulator, 16, bare_seconds=0.2,
+                                build=simulator == "icarus")
+    assert r["bit_exact"] and r["simulator"] == simulator and r["run"] == "16 vectors"
+    tb, model = r["testbench"], r["model"]
+    # 16 vectors, the weight load and the pipeline's drain, the reset before them.
+    assert 16 + bench.SIM_LENGTH <= tb["cycles"] < 200, tb
+    assert model["cycles"] > 1000 and model["clock"] == "gpi", model
+    for fig in (tb, model):
+        assert fig["wall_s"] > 0 and fig["cycles_per_s"] == pytest.approx(
+            fig["cycles"] / fig["wall_s"]), fig
+    assert tb["own_cycles_per_s"] > 0
+    assert r["ratio"] == pytest.approx(model["cycles_per_s"] / tb["cycles_per_s"])
+    if simulator == "icarus":  # cocotb's default clock is a Python coroutine there
+        assert r["python_clock"]["clock"] == "py" and r["python_clock"]["cycles"] > 0
+        assert r["build_s"] > 0 and r["target"] is None
+    else:
+        assert r["python_clock"] is None and r["build_s"] is None
+        assert r["target"] == bench.SPEED_TARGETS["pe_chain"]
+    assert set(r["steps_wall_s"]) == {"workload", "bare_clock", "fresh_build"}
+    results = {"sim_speed": [], "synth": [], "sim_speed_models": [r]}
+    assert bench.failures(results) == []
+    md = bench.render_md(results)
+    assert "## Simulation speed\n" in md
+    assert f"| PE chain k = {bench.SIM_LENGTH} | {simulator} | 16 vectors: " in md
+    assert f"| {r['ratio']:.1f} |" in md
+
+
+@pytest.mark.slow
+def test_fresh_verilator_build_is_timed():
+    """A fresh Verilator build of a recorded run's model, in a directory of its own."""
+    from sim import runner
+    from sim.demo import run_pe_chain_demo
+
+    with bench.recording_runs() as calls:
+        run_pe_chain_demo(simulator="verilator", length=2, vectors=4)
+    (call,) = calls
+    before = set((call["result"].verilog.parent).iterdir())
+    assert bench.fresh_build_seconds(call) > 1
+    assert set(call["result"].verilog.parent.iterdir()) == before, "the cached build is kept"
+    assert not list((runner.build_root() / "bench").glob("fresh-build-*"))
+
+
+def test_recording_runs_restores_the_runner():
+    from sim import runner
+
+    real = runner.run
+    with pytest.raises(ValueError, match="simulator must be"):
+        with bench.recording_runs() as calls:
+            assert runner.run is not real
+            runner.run("hdl.pe:PE", {}, "sim.tb_demo", "no-such-simulator")
+    assert runner.run is real
+    (call,) = calls
+    assert call["result"] is None and call["error"].startswith("ValueError: simulator must")
+    assert call["factory"] == "hdl.pe:PE" and call["simulator"] == "no-such-simulator"
+
+
+def test_cocotb_test_timing(tmp_path):
+    def xml(*cases):
+        body = "".join(
+            f'<testcase name="t{i}" time="{wall:.3f}"><properties>'
+            f'<property name="sim_time_unit" value="{unit}" />'
+            f'<property name="sim_time_duration" value="{ns}" />'
+            f'<property name="sim_time_ratio" value="{ns / wall}" /></properties></testcase>'
+            for i, (ns, wall, unit) in enumerate(cases))
+        path = tmp_path / f"results{len(cases)}{cases[0][2]}.xml"
+        path.write_text(f"<testsuites><testsuite>{body}</testsuite></testsuites>")
+        return path
+
+    t = bench.cocotb_test_timing(xml((123450.0, 0.0123456, "ns")))
+    assert t["cycles"] == 12345 and t["wall_s"] == pytest.approx(0.0123456)  # not rounded
+    assert t["cycles_per_s"] == pytest.approx(12345 / 0.0123456)
+    with pytest.raises(ValueError, match="2 tests"):
+        bench.cocotb_test_timing(xml((10.0, 1.0, "ns"), (10.0, 1.0, "ns")))
+    with pytest.raises(ValueError, match="simulated time in 'us'"):
+        bench.cocotb_test_timing(xml((10.0, 1.0, "us")))
+
+
+def test_top_inputs(tmp_path):
+    v = tmp_path / "top.v"
+    v.write_text("module \\top.sub (a, clk);\n  input a;\n  input clk;\nendmodule\n"
+                 "module top(clk, rst, x, y, z);\n  input clk;\n  wire clk;\n  input rst;\n"
+                 "  input [15:0] x;\n  input signed [3:0] y;\n  output z;\nendmodule\n")
+    assert bench.top_inputs(v) == ["x", "y"]
+    (tmp_path / "other.v").write_text(v.read_text())
+    with pytest.raises(ValueError, match="no module other"):
+        bench.top_inputs(tmp_path / "other.v")
+
+
+def test_speed_section_rendering_and_failures():
+    slow = _speed_item(testbench={"cycles": 9000, "wall_s": 0.5, "cycles_per_s": 18000.0,
+                                  "own_cycles_per_s": None}, ratio=1e6 / 18000)
+    icarus = _speed_item(simulator="icarus", target=None, build_s=None,
+                         python_clock={"cycles": 1000, "wall_s": 1.0, "cycles_per_s": 1000.0,
+                                       "clock": "py"})
+    results = {"sim_speed": [], "synth": [], "sim_speed_models": [
+        _speed_item(), slow, icarus, _speed_item(bit_exact=False),
+        {"workload": "pe_chain", "label": "PE chain k = 8", "simulator": "icarus",
+         "run": "100 vectors", "error": "SimulationFailed: boom\nmore"}]}
+    md = bench.render_md(results)
+    assert ("| 8x8 tensor engine GEMM | verilator | GEMM 64 x 64 x 64: 9 000 cycles in 0.20 s | "
+            "45 000 (target 60 000: **below**) | 1 000 000 (3 000 000) | 22.2 | - | 70.0 |") in md
+    assert "| 18 000 (target 60 000: **below**) |" in md
+    assert "| 45 000 | 1 000 000 (3 000 000) | 22.2 | 1 000 | - |" in md  # Icarus: no target
+    assert "**not bit-exact**" in md and "FAILED: SimulationFailed: boom |" in md
+    assert "8x8 tensor engine GEMM in verilator 50 000" in md  # the testbench's own figure
+    assert "about 3 s of wall time" in md
+    ok = _speed_item(testbench=dict(_speed_item()["testbench"], cycles_per_s=60000.0))
+    assert "| 60 000 (target 60 000) |" in bench.render_md({"sim_speed_models": [ok]})
+    bad = bench.failures(results)
+    assert len(bad) == 2 and any("not bit-exact" in b for b in bad), bad
+
+
+def test_speed_runs_and_sections():
+    full, quick = bench.speed_runs(), bench.speed_runs(quick=True)
+    assert len(full) == len(quick) == 2 * len(bench.SPEED_WORKLOADS)
+    assert all(build for *_, build in full)
+    assert [s for _, s, *_, build in quick if build] == ["icarus"] * len(bench.SPEED_WORKLOADS)
+    assert bench.count_runs(quick=True, **bench.section_args(["sim-speed"])) == len(quick)
+    assert bench.section_args(None) == {}
+    args = bench.section_args(["sim-speed", "core"])
+    assert args["speed"] and args["core"] and not args["gemm"] and args["sim_runs"] == []
+    with pytest.raises(ValueError, match="unknown bench section"):
+        bench.section_args(["speed"])
+
+
+def test_cli_sections_are_bench_sections():
+    from sim.cli import bench as bench_command
+
+    (only,) = [p for p in bench_command.params if p.name == "only"]
+    assert tuple(only.type.choices) == bench.SECTIONS
