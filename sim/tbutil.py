@@ -55,7 +55,7 @@ def has_clock(dut) -> bool:
 async def start_clock(dut, period_ns: int = CLOCK_PERIOD_NS) -> None:
     """Start ``clk`` (if the design has one) and wait for its first rising edge."""
     if has_clock(dut):
-        Clock(dut.clk, period_ns, unit="ns").start()
+        Clock(dut.clk, period_ns, unit="ns", impl="gpi").start()
         await RisingEdge(dut.clk)
 
 
