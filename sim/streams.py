@@ -17,11 +17,15 @@ transfer can happen, and none while it cannot:
   ``valid`` to rise (a value-change trigger, not a loop), and a sink's pause generator only
   advances in cycles where ``valid`` is up (so idle stretches cost nothing);
 * :func:`wait_until` waits for a signal to take a value with a timeout in cycles, on
-  value-change triggers.
+  value-change triggers; :func:`expect_steady` checks that signals keep a value for a number
+  of cycles, woken only if one changes; :func:`wait_cycles` waits a number of cycles with one
+  timer; :func:`watchdog` waits for a whole run and fails if it stops making progress, looking
+  at the progress once per window of cycles.
 
 Stream rules are checked on every stream a sink or monitor watches: once ``valid`` is up it
 stays up, with the same payload, until the beat is taken (the check needs the payload read in
-stalled cycles only).
+stalled cycles only); a sink's or monitor's ``check_rules`` turns it off while the design may
+withdraw a beat on purpose.
 
 Call the drivers' methods from a test coroutine outside the ReadOnly phase (cocotb refuses
 writes there). Failure messages name the stream, the cycle, the seed and the simulator.
@@ -30,13 +34,14 @@ writes there). Failure messages name the stream, the cycle, the seed and the sim
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 import cocotb
 import numpy as np
 from cocotb.triggers import (
     Event,
     FallingEdge,
+    First,
     ReadOnly,
     RisingEdge,
     SimTimeoutError,
@@ -44,12 +49,12 @@ from cocotb.triggers import (
     ValueChange,
     with_timeout,
 )
-from cocotb.utils import get_sim_time
+from cocotb.utils import get_sim_steps, get_sim_time
 
 from . import tbutil
 
 __all__ = ["pauses", "sim_cycles", "StreamSource", "StreamSink", "StreamMonitor",
-           "wait_until", "StreamError"]
+           "wait_until", "expect_steady", "wait_cycles", "watchdog", "StreamError"]
 
 
 class StreamError(AssertionError):
@@ -108,8 +113,9 @@ class StreamSource(_Stream):
 
     ``pause``: a pause generator (:func:`pauses`), drawn once per cycle in which a beat is
     waiting but not yet shown; once shown, ``valid`` and the payload stay until the beat is
-    taken. ``count`` is the number of beats taken so far; ``on_sent(payload)`` (optional) is
-    called as each is taken, at its clock edge.
+    taken. ``count`` is the number of beats taken so far (:meth:`wait_count` waits for a
+    number of them); ``on_sent(payload)`` (optional) is called as each is taken, at its clock
+    edge.
     """
 
     def __init__(self, dut, name: str, *, clock=None, pause: Iterator[int] | None = None,
@@ -119,7 +125,8 @@ class StreamSource(_Stream):
         self.on_sent = on_sent
         self.count = 0
         self._queue: deque[int] = deque()
-        self._wake, self._idle = Event(), Event()
+        self._wake, self._idle, self._got = Event(), Event(), Event()
+        self._until = 1
         self._idle.set()
         self.valid.value = 0
         self._valid_up = False
@@ -152,6 +159,14 @@ class StreamSource(_Stream):
     async def wait(self) -> None:
         """Until every queued beat has been taken."""
         await self._idle.wait()
+
+    async def wait_count(self, count: int) -> None:
+        """Until ``count`` beats have been taken in all (:attr:`count`); returns at the clock
+        edge that takes the last of them. One waiter at a time."""
+        if self.count < count:
+            self._until = count
+            self._got.clear()
+            await self._got.wait()
 
     def clear(self) -> None:
         """Drop every queued beat and lower ``valid`` now (for a reset in the middle)."""
@@ -199,6 +214,8 @@ class StreamSource(_Stream):
                 shown = False
                 if self.on_sent is not None:
                     self.on_sent(beat)
+                if self.count >= self._until:
+                    self._got.set()
             else:
                 # Stalled: sleep until ready rises rather than waking every cycle.
                 await ReadOnly()
@@ -217,6 +234,11 @@ class _Watcher(_Stream):
         self.queue: deque[int] = deque()
         self._got = Event()
         self._until = 1
+        #: Whether a stalled beat must keep ``valid`` and its payload until taken (else a
+        #: :class:`StreamError`). Turn it off while the design may withdraw a beat on purpose
+        #: (a soft reset that empties a queue, a watchdog that abandons a transfer): a beat
+        #: withdrawn then is forgotten.
+        self.check_rules = True
 
     def _take(self, value: int) -> None:
         self.count += 1
@@ -243,7 +265,7 @@ class _Watcher(_Stream):
         return self.queue.popleft()
 
     async def wait_count(self, count: int) -> None:
-        """Until ``count`` beats have arrived in all (:attr:`count`)."""
+        """Until ``count`` beats have arrived in all (:attr:`count`). One waiter at a time."""
         if self.count < count:
             self._until = count
             self._got.clear()
@@ -266,7 +288,7 @@ class StreamSink(_Watcher):
     up (``ready`` keeps its last value while the stream is idle); None: always ready. Each
     beat's payload goes to ``on_beat(payload)`` if given (called at the beat's clock edge),
     else to :attr:`queue` (:meth:`recv`). Checks that a stalled beat keeps ``valid`` and its
-    payload until taken.
+    payload until taken (while :attr:`check_rules` is on).
     """
 
     def __init__(self, dut, name: str, *, clock=None, pause: Iterator[int] | None = None,
@@ -296,7 +318,7 @@ class StreamSink(_Watcher):
             await edge
             if valid.value:
                 value = int(payload.value) if payload is not None else 0
-                if held is not None and value != held:
+                if held is not None and value != held and self.check_rules:
                     raise self._broken(f"payload changed from {held:#x} to {value:#x} while "
                                        "stalled")
                 if self._ready:
@@ -305,14 +327,16 @@ class StreamSink(_Watcher):
                 else:
                     held = value
                 continue
-            if held is not None:
+            if held is not None and self.check_rules:
                 raise self._broken("valid dropped while stalled")
+            held = None
             await self._valid_rises()
 
 
 class StreamMonitor(_Watcher):
     """Watches a stream without driving it: every beat (``valid`` and ``ready`` at a clock
-    edge) goes to ``on_beat(payload)`` or :attr:`queue`; the stream rule is checked."""
+    edge) goes to ``on_beat(payload)`` or :attr:`queue`; the stream rule is checked (while
+    :attr:`check_rules` is on)."""
 
     def __init__(self, dut, name: str, *, clock=None,
                  on_beat: Callable[[int], None] | None = None):
@@ -327,7 +351,7 @@ class StreamMonitor(_Watcher):
             await edge
             if valid.value:
                 value = int(payload.value) if payload is not None else 0
-                if held is not None and value != held:
+                if held is not None and value != held and self.check_rules:
                     raise self._broken(f"payload changed from {held:#x} to {value:#x} while "
                                        "stalled")
                 if ready.value:
@@ -336,8 +360,9 @@ class StreamMonitor(_Watcher):
                 else:
                     held = value
                 continue
-            if held is not None:
+            if held is not None and self.check_rules:
                 raise self._broken("valid dropped while stalled")
+            held = None
             await self._valid_rises()
 
 
@@ -363,3 +388,69 @@ async def wait_until(signal, value: int, *, clock, timeout_cycles: int, what: st
         except SimTimeoutError as exc:
             raise StreamError(f"{what}: not {value} within {timeout_cycles} cycles "
                               f"({_where(what)})") from exc
+
+
+def _name(handle) -> str:
+    return handle._name if hasattr(handle, "_name") else str(handle)
+
+
+async def expect_steady(signals: Iterable, value: int, *, cycles: int, what: str) -> None:
+    """Check that every one of ``signals`` (handles) holds ``value`` from now for ``cycles``
+    clock cycles: after a reset, say, that no ``valid`` or ``busy`` comes up. Checked whenever
+    one of them changes (its value once the time step has settled, so a delta-cycle glitch is
+    no failure), not cycle by cycle: a steady signal costs no wake-up. An unresolvable value
+    (X, Z) fails too. Raises :class:`StreamError` naming the signal and ``what``. Call it
+    outside the ReadOnly phase; it returns outside it too."""
+    handles = list(signals)
+    end = get_sim_time("step") + get_sim_steps(cycles * tbutil.CLOCK_PERIOD_NS, "ns")
+    while True:
+        await ReadOnly()
+        for h in handles:
+            v = h.value
+            if not v.is_resolvable or int(v) != value:
+                raise StreamError(f"{_name(h)} is {v}, not {value}, {what} ({_where(what)})")
+        left = end - get_sim_time("step")
+        if left <= 0:
+            await Timer(1, "step")  # out of the ReadOnly phase (the caller may write)
+            return
+        try:
+            await with_timeout(First(*(ValueChange(h) for h in handles)), left, "step")
+        except SimTimeoutError:
+            return
+
+
+async def wait_cycles(cycles: int, *, clock) -> None:
+    """Return at the ``cycles``-th rising edge of ``clock`` after the current cycle's, like
+    ``ClockCycles(clock, cycles)`` called at or after that edge, with one timer and one edge
+    wake-up instead of one a cycle (for the testbenches' clock: period
+    ``tbutil.CLOCK_PERIOD_NS``, rising at multiples of it)."""
+    if cycles <= 0:
+        return
+    period = tbutil.CLOCK_PERIOD_NS
+    # Half a period before the edge wanted, then that edge.
+    left = (get_sim_steps((sim_cycles() + cycles) * period - period // 2, "ns")
+            - get_sim_time("step"))
+    if left > 0:
+        await Timer(left, "step")
+    await RisingEdge(clock)
+
+
+async def watchdog(wait: Callable[[], Awaitable], progress: Callable[[], object], *,
+                   quiet_cycles: int, what: Callable[[], str]) -> None:
+    """Await ``wait()`` (a fresh awaitable per call, e.g. ``lambda: sink.wait_count(n)``),
+    failing if ``progress()`` (e.g. the beats moved so far) stays the same for a whole window
+    of ``quiet_cycles`` cycles: a hang is reported after ``quiet_cycles`` to twice that many
+    cycles without progress. Looks at the progress once per window, not every cycle; on
+    timeout ``wait()``'s coroutine is killed and called again for the next window. Raises
+    :class:`StreamError` with ``what()`` (the state, for the message)."""
+    last = progress()
+    while True:
+        try:
+            await with_timeout(wait(), quiet_cycles * tbutil.CLOCK_PERIOD_NS, "ns")
+            return
+        except SimTimeoutError:
+            now = progress()
+            if now == last:
+                raise StreamError(f"{what()}: no progress in {quiet_cycles} cycles "
+                                  f"({_where('')})") from None
+            last = now

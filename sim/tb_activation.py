@@ -1,9 +1,8 @@
 """cocotb testbench: ``hdl.activation.ActivationEngine`` against ``golden.activation``.
 
-One coroutine drives the ``cmd`` and ``i`` streams and the back-pressure on ``o`` once per
-cycle (inputs change on the falling edge, handshakes are read in the ReadOnly phase after
-it). ``cmd`` and ``i`` get random gaps and ``o`` random back-pressure (``NCLITE_GAPS``,
-default 0.25); a monitor checks that ``o`` holds valid and payload while stalled.
+The streams are driven by :mod:`sim.streams`: sources on ``cmd``, ``i`` and ``seed``, a sink
+on ``o``. ``cmd`` and ``i`` get random gaps and ``o`` random back-pressure (``NCLITE_GAPS``,
+default 0.25); the sink checks that ``o`` holds valid and payload while stalled.
 
 Tests (selected by the runner's ``testcase``):
 
@@ -28,7 +27,6 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly, with_timeout
 
 from golden.activation import ActivationModel
 from golden.rounding import DEFAULT_SATURATE
@@ -36,9 +34,11 @@ from hdl.activation import activation_command_layout
 from hdl.formats import Dtype, Rounding
 from hdl.sru import sru_layouts
 from hdl.xorwow import seeding_cycles
-from sim import tbutil, vectors
+from sim import streams, tbutil, vectors
+from sim.streams import StreamSink, StreamSource
 
-WATCHDOG_CYCLES = 20_000
+WATCHDOG_CYCLES = 20_000  # cycles without any transfer before the test calls it a hang
+# (checked once per window of that many cycles: a hang shows after 1 to 2 windows)
 
 
 class Command:
@@ -54,6 +54,10 @@ class Command:
 
 
 class ActivationTB:
+    """Drives an ``ActivationEngine`` through :mod:`sim.streams` drivers. ``gaps``: the
+    probability of a valid gap on ``cmd`` and ``i`` and of back-pressure on ``o``, per cycle
+    (default ``NCLITE_GAPS``, 0.25; 0: full rate)."""
+
     def __init__(self, dut, gaps: float | None = None):
         self.dut = dut
         p = tbutil.params()
@@ -67,31 +71,37 @@ class ActivationTB:
         self.out_bits = o_layout["data"].width // self.lanes
         self.inv_off = o_layout["invalid"].offset
         self.gaps = float(os.environ.get("NCLITE_GAPS", "0.25")) if gaps is None else gaps
-        self.rng = tbutil.rng(0xAC7)
+
+        def pause(salt):
+            return streams.pauses(tbutil.rng(0xAC7 + salt), self.gaps) if self.gaps else None
+
+        self.cmd = StreamSource(dut, "cmd", pause=pause(0))
+        self.i = StreamSource(dut, "i", pause=pause(1))
+        self.seed = StreamSource(dut, "seed")
+        self.o = StreamSink(dut, "o", pause=pause(2))
         self.cycles = 0
 
     async def start(self):
-        dut = self.dut
-        dut.cmd__valid.value = 0
-        dut.i__valid.value = 0
-        dut.seed__valid.value = 0
-        dut.o__ready.value = 0
-        await tbutil.start_clock(dut)
-        await tbutil.reset(dut)
+        await tbutil.start_clock(self.dut)
+        await tbutil.reset(self.dut)
         await self.wait_seeded()
 
+    def clear(self):
+        """Drop queued commands, beats and seeds, lower ``valid`` (for a reset in the
+        middle)."""
+        for driver in (self.cmd, self.i, self.seed, self.o):
+            driver.clear()
+        self.i.on_sent = None  # an interrupted run's on_sent
+
     async def wait_seeded(self):
-        for _ in range(seeding_cycles(self.lanes) + 4):
-            await FallingEdge(self.dut.clk)
-            await ReadOnly()
-            if not self.dut.seeding.value:
-                return
-        raise AssertionError("the SRU never finished seeding")
+        await streams.wait_until(self.dut.seeding, 0, clock=self.dut.clk,
+                                 timeout_cycles=seeding_cycles(self.lanes) + 4,
+                                 what="the SRU's seeding (never finished)")
 
     async def reseed(self, seed: int):
-        dut = self.dut
-        await FallingEdge(dut.clk)
-        await tbutil.offer(dut, "seed", seed)
+        """Offer ``seed`` (taken once the engine is not busy), then wait for the seeding."""
+        self.seed.send(seed)
+        await self.seed.wait()
         await self.wait_seeded()
 
     def pack_cmd(self, c: Command) -> int:
@@ -111,67 +121,51 @@ class ActivationTB:
             word |= int(v) << (32 * lane)
         return word
 
-    async def run(self, cmds: list[Command], *, stalls: float | None = None,
-                  on_sent=None) -> list[list[int]]:
-        """Send the commands and their beats; return the output beats (lists of lane
-        values), checking the output protocol. ``on_sent()`` is called once when the last
-        beat has been taken (while results are still in the pipeline)."""
-        dut, rng, gaps = self.dut, self.rng, self.gaps
-        stalls = gaps if stalls is None else stalls
+    async def run(self, cmds: list[Command], *, on_sent=None) -> list[list[int]]:
+        """Send the commands and their beats (on ``cmd`` and ``i``, independently); return the
+        output beats (lists of lane values), checking that none is ``invalid``. ``on_sent()``
+        is called once when the last beat has been taken, at its clock edge (while results
+        are still in the pipeline). Adds the cycles from the call to the last transfer to
+        :attr:`cycles`."""
+        start = streams.sim_cycles()
         beats = [self.pack_beat(row) for c in cmds if c.legal for row in c.x]
-        expected = len(beats)
-        cmd_words = [self.pack_cmd(c) for c in cmds]
-        cpos = bpos = 0
-        cmd_shown = beat_shown = False
-        monitor = tbutil.StallMonitor("o")
-        out: list[list[int]] = []
-        quiet = 0
-        mask = (1 << self.out_bits) - 1
-        while len(out) < expected or cpos < len(cmds):
-            await FallingEdge(dut.clk)
-            self.cycles += 1
-            if not cmd_shown:
-                if cpos < len(cmds) and not (gaps and rng.random() < gaps):
-                    dut.cmd__payload.value = cmd_words[cpos]
-                    dut.cmd__valid.value = 1
-                    cmd_shown = True
-                else:
-                    dut.cmd__valid.value = 0
-            if not beat_shown:
-                if bpos < len(beats) and not (gaps and rng.random() < gaps):
-                    dut.i__payload.value = beats[bpos]
-                    dut.i__valid.value = 1
-                    beat_shown = True
-                else:
-                    dut.i__valid.value = 0
-            ready = not (stalls and rng.random() < stalls)
-            dut.o__ready.value = int(ready)
-            await ReadOnly()
-            progressed = False
-            if cmd_shown and dut.cmd__ready.value:
-                cpos += 1
-                cmd_shown = False
-                progressed = True
-            if beat_shown and dut.i__ready.value:
-                bpos += 1
-                beat_shown = False
-                progressed = True
-                if bpos == len(beats) and on_sent is not None:
+        sink = self.o
+        target = sink.count + len(beats) - len(sink.queue)
+        cmd0, beat0 = self.cmd.count, self.i.count
+        if on_sent is not None and beats:
+            last = beat0 + len(beats)
+            on_sent_before = self.i.on_sent
+
+            def sent(_payload):
+                if self.i.count == last:
+                    self.i.on_sent = on_sent_before
                     on_sent()
-                    on_sent = None
-            valid = bool(dut.o__valid.value)
-            word = monitor.sample(valid, int(dut.o__payload.value) if valid else None, ready)
-            if word is not None:
-                assert not (word >> self.inv_off) & 1, "invalid beat from a legal command"
-                out.append([(word >> (self.out_bits * k)) & mask for k in range(self.lanes)])
-                progressed = True
-            quiet = 0 if progressed else quiet + 1
-            if quiet > WATCHDOG_CYCLES:
-                raise AssertionError(f"activation engine hung: {len(out)} of {expected} beats "
-                                     f"out, command {cpos} of {len(cmds)} (seed {tbutil.seed()})")
-        await FallingEdge(dut.clk)
-        dut.cmd__valid.value = 0
-        dut.i__valid.value = 0
+
+            self.i.on_sent = sent
+        self.cmd.send(self.pack_cmd(c) for c in cmds)
+        self.i.send(beats)
+
+        async def done():
+            await self.cmd.wait()
+            await self.i.wait()
+            await sink.wait_count(target)
+
+        await streams.watchdog(
+            done, lambda: (self.cmd.count, self.i.count, sink.count),
+            quiet_cycles=WATCHDOG_CYCLES,
+            what=lambda: (f"activation engine hung: {len(beats) - (target - sink.count)} of "
+                          f"{len(beats)} beats out, command {self.cmd.count - cmd0} of "
+                          f"{len(cmds)}, beat {self.i.count - beat0} of {len(beats)} in "
+                          f"(seed {tbutil.seed()})"))
+        self.cycles += streams.sim_cycles() - start
+        mask = (1 << self.out_bits) - 1
+        out: list[list[int]] = []
+        for k in range(len(beats)):
+            word = sink.queue.popleft()
+            assert not (word >> self.inv_off) & 1, (
+                f"invalid beat from a legal command (output beat {k} of {len(beats)}, seed "
+                f"{tbutil.seed()})")
+            out.append([(word >> (self.out_bits * j)) & mask for j in range(self.lanes)])
         return out
 
     def check(self, model: ActivationModel, cmds: list[Command], out: list[list[int]]):
@@ -273,10 +267,13 @@ async def throughput(dut):
     c = random_command(tb, rng)
     c.x = vectors.operands("fp32", rng, (300, tb.lanes), 0.0).astype(np.uint32).tolist()
     start = tb.cycles
-    out = await tb.run([c], stalls=0.0)
+    out = await tb.run([c])
+    # From the edge that takes the command (the one after the call, at full rate) to the edge
+    # that takes the last result.
     cycles = tb.cycles - start - 1
     tb.check(ActivationModel(tb.lanes, random_bits=tb.r), [c], out)
     assert cycles <= 300 + tb.latency + 2, f"300 beats took {cycles} cycles"
+    dut._log.info("throughput: 300 beats in %d cycles (latency %d)", cycles, tb.latency)
 
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")
@@ -290,21 +287,16 @@ async def reset_midway(dut):
         cmds = illegal_commands(tb, rng)[:1] + [random_command(tb, rng) for _ in range(3)]
         total = sum(len(c.x) for c in cmds if c.legal)
         task = cocotb.start_soon(tb.run(cmds))
-        target, seen = int(rng.integers(1, total)), 0
-        while seen < target:  # input beats taken
-            await FallingEdge(dut.clk)
-            await ReadOnly()
-            seen += int(dut.i__valid.value) & int(dut.i__ready.value)
+        seen = int(rng.integers(1, total))
+        await tb.i.wait_count(tb.i.count + seen)  # returns at the edge taking beat `seen`
         assert not task.done()
-        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=("cmd", "i", "seed"),
-                                  tasks=[task], low=("o__ready",))
-        dut.o__ready.value = 1
-        await tbutil.expect_quiet(dut, ["o__valid", "error", "busy", "i__ready"], 2,
-                                  f"after {seen} of {total} beats")
-        await with_timeout(tb.wait_seeded(), 10, "us")
-        await FallingEdge(dut.clk)
-        await tbutil.expect_quiet(dut, ["o__valid", "error", "busy"], tb.latency + 3,
-                                  "and the seeding")
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task], clear=[tb])
+        what = f"after the reset after {seen} of {total} beats"
+        await streams.expect_steady([dut.o__valid, dut.error, dut.busy, dut.i__ready], 0,
+                                    cycles=2, what=what)
+        await tb.wait_seeded()
+        await streams.expect_steady([dut.o__valid, dut.error, dut.busy], 0,
+                                    cycles=tb.latency + 3, what=f"{what} and the seeding")
         fresh = [random_command(tb, rng) for _ in range(3)]
         model = ActivationModel(tb.lanes, random_bits=tb.r)  # seed 0, as after reset
         tb.check(model, fresh, await tb.run(fresh))

@@ -1,10 +1,12 @@
 """cocotb testbench: ``hdl.sru.StochasticRounder`` against ``golden.sru.SruModel``, bit for bit.
 
-One coroutine drives the three streams once per cycle (inputs change on the falling edge,
-handshakes are read in the ReadOnly phase after it). The input stream gets random valid gaps
-and the output random back-pressure (``NCLITE_GAPS`` = probability, default 0.25); a monitor
-checks the output protocol (valid and payload held while stalled) and that ``i`` is never
-ready while the generators are being seeded.
+The streams are driven by :mod:`sim.streams`: a source on ``i`` and on ``seed``, a sink on
+``o``. The input stream gets random valid gaps and the output random back-pressure
+(``NCLITE_GAPS`` = probability, default 0.25). The sink checks the output protocol (valid and
+payload held while stalled), a watcher that ``i`` is never ready while the generators are
+being seeded (in every settled state, with or without a beat offered). A run sends its beats
+and seeds in order: a seed is offered once the beats before it have been taken (they may still
+be in the pipeline), the beats after it once it has been taken.
 
 Tests (selected by the runner's ``testcase``):
 
@@ -18,10 +20,12 @@ Tests (selected by the runner's ``testcase``):
   pipeline.
 * ``reset_midstream`` - three times: a non-zero seed, then SR beats with gaps and
   back-pressure; reset after a random number of cycles (beats in the pipeline and held on
-  ``o``); after it no output beat appears, the unit seeds itself (with 0: the old seed is
-  gone), and a fresh stream matches golden from seed 0.
+  ``o``); after it no output beat appears (until ``latency + 3`` cycles after the longest
+  seeding), the unit seeds itself (with 0: the old seed is gone), and a fresh stream matches
+  golden from seed 0.
 * ``throughput`` - no gaps, no back-pressure: ``n`` beats in ``n + latency`` cycles; writes
-  ``{"beats", "cycles", "lanes", "latency"}`` to ``NCLITE_SRU_OUT``.
+  ``{"beats", "cycles", "lanes", "latency"}`` to ``NCLITE_SRU_OUT`` (``cycles``: from the
+  clock edge that takes the first beat to the one that takes the last result).
 * ``running_sum`` - the SR demo: ``NCLITE_SRU_DEMO`` (JSON: fmt, start, increment, steps, seed)
   accumulates ``acc = cast(acc + increment)`` in every lane with RNE and with SR (the fp32 add
   in the testbench, the cast in the RTL, every beat checked against golden), next to the fp32
@@ -35,7 +39,7 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge
 
 from golden.formats import get_format, to_bits, to_fp32, to_fp32_bits
 from golden.fp32 import fp32_add
@@ -44,11 +48,13 @@ from golden.sru import SruModel
 from hdl.formats import Dtype, Rounding
 from hdl.sru import sru_layouts
 from hdl.xorwow import seeding_cycles
-from sim import coverage, tbutil, vectors
+from sim import coverage, streams, tbutil, vectors
+from sim.streams import StreamSink, StreamSource
 
 NAMES = {d.value: d.golden_name for d in Dtype}
 MODES = {m.value: m.golden_name for m in Rounding}
 WATCHDOG_CYCLES = 50_000  # cycles without any transfer before the test calls it a hang
+# (checked once per window of that many cycles: a hang shows after 1 to 2 windows)
 
 
 class Beat:
@@ -74,7 +80,9 @@ class Seed:
 
 
 class SruTB:
-    """Drives a ``StochasticRounder``; scoreboard against :class:`SruModel`."""
+    """Drives a ``StochasticRounder`` through :mod:`sim.streams` drivers; scoreboard against
+    :class:`SruModel`. ``gaps``: the probability of a valid gap on ``i`` and of back-pressure
+    on ``o``, per cycle (default ``NCLITE_GAPS``, 0.25; 0: full rate)."""
 
     def __init__(self, dut, gaps: float | None = None):
         self.dut = dut
@@ -91,26 +99,55 @@ class SruTB:
         self._out_bits = 32 if Dtype.FP32.value in self.built else 16
         self._inv_off = o_layout["invalid"].offset
         self.gaps = float(os.environ.get("NCLITE_GAPS", "0.25")) if gaps is None else gaps
-        self.rng = tbutil.rng(0x5EED)
+
+        def pause(salt):
+            return streams.pauses(tbutil.rng(0x5EED + salt), self.gaps) if self.gaps else None
+
+        self.i = StreamSource(dut, "i", pause=pause(0))
+        self.seed = StreamSource(dut, "seed")
+        self.o = StreamSink(dut, "o", pause=pause(1))
         self.model = SruModel(self.lanes, random_bits=self.r, seed=0)
         self.cycles = 0
         self.seeding_cycles_max = seeding_cycles(self.lanes) + 2
 
     async def start(self):
+        """Clock, reset, and the seeding after it (which must happen, and end in time)."""
         dut = self.dut
-        dut.i__valid.value = 0
-        dut.seed__valid.value = 0
-        dut.o__ready.value = 0
         await tbutil.start_clock(dut)
         await tbutil.reset(dut)
         await ReadOnly()
-        busy = 0
-        while dut.seeding.value:
-            await FallingEdge(dut.clk)
+        assert dut.seeding.value, "the unit did not seed itself after reset"
+        await RisingEdge(dut.clk)
+        cocotb.start_soon(self._closed_while_seeding())
+        await streams.wait_until(dut.seeding, 0, clock=dut.clk,
+                                 timeout_cycles=self.seeding_cycles_max,
+                                 what="seeding after reset (never ends)")
+
+    async def _closed_while_seeding(self):
+        """Fail if ``i.ready`` is high while ``seeding`` is, in any settled state, beat
+        offered or not (a ready ``i`` while seeding is a bug even with nothing to take). Woken
+        by ``seeding`` rising and falling, and by ``i.ready`` rising while it is high, not
+        every cycle."""
+        seeding, ready = self.dut.seeding, self.dut.i__ready
+
+        def high(h):
+            return h.value.is_resolvable and int(h.value)
+
+        while True:
             await ReadOnly()
-            busy += 1
-            assert busy <= seeding_cycles(self.lanes) + 2, "seeding after reset never ends"
-        assert busy > 0, "the unit did not seed itself after reset"
+            if high(seeding):
+                if high(ready):
+                    raise AssertionError(f"i.ready high while seeding (cycle "
+                                         f"{streams.sim_cycles()}, seed {tbutil.seed()}, "
+                                         f"{tbutil.simulator()})")
+                await First(FallingEdge(seeding), RisingEdge(ready))
+            else:
+                await RisingEdge(seeding)
+
+    def clear(self):
+        """Drop queued beats and seeds, lower ``valid`` (for a reset in the middle)."""
+        for driver in (self.i, self.seed, self.o):
+            driver.clear()
 
     def pack(self, b: Beat) -> int:
         word = 0
@@ -131,62 +168,46 @@ class SruTB:
         return ([(word >> (self._out_bits * k)) & mask for k in range(self.lanes)],
                 (word >> self._inv_off) & 1)
 
-    async def run(self, items: list, *, stalls: float | None = None) -> list[tuple]:
-        """Send ``items`` (:class:`Beat` and :class:`Seed`, in order), collect every output
-        beat; returns ``[(lanes, invalid), ...]`` in beat order."""
-        dut = self.dut
-        rng, gaps = self.rng, self.gaps
-        stalls = gaps if stalls is None else stalls
+    async def run(self, items: list) -> list[tuple]:
+        """Send ``items`` (:class:`Beat` and :class:`Seed`, in order: a seed once the beats
+        before it have been taken, the beats after it once it has been), collect every output
+        beat; returns ``[(lanes, invalid), ...]`` in beat order. Adds the cycles from the call
+        to the last output beat to :attr:`cycles`."""
+        start = streams.sim_cycles()
         beats = sum(isinstance(it, Beat) for it in items)
-        pos, results = 0, []
-        shown = seed_shown = False
-        monitor = tbutil.StallMonitor("o")
-        quiet = 0
-        while len(results) < beats:
-            await FallingEdge(dut.clk)
-            self.cycles += 1
-            item = items[pos] if pos < len(items) else None
-            if not seed_shown:
-                dut.seed__valid.value = 0
-            if isinstance(item, Seed) and not shown:
-                dut.i__valid.value = 0
-                if not seed_shown:
-                    dut.seed__payload.value = item.value
-                    dut.seed__valid.value = 1
-                    seed_shown = True
-            elif isinstance(item, Beat) and not shown and not (gaps and rng.random() < gaps):
-                dut.i__payload.value = self.pack(item)
-                dut.i__valid.value = 1
-                shown = True
-            elif not shown:
-                dut.i__valid.value = 0
-            ready = not (stalls and rng.random() < stalls)
-            dut.o__ready.value = int(ready)
-            await ReadOnly()
-            if dut.seeding.value and dut.i__ready.value:
-                raise AssertionError(f"i.ready high while seeding (seed {tbutil.seed()})")
-            progressed = False
-            if seed_shown and dut.seed__ready.value:
-                self.model.reseed(item.value)
+        sink, sources = self.o, (self.i, self.seed)
+        target = sink.count + beats - len(sink.queue)
+        first = sum(s.count for s in sources)
+
+        def progress():
+            return sink.count + sum(s.count for s in sources)
+
+        def hung():
+            return (f"SRU hung: {beats - (target - sink.count)} of {beats} beats out, item "
+                    f"{sum(s.count for s in sources) - first} of {len(items)} "
+                    f"(seed {tbutil.seed()})")
+
+        async def send(source, payloads):
+            source.send(payloads)
+            await streams.watchdog(source.wait, progress, quiet_cycles=WATCHDOG_CYCLES,
+                                   what=hung)
+
+        pos = 0
+        while pos < len(items):
+            if isinstance(items[pos], Seed):
+                await send(self.seed, items[pos].value)
+                self.model.reseed(items[pos].value)
                 pos += 1
-                seed_shown = False
-                progressed = True
-            if shown and dut.i__ready.value:
-                pos += 1
-                shown = False
-                progressed = True
-            valid = bool(dut.o__valid.value)
-            payload = monitor.sample(valid, int(dut.o__payload.value) if valid else None, ready)
-            if payload is not None:
-                results.append(self.unpack(payload))
-                progressed = True
-            quiet = 0 if progressed or dut.seeding.value else quiet + 1
-            if quiet > WATCHDOG_CYCLES:
-                raise AssertionError(f"SRU hung: {len(results)} of {beats} beats out, "
-                                     f"item {pos} of {len(items)} (seed {tbutil.seed()})")
-        await FallingEdge(dut.clk)
-        dut.i__valid.value = 0
-        dut.seed__valid.value = 0
+                continue
+            end = pos
+            while end < len(items) and isinstance(items[end], Beat):
+                end += 1
+            await send(self.i, [self.pack(b) for b in items[pos:end]])
+            pos = end
+        await streams.watchdog(lambda: sink.wait_count(target), progress,
+                               quiet_cycles=WATCHDOG_CYCLES, what=hung)
+        self.cycles += streams.sim_cycles() - start
+        results = [self.unpack(sink.queue.popleft()) for _ in range(beats)]
         coverage.sru_beats(self, items, results)
         return results
 
@@ -290,8 +311,10 @@ async def throughput(dut):
     items = [Beat(rng.integers(0, 1 << 32, tb.lanes, dtype=np.uint64).astype(np.uint32),
                   int(rng.choice(narrow)), Rounding.SR.value, True) for _ in range(n)]
     start = tb.cycles
-    results = await tb.run(items, stalls=0.0)
-    cycles = tb.cycles - start - 1  # the last FallingEdge is after the final transfer
+    results = await tb.run(items)
+    # From the edge that takes the first beat (the one after the call, at full rate) to the
+    # edge that takes the last result.
+    cycles = tb.cycles - start - 1
     tb.check(items, results)
     assert cycles <= n + tb.latency, f"{n} beats took {cycles} cycles"
     out = os.environ.get("NCLITE_SRU_OUT")
@@ -328,8 +351,7 @@ async def running_sum(dut):
     for step in range(steps):
         items = [Beat(fp32_add(to_fp32_bits(acc[mode], f), inc_bits), d,
                       Rounding[mode.upper()].value, saturate) for mode in ("rne", "sr")]
-        results = await tb.run(([Seed(seed)] if step == 0 and seed else []) + items,
-                               stalls=0.0)
+        results = await tb.run(([Seed(seed)] if step == 0 and seed else []) + items)
         for mode, item, got in zip(("rne", "sr"), items, results, strict=True):
             want = tb.expect(item)
             assert got == want, (f"step {step} {mode}: {item.describe()}: got "
@@ -363,25 +385,23 @@ async def reset_midstream(dut):
     for rnd in range(3):
         items = [Seed(int(rng.integers(1, 1 << 63))), *beats(40)]
         task = cocotb.start_soon(tb.run(items))
-        await ClockCycles(dut.clk, tb.seeding_cycles_max + int(rng.integers(2, 40)))
-        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), inputs=("i", "seed"),
-                                  tasks=[task], low=("o__ready",))
-        dut.o__ready.value = 1
+        await streams.wait_cycles(tb.seeding_cycles_max + int(rng.integers(2, 40)),
+                                  clock=dut.clk)
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task], clear=[tb])
         await ReadOnly()
         assert dut.seeding.value, f"round {rnd}: no seeding after the reset (seed {tbutil.seed()})"
         await FallingEdge(dut.clk)
-        await tbutil.expect_quiet(dut, ["o__valid", "i__ready"], 2, "in the middle of a stream")
-        busy = 0
-        while True:
-            await ReadOnly()
-            if not dut.seeding.value:
-                break
-            assert not dut.o__valid.value, f"a beat came out after the reset (round {rnd})"
-            await FallingEdge(dut.clk)
-            busy += 1
-            assert busy <= tb.seeding_cycles_max, "seeding after reset never ends"
-        await FallingEdge(dut.clk)
-        await tbutil.expect_quiet(dut, ["o__valid"], tb.latency + 3, "and the seeding")
+        # No beat of the interrupted stream comes out, during the seeding and for latency + 3
+        # cycles after the longest one; i stays closed (the seeding watcher checks it too).
+        quiet = cocotb.start_soon(streams.expect_steady(
+            [dut.o__valid], 0, cycles=2 + tb.seeding_cycles_max + tb.latency + 3,
+            what=f"after the reset in the middle of a stream (round {rnd})"))
+        await streams.expect_steady([dut.i__ready], 0, cycles=2,
+                                    what=f"after the reset in the middle of a stream (round {rnd})")
+        await streams.wait_until(dut.seeding, 0, clock=dut.clk,
+                                 timeout_cycles=tb.seeding_cycles_max,
+                                 what=f"seeding after the reset (round {rnd}, never ends)")
+        await quiet
         fresh = beats(int(rng.integers(10, 40)))
         tb.check(fresh, await tb.run(fresh))  # check() replays golden from seed 0
     dut._log.info("reset in the middle of a stream: 3 rounds exact (seed %d)", tbutil.seed())
