@@ -375,16 +375,6 @@ async def gemm(dut):
     assert error is None, error
 
 
-async def _count_handshakes(dut, stream: str, target: int) -> None:
-    """Returns (in the ReadOnly phase) once ``target`` beats have crossed ``stream``."""
-    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
-    seen = 0
-    while seen < target:
-        await FallingEdge(dut.clk)
-        await ReadOnly()
-        seen += int(valid.value) & int(ready.value)
-
-
 async def _read_psum(tb: TensorEngineTB, n: int, drain_layout_encode, words) -> list:
     """The PSUM rows at ``words`` [(bank, addr)], through the testbench's drain streams."""
     tb.sources["drain_req"].send(drain_layout_encode(*w) for w in words)
@@ -423,17 +413,17 @@ async def reset_midway(dut):
             targets += [(bank, addr + j) for j in range(f)]
         prog.drain(0, 0, words, label="interrupted")
         task = cocotb.start_soon(tb.run(prog, expect_error=True))
+        moving, drain_req = tb.sources["moving"], tb.sources["drain_req"]
         if where == "moving columns":
-            await _count_handshakes(dut, "moving", int(rng.integers(1, len(targets))))
+            await moving.wait_count(moving.count + int(rng.integers(1, len(targets))))
             extra = int(rng.integers(0, 3))
         elif where == "pipeline tail":
-            await _count_handshakes(dut, "moving", len(targets))
+            await moving.wait_count(moving.count + len(targets))
             extra = int(rng.integers(0, latency - 1))
         else:
-            await _count_handshakes(dut, "drain_req", int(rng.integers(1, words)))
+            await drain_req.wait_count(drain_req.count + int(rng.integers(1, words)))
             extra = int(rng.integers(0, 3))
-        if extra:
-            await ClockCycles(dut.clk, extra)
+        await streams.wait_cycles(extra, clock=dut.clk)
         assert not task.done(), f"round {rnd}: the operation ended before the reset"
         await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task], clear=[tb])
         # Right away, most recent columns first: no interrupted column may land in PSUM now.
