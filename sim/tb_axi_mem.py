@@ -58,7 +58,7 @@ from cocotbext.axi.axi_channels import (
 from hdl.axi_mem import AxiMemory
 from hdl.axil_decoder import AxiLiteDecoder
 from hdl.cmdqueue import AxiLiteSignature
-from sim import tbutil
+from sim import streams, tbutil
 
 OKAY, DECERR = AxiResp.OKAY, AxiResp.DECERR
 FIXED, INCR, WRAP = AxiBurstType.FIXED, AxiBurstType.INCR, AxiBurstType.WRAP
@@ -105,14 +105,9 @@ async def _start(dut, ports):
     await tbutil.reset(dut)
 
 
-def _pauses(rng, p):
-    while True:
-        yield int(rng.random() < p)
-
-
 def _set_pauses(rng, channels, p):
     for ch in channels:
-        ch.set_pause_generator(_pauses(tbutil.rng(int(rng.integers(1 << 30))), p))
+        ch.set_pause_generator(streams.pauses(tbutil.rng(int(rng.integers(1 << 30))), p))
 
 
 def _ops(n: int) -> int:

@@ -1,7 +1,11 @@
 """cocotb testbench: ``hdl.cmdqueue.CommandQueue`` through cocotbext-axi's ``AxiLiteMaster``.
 
-A consumer coroutine takes descriptors from ``desc`` with random back-pressure and keeps
-them; the host side writes descriptors made by ``golden.isa.encode`` and reads registers.
+A :class:`sim.streams.StreamSink` takes descriptors from ``desc`` with random back-pressure
+(the probability of ``ready`` is :attr:`QueueTB.ready_p`) and keeps them, checking that a
+stalled descriptor stays on the stream unchanged; a debug responder answers requests on
+``dbg_req`` through ``dbg_resp`` (a sink and a :class:`sim.streams.StreamSource`, one request
+at a time); the ``soft_reset`` and ``clear_error`` pulses are counted in cycles high. The host
+side writes descriptors made by ``golden.isa.encode`` and reads registers.
 Test ``registers_and_queue``: the ID; descriptors arrive in order bit for bit; a PUSH to a
 full queue is dropped and sets overflow (cleared by CTRL bit 1, which also pulses
 ``clear_error``); STATUS, ERROR, EXECUTED and PERF show the sequencer's inputs; the staged
@@ -20,14 +24,25 @@ set, staged words and a host in the middle of more register writes when ``rst`` 
 fresh descriptors pass in order.
 """
 
+import contextlib
+import itertools
+
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
+from cocotb.triggers import (
+    ClockCycles,
+    FallingEdge,
+    RisingEdge,
+    SimTimeoutError,
+    with_timeout,
+)
+from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from golden.isa import FIELDS, Opcode, encode
 from hdl.cmdqueue import CORE_ID, REGISTERS
-from sim import tbutil
+from sim import streams, tbutil
+from sim.streams import StreamSink, StreamSource
 
 R = REGISTERS
 
@@ -37,10 +52,26 @@ class QueueTB:
         self.dut = dut
         self.depth = tbutil.params().get("depth", 8)
         self.got: list[int] = []
-        self.ready_p = 1.0
+        self._ready_p = 1.0
         self.pulses = {"clear_error": 0, "soft_reset": 0}
         self.rng = tbutil.rng(0xC0)
         self.host = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "axil_"), dut.clk, dut.rst)
+        self.desc: StreamSink | None = None
+
+    @property
+    def ready_p(self) -> float:
+        """The probability that ``desc`` is ready in a cycle it shows a descriptor (1: always,
+        0: never); draws from :attr:`rng`."""
+        return self._ready_p
+
+    @ready_p.setter
+    def ready_p(self, p: float) -> None:
+        self._ready_p = p
+        if self.desc is not None:
+            self.desc.set_pause_generator(self._back_pressure())
+
+    def _back_pressure(self):
+        return streams.pauses(self.rng, 1.0 - self._ready_p) if self._ready_p < 1 else None
 
     async def start(self):
         dut = self.dut
@@ -53,40 +84,41 @@ class QueueTB:
         dut.dbg_resp__valid.value = 0
         await tbutil.start_clock(self.dut)
         await tbutil.reset(self.dut)
-        cocotb.start_soon(self._consumer())
-        cocotb.start_soon(self._debug_responder())
+        self.desc = StreamSink(dut, "desc", pause=self._back_pressure(), on_beat=self._got_desc)
+        self.dbg_req = StreamSink(dut, "dbg_req", on_beat=self._debug_request)
+        self.dbg_resp = StreamSource(dut, "dbg_resp")
+        for name in self.pulses:
+            cocotb.start_soon(self._count_pulses(name))
+
+    def _got_desc(self, value: int) -> None:
+        self.got.append(value)
 
     @staticmethod
     def debug_word(addr: int) -> int:
         return (addr * 0x9E3779B1 + 0x1234567) & 0xFFFFFFFF
 
-    async def _debug_responder(self):
-        """Takes a DBG_ADDR request, waits 0..6 cycles, answers ``debug_word(addr)``."""
-        dut = self.dut
-        while True:
-            await FallingEdge(dut.clk)
-            dut.dbg_req__ready.value = 1
-            await ReadOnly()
-            if not dut.dbg_req__valid.value:
-                continue
-            addr = int(dut.dbg_req__payload.value)
-            await FallingEdge(dut.clk)
-            dut.dbg_req__ready.value = 0
-            for _ in range(int(self.rng.integers(0, 7))):
-                await FallingEdge(dut.clk)
-            await tbutil.offer(dut, "dbg_resp", self.debug_word(addr))
+    def _debug_request(self, addr: int) -> None:
+        """A DBG_ADDR request taken: ``dbg_req`` is not ready until it is answered."""
+        self.dbg_req.set_pause_generator(itertools.repeat(1))
+        cocotb.start_soon(self._answer(addr))
 
-    async def _consumer(self):
-        dut = self.dut
+    async def _answer(self, addr: int) -> None:
+        """After 0..6 cycles, ``debug_word(addr)`` on ``dbg_resp``; ready for the next."""
+        delay = int(self.rng.integers(0, 7))
+        if delay:
+            await ClockCycles(self.dut.clk, delay)
+        self.dbg_resp.send(self.debug_word(addr))
+        await self.dbg_resp.wait()
+        self.dbg_req.set_pause_generator(None)
+
+    async def _count_pulses(self, name: str) -> None:
+        """Add the cycles ``name`` is high to ``pulses[name]`` (a pulse is one cycle)."""
+        signal = getattr(self.dut, name)
         while True:
-            await FallingEdge(dut.clk)
-            ready = self.rng.random() < self.ready_p
-            dut.desc__ready.value = int(ready)
-            await ReadOnly()
-            if ready and dut.desc__valid.value:
-                self.got.append(int(dut.desc__payload.value))
-            for name in self.pulses:
-                self.pulses[name] += int(getattr(dut, name).value)
+            await RisingEdge(signal)
+            rose = get_sim_time("ns")
+            await FallingEdge(signal)
+            self.pulses[name] += round((get_sim_time("ns") - rose) / tbutil.CLOCK_PERIOD_NS)
 
     async def push(self, words):
         for i, w in enumerate(words):
@@ -178,24 +210,29 @@ async def registers_and_queue(dut):
         got = await tb.host.read_dword(R["DBG_DATA"])
         assert got == tb.debug_word(addr), f"DBG_DATA 0x{got:08x} for 0x{addr:08x} (seed {seed})"
 
-    # Soft reset: a pulse, and the queue empties without the sequencer seeing it.
+    # Soft reset: a pulse, and the queue empties without the sequencer seeing it (so the
+    # stalled descriptor leaves ``desc`` untaken: not a broken stream rule here).
     tb.ready_p, tb.got = 0.0, []
     for _ in range(3):
         await tb.push(tb.random_descriptor(rng)[0])
+    tb.desc.check_rules = False
     await tb.host.write_dword(R["CTRL"], 0b01)
     await ClockCycles(dut.clk, 10)
     tb.ready_p = 1.0
     await ClockCycles(dut.clk, 10)
+    tb.desc.check_rules = True
     assert tb.pulses["soft_reset"] == 1 and tb.got == [], "soft reset did not empty the queue"
     dut._log.info("command queue: registers and %d-deep queue checked (seed %d)", tb.depth,
                   seed)
 
 
 async def _wait_for(tb, want, cycles: int, what: str):
-    for _ in range(cycles):
-        if len(tb.got) >= len(want):
-            break
-        await ClockCycles(tb.dut.clk, 1)
+    """Until ``tb.got`` holds as many descriptors as ``want`` (at most ``cycles`` cycles);
+    then they must be equal."""
+    if len(tb.got) < len(want):
+        with contextlib.suppress(SimTimeoutError):
+            await with_timeout(tb.desc.wait_count(tb.desc.count + len(want) - len(tb.got)),
+                               cycles * tbutil.CLOCK_PERIOD_NS, "ns")
     assert tb.got == want, f"{what}: descriptors lost, reordered or changed (seed {tbutil.seed()})"
 
 
@@ -206,7 +243,7 @@ async def stall_everything(dut):
                 tb.host.write_if.b_channel, tb.host.read_if.ar_channel,
                 tb.host.read_if.r_channel)
     for i, ch in enumerate(channels):
-        ch.set_pause_generator(tbutil.pauses(tbutil.rng(0x57A + i), 0.5, max_burst=4))
+        ch.set_pause_generator(streams.pauses(tbutil.rng(0x57A + i), 0.5, max_burst=4))
     await tb.start()
     rng = tbutil.rng(3)
     tb.ready_p = 0.4
@@ -252,7 +289,8 @@ async def reset_midway(dut):
 
         task = cocotb.start_soon(more())
         await ClockCycles(dut.clk, int(rng.integers(1, 40)))
-        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task])
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task],
+                                  clear=[tb.desc])
         tb.ready_p = 1.0
         await tbutil.expect_quiet(dut, ["desc__valid", "axil__bvalid", "axil__rvalid", "pause",
                                         "soft_reset", "clear_error", "dbg_req__valid"], 10,

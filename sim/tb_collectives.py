@@ -1,11 +1,13 @@
 """cocotb testbench: ``hdl.ring.CollectiveRing`` against ``golden.collectives``, bit for bit.
 
 The testbench keeps a model of every rank's whole memory. Before a collective it may load new
-data through the ring's host port; it gives every rank the command (each after a random
-delay, so links fill and push back while a neighbour has not started), waits for ``idle``
-under a watchdog, reads back the buffer with a guard row on each side and compares every
-word of every rank with the model, which ran ``golden.collectives.run_collective`` on the
-buffer (lanes past ``n`` in the last row and rows outside it must be unchanged).
+data through the ring's host port; it gives every rank the command through that rank's
+``cmd`` stream (a :class:`sim.streams.StreamSource` per rank, each rank starting after a
+random delay, so links fill and push back while a neighbour has not started), waits for
+``idle`` under a watchdog (:func:`sim.streams.wait_until`), reads back the buffer with a
+guard row on each side and compares every word of every rank with the model, which ran
+``golden.collectives.run_collective`` on the buffer (lanes past ``n`` in the last row and
+rows outside it must be unchanged).
 
 Tests (selected by the runner's ``testcase``):
 
@@ -57,7 +59,8 @@ from cocotb.utils import get_sim_time
 
 from golden.collectives import CollectiveOp, chunk_words, run_collective
 from hdl.collective import DEFAULT_WATCHDOG_CYCLES, collective_command_layout, setup_cycles
-from sim import tbutil, vectors
+from sim import streams, tbutil, vectors
+from sim.streams import StreamSource
 
 PERIOD_NS = 10
 MASK32 = (1 << 32) - 1
@@ -79,14 +82,12 @@ class RingTB:
         # The model: every word of every rank's memory (None = never written: X in Icarus).
         self.mem = np.zeros((self.P, self.depth * self.W), dtype=np.uint32)
         self.known = np.zeros(self.depth, dtype=bool)
-        self.cmd = [(getattr(dut, f"cmd__{r}__valid"), getattr(dut, f"cmd__{r}__payload"),
-                     getattr(dut, f"cmd__{r}__ready")) for r in range(self.P)]
+        #: Each rank's command stream (``cmd__<r>``), valid low until a command is sent.
+        self.sources = [StreamSource(dut, f"cmd__{r}") for r in range(self.P)]
         self.latency, self.stall_rate = 1, 0
 
     async def start(self):
         dut = self.dut
-        for valid, _, _ in self.cmd:
-            valid.value = 0
         dut.host_we.value = 0
         dut.host_addr.value = 0
         dut.host_wdata.value = 0
@@ -165,47 +166,44 @@ class RingTB:
         dut, P = self.dut, self.P
         seqs = per_rank or [[self.pack_cmd(*c) for c in cmds]] * P
         delay = [int(self.rng.integers(0, skew + 1)) for _ in range(P)] if skew else [0] * P
-        pos, shown = [0] * P, [False] * P
         if limit is None:
             limit = sum(self.watchdog_cycles(c[2]) for c in cmds)
-        cycle = 0
-        while any(pos[r] < len(seqs[r]) for r in range(P)):
-            await FallingEdge(dut.clk)
-            for r, (valid, pl, _) in enumerate(self.cmd):
-                if shown[r]:
-                    continue  # valid and payload held until the rank takes it
-                if pos[r] < len(seqs[r]) and cycle >= delay[r]:
-                    pl.value = seqs[r][pos[r]]
-                    valid.value = 1
-                    shown[r] = True
-                else:
-                    valid.value = 0
-            await ReadOnly()
-            for r, (_, _, ready) in enumerate(self.cmd):
-                if shown[r] and ready.value:
-                    pos[r] += 1
-                    shown[r] = False
-            cycle += 1
-            if cycle > limit:
-                raise AssertionError(
-                    f"collective hung: {what}: ranks took {pos} of {len(cmds)} commands in "
-                    f"{limit} cycles (latency {self.latency}, stall rate {self.stall_rate}/256, "
-                    f"seed {tbutil.seed()}, {tbutil.simulator()})")
-        await FallingEdge(dut.clk)
-        for valid, _, _ in self.cmd:
-            valid.value = 0
-        await ReadOnly()
-        if not dut.idle.value:
-            try:
-                await with_timeout(RisingEdge(dut.idle), limit * PERIOD_NS, "ns")
-            except SimTimeoutError:
-                busy = int(dut.busy.value)
-                raise AssertionError(
-                    f"collective hung: {what} still running after {limit} cycles on ranks "
-                    f"{[r for r in range(P) if busy >> r & 1]} (latency {self.latency}, "
-                    f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
-                    f"{tbutil.simulator()})") from None
-        await FallingEdge(dut.clk)
+        taken = [src.count for src in self.sources]
+        deadline = streams.sim_cycles() + limit
+        # Rank r's first command is on its stream from the clock edge delay[r] + 1 edges from
+        # now on (the earliest it can be taken is the edge after), its next ones each from the
+        # edge that took the one before.
+        at = 0
+        for d in sorted(set(delay)):
+            await ClockCycles(dut.clk, 1 + d - at)
+            at = 1 + d
+            for r in range(P):
+                if delay[r] == d:
+                    self.sources[r].send(seqs[r])
+        try:
+            for src in self.sources:
+                left = deadline - streams.sim_cycles()
+                if left <= 0 and not src.idle:
+                    raise SimTimeoutError
+                await with_timeout(src.wait(), max(left, 1) * PERIOD_NS, "ns")
+        except SimTimeoutError:
+            pos = [src.count - n for src, n in zip(self.sources, taken, strict=True)]
+            raise AssertionError(
+                f"collective hung: {what}: ranks took {pos} of {len(cmds)} commands in "
+                f"{limit} cycles (latency {self.latency}, stall rate {self.stall_rate}/256, "
+                f"seed {tbutil.seed()}, {tbutil.simulator()})") from None
+        try:
+            # Returns at the first clock edge that sees ``idle``: the one after the edge that
+            # raised it, where ``cycles`` still reads what the engines counted.
+            await streams.wait_until(dut.idle, 1, clock=dut.clk, timeout_cycles=limit,
+                                     what=f"ring idle after {what}")
+        except streams.StreamError:
+            busy = int(dut.busy.value)
+            raise AssertionError(
+                f"collective hung: {what} still running after {limit} cycles on ranks "
+                f"{[r for r in range(P) if busy >> r & 1]} (latency {self.latency}, "
+                f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
+                f"{tbutil.simulator()})") from None
         cycles = int(dut.cycles.value)
         return max((cycles >> (32 * r)) & MASK32 for r in range(P))
 
@@ -421,7 +419,14 @@ async def allreduce_runs(dut):
 
 class LinkWatch:
     """Watches every engine's ``tx`` and ``rx`` handshakes (inside the ring) and ``timeout``,
-    each cycle: the cycle of each rank's last beat and the cycle its ``timeout`` rose."""
+    each cycle: the cycle of each rank's last beat and the cycle its ``timeout`` rose.
+
+    A per-cycle sample on purpose, not a :class:`sim.streams.StreamMonitor` per link: the
+    check is a distance in cycles between events on 2P + 1 signals (a beat on either link of a
+    rank, its ``timeout``), read here on one cycle count; the abort it checks empties the tx
+    FIFO, withdrawing a beat the link has not taken (monitors would need ``check_rules`` off);
+    and while the links stall, which is most of the T cycles this runs, a monitor of a stalled
+    link wakes every cycle anyway, as this one coroutine does."""
 
     def __init__(self, dut, P):
         self.dut, self.P = dut, P
@@ -517,8 +522,8 @@ async def reset_mid_collective(dut):
     await FallingEdge(dut.clk)
     assert int(dut.busy.value) == (1 << P) - 1, f"not mid-collective at cycle {at}"
     task.cancel()
-    for valid, _, _ in tb.cmd:
-        valid.value = 0
+    for src in tb.sources:
+        src.clear()
     await tbutil.reset(dut)
     await FallingEdge(dut.clk)
     assert not int(dut.busy.value) and not int(dut.error.value) and \

@@ -1,8 +1,10 @@
 """cocotb testbench: ``hdl.dma.DmaEngine`` against the golden ISS's DMA_LOAD / DMA_STORE.
 
 DRAM is cocotbext-axi's ``AxiRam`` on the engine's AXI4 port, with random pauses on every
-channel; SBUF is a Python model behind the engine's SBUF ports (writes sampled before the
-clock edge, reads answered the next cycle). Each random legal command runs on the RTL and
+channel (:func:`sim.streams.pauses`); SBUF is a Python model behind the engine's SBUF ports
+(writes sampled before the clock edge, reads answered the next cycle). Each random legal
+command goes in through the ``cmd`` stream (a :class:`sim.streams.StreamSource`; the idle
+engine must take it at once) and runs on the RTL until ``busy`` falls (under a watchdog), and
 on ``golden.iss.NeuronCoreISS`` from the same state; afterwards every SBUF word and every DRAM
 byte must be equal.
 
@@ -24,22 +26,18 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly
+from cocotb.triggers import FallingEdge, ReadOnly, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiBus, AxiRam, AxiResp
 
 from golden.isa import DTYPE_BYTES, Opcode, encode
 from golden.iss import CommandError, CoreConfig, NeuronCoreISS
 from hdl.dma import dma_command_layout
-from sim import tbutil
+from sim import streams, tbutil
 from sim.host import DramFaults
+from sim.streams import StreamSource
 
 DRAM_BYTES = 1 << 14
 WATCHDOG = 200_000
-
-
-def _pauses(rng, p):
-    while True:
-        yield int(rng.random() < p)
 
 
 class DmaTB:
@@ -58,12 +56,12 @@ class DmaTB:
         for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
                    self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                    self.ram.write_if.b_channel):
-            ch.set_pause_generator(_pauses(np.random.default_rng(self.rng.integers(1 << 30)),
-                                           gaps))
+            ch.set_pause_generator(streams.pauses(
+                np.random.default_rng(self.rng.integers(1 << 30)), gaps))
+        self.cmd = StreamSource(dut, "cmd")
 
     async def start(self):
         dut = self.dut
-        dut.cmd__valid.value = 0
         dut.sbuf_rd_data.value = 0
         await tbutil.start_clock(dut)
         await tbutil.reset(dut)
@@ -91,20 +89,18 @@ class DmaTB:
         return word | int(store) << self.layout["store"].offset
 
     async def run(self, f: dict, store: bool) -> None:
+        """Give the engine one command, on the clock edge after the next falling edge (it
+        must take it there: it is idle); return at the first clock edge after ``busy`` fell."""
         dut = self.dut
         await FallingEdge(dut.clk)
-        dut.cmd__payload.value = self.pack(f, store)
-        dut.cmd__valid.value = 1
-        await ReadOnly()
-        assert dut.cmd__ready.value, "the DMA was not idle"
-        await FallingEdge(dut.clk)
-        dut.cmd__valid.value = 0
-        for _ in range(WATCHDOG):
-            await ReadOnly()
-            if not dut.busy.value:
-                return
-            await FallingEdge(dut.clk)
-        raise AssertionError(f"DMA hung on {f} store={store} (seed {tbutil.seed()})")
+        self.cmd.send(self.pack(f, store))
+        try:
+            await with_timeout(self.cmd.wait(), tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"the DMA was not idle: it did not take {f} store={store} "
+                                 f"(seed {tbutil.seed()}, {tbutil.simulator()})") from None
+        await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG,
+                                 what=f"DMA hung on {f} store={store}: busy")
 
     def random_fields(self, rng) -> dict:
         dtype = int(rng.choice([0, 1, 2, 3, 4]))

@@ -35,7 +35,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, ReadOnly, RisingEdg
 from cocotbext.axi import AxiLiteBus, AxiLiteRam, AxiResp
 
 from hdl.uart_bridge import MAX_WORDS, STATUS_COUNTERS, Command, Status
-from sim import tbutil
+from sim import streams, tbutil
 from sim.uart_cocotb import CocotbUartTransport
 from sim.uart_link import (
     BridgeClient,
@@ -48,11 +48,6 @@ from sim.uart_link import (
 )
 
 RAM_BYTES = 0x1000
-
-
-def _pauses(rng, p):
-    while True:
-        yield int(rng.random() < p)
 
 
 class BridgeTB:
@@ -110,7 +105,7 @@ class BridgeTB:
                    self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                    self.ram.write_if.b_channel):
             ch.set_pause_generator(
-                _pauses(np.random.default_rng(int(self.rng.integers(1 << 30))), p)
+                streams.pauses(np.random.default_rng(int(self.rng.integers(1 << 30))), p)
                 if p else None)
 
     async def start(self):

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Timer
 
 from hdl.formats import Fmt
 
@@ -53,8 +53,16 @@ def has_clock(dut) -> bool:
 
 
 async def start_clock(dut, period_ns: int = CLOCK_PERIOD_NS) -> None:
-    """Start ``clk`` (if the design has one) and wait for its first rising edge."""
+    """Start ``clk`` (if the design has one) and wait for its first rising edge.
+
+    The clock is cocotb's C clock in both simulators (``impl="gpi"``: cocotb picks a Python
+    coroutine for Icarus by default, which costs a wake-up every half cycle). It starts one
+    simulator step after the call: a C clock started at time 0 rises there, before Icarus has
+    given the design's outputs their initial values, and cocotbext-axi's models read X at that
+    edge. So the edges fall 1 ps after multiples of the period, which :mod:`sim.streams`'
+    cycle arithmetic allows for."""
     if has_clock(dut):
+        await Timer(1, "step")
         Clock(dut.clk, period_ns, unit="ns", impl="gpi").start()
         await RisingEdge(dut.clk)
 
