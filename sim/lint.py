@@ -19,12 +19,14 @@ __all__ = ["TOPS", "LINT_WAIVERS", "lint"]
 
 LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_lint.vlt"
 
-#: name -> (factory, parameters): every top-level the project simulates or builds, except the
-#: ring of cores (hdl.multicore.CoreRing), which only joins NeuronCores and collective engines
-#: linted here, and whose lint costs most (make test's time budget).
+#: name -> (factory, parameters): every top-level the project simulates or builds.
 TOPS: dict[str, tuple[str, dict]] = {
     "neuron_core": ("hdl.core:NeuronCore", {"n": 4, "sbuf_words": 64, "psum_banks": 4,
                                              "psum_words": 16, "queue_depth": 64}),
+    "core_ring": ("hdl.multicore:CoreRing", {"ranks": 4, "n": 3, "sbuf_words": 40,
+                                             "psum_banks": 2, "psum_words": 8, "link_width": 2,
+                                             "queue_depth": 32, "te_mul_stages": 1,
+                                             "te_add_stages": 2}),
     "board_top": ("hdl.board:BoardTop", {"divisor": 4, "n": 2, "sbuf_words": 64,
                                          "psum_banks": 2, "psum_words": 8, "dram_bytes": 4096,
                                          "queue_depth": 16}),
