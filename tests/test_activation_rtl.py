@@ -19,10 +19,7 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", [
-    # The fully combinational engine runs in make test-full; 4 lanes default and the deep
-    # fp8-only engine in make test.
-    pytest.param(c, marks=pytest.mark.slow) if c == "l3-comb" else c for c in CONFIGS])
+@pytest.mark.parametrize("config", list(CONFIGS))
 def test_activation(simulator, config):
     params, commands = CONFIGS[config]
     runner.run(ACT, params, "sim.tb_activation", simulator, run_tag=config,

@@ -32,9 +32,7 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", [
-    # The ring of 8 runs in make test-full (and in make bench); 2, 3 and 4 ranks in make test.
-    pytest.param(c, marks=pytest.mark.slow) if c == "p8-w2" else c for c in CONFIGS])
+@pytest.mark.parametrize("config", list(CONFIGS))
 def test_ring(simulator, config):
     params, count = CONFIGS[config]
     runner.run(RING, params, "sim.tb_collectives", simulator,

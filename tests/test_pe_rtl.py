@@ -7,18 +7,14 @@ from hdl.fp32_add import FP32_ADD_MAX_STAGES
 from hdl.fp_mul import FP_MUL_MAX_CUTS
 from sim import runner
 
-# make test: shallow, combinational and deep fp8-only columns; make test-full adds the rest.
-_FULL = pytest.mark.slow
-
 
 @pytest.mark.parametrize("params", [
-    pytest.param({"rows": 1}, marks=_FULL),
+    {"rows": 1},
     {"rows": 4, "mul_stages": 1, "add_stages": 2},
     {"rows": 3, "mul_stages": 0, "add_stages": 0},
     {"rows": 5, "mul_stages": 2, "add_stages": 3, "formats": ["fp8_e4m3", "fp8_e5m2"]},
-    pytest.param({"rows": 3}, marks=_FULL),
-    pytest.param({"rows": 2, "mul_stages": FP_MUL_MAX_CUTS, "add_stages": FP32_ADD_MAX_STAGES},
-                 marks=_FULL),
+    {"rows": 3},
+    {"rows": 2, "mul_stages": FP_MUL_MAX_CUTS, "add_stages": FP32_ADD_MAX_STAGES},
 ], ids=["1pe", "4pe", "3pe-comb", "5pe-deep-fp8", "3pe-default", "2pe-max"])
 def test_pe_column(simulator, params):
     runner.run("hdl.pe:PEColumn", params, "sim.tb_pe_column", simulator)

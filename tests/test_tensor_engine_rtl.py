@@ -24,13 +24,9 @@ TESTCASES = {
 
 
 def _cases():
-    # make test: n = 2 both testcases, n = 4 the random GEMMs; make test-full adds n = 4's
-    # command mix and the n = 3 shallow engine.
     for config in CONFIGS:
         for label, testcase in TESTCASES.items():
-            full = config == "n3-deep" or (config == "n4" and label != "gemms")
-            yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
-                               id=f"{label}-{config}")
+            yield pytest.param(config, testcase, id=f"{label}-{config}")
 
 
 @pytest.mark.parametrize("config, testcase", list(_cases()))
@@ -39,7 +35,6 @@ def test_tensor_engine(simulator, config, testcase):
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
 
 
-@pytest.mark.slow  # make test-full: the 8x8 model's build and Icarus run cost minutes
 def test_tensor_engine_8x8(simulator):
     """The 8×8 array: fewer commands (9: one per dtype pair) and GEMMs (Icarus runs it at
     ~150 cycles per second).
