@@ -17,7 +17,8 @@ class CoreRing(wiring.Component):
     """``ranks`` :class:`~hdl.core.NeuronCore` s (rank r's ``tx`` to rank r + 1's ``rx``
     through a :class:`~hdl.ring.LinkModel`), as on a multi-core Trainium device.
 
-    Ports: ``axil<r>`` (AXI4-Lite slave) and ``axi<r>`` (AXI4 master) of each core r; the
+    Ports: ``axil<r>`` (AXI4-Lite slave) and ``axi<r>`` (AXI4 master) of each core r;
+    ``busy<r>`` and ``error<r>`` (core r's own: STATUS bits 0 and 1 as wires); the
     links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` (shared by all links,
     set at run time). Every other parameter is a :class:`~hdl.core.NeuronCore` one
     (``link_width`` and ``watchdog_cycles`` included), the same for every core. A core's
@@ -35,6 +36,7 @@ class CoreRing(wiring.Component):
         for r in range(ranks):
             ports[f"axil{r}"] = Out(AxiLiteSignature())
             ports[f"axi{r}"] = Out(AxiSignature())
+            ports[f"busy{r}"], ports[f"error{r}"] = Out(1), Out(1)
         ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
                       "stall_seed": In(32), "stall_reseed": In(1)})
         super().__init__(ports)
@@ -49,7 +51,8 @@ class CoreRing(wiring.Component):
             m.submodules[f"core{r}"] = core
             wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")), core.axil)
             wiring.connect(m, wiring.flipped(getattr(self, f"axi{r}")), core.axi)
-            m.d.comb += core.rank.eq(r)
+            m.d.comb += [core.rank.eq(r), getattr(self, f"busy{r}").eq(core.busy),
+                         getattr(self, f"error{r}").eq(core.error)]
             link = LinkModel(link_width=self.link_width, max_latency=self.max_latency, index=r)
             m.submodules[f"link{r}"] = link
             m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),

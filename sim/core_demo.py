@@ -2,19 +2,25 @@
 in RTL simulation, every memory checked against the golden ISS.
 
 The cocotb side is ``sim/tb_core_demo.py``; these functions build and run it and return its
-figures (a dict, also what ``--json`` prints).
+figures (a dict, also what ``--json`` prints). The cores' DRAM is RTL (``hdl.sim_top``: the
+block-RAM memory the FPGA board uses, loaded and read through a VPI backdoor), so the DMA's
+AXI4 traffic runs without Python; the host's register accesses (descriptors, STATUS, the debug
+reads that compare SBUF and PSUM) still run through cocotbext-axi's AXI4-Lite master.
 """
 
 from __future__ import annotations
 
 import json
 
+from hdl.sim_top import CoreWithDram, RingWithDram
+
 from . import runner
 
 __all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_gemm_bench",
            "format_demo"]
 
-#: The single core of the demo (the same build as tests/test_core_rtl.py).
+#: The single core of the demo (the same build as tests/test_core_rtl.py's programs on
+#: hdl.sim_top.CoreWithDram).
 CORE_CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
 #: The ring of the demo (the same build as tests/test_multicore_rtl.py): its subject is the
 #: collectives, so its cores keep shallow PE pipelines (a smaller, faster four-core model).
@@ -26,14 +32,14 @@ RING_CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_word
                "watchdog_cycles": 6144}
 
 
-def _run(factory, params, testcase, simulator, seed, env, waves, tag) -> dict:
+def _run(factory, params, testcase, simulator, seed, env, waves, tag, public) -> dict:
     out = runner.result_file("demo", f"{testcase}-{simulator}-{tag}-{seed}")
     env = {**env, "NCLITE_DEMO_OUT": str(out)}
     result = None
     try:
         result = runner.run(factory, params, "sim.tb_core_demo", simulator, testcase=testcase,
                             seed=seed, extra_env=env, waves=waves, run_tag=f"{testcase}-{tag}",
-                            quiet=True)
+                            quiet=True, public=public)
     except runner.SimulationFailed:
         if not out.exists():
             raise
@@ -47,23 +53,25 @@ def run_mlp_demo(*, simulator: str = "verilator", seed: int = 1, d_in: int = 16,
                  d_hidden: int = 12, d_out: int = 8, batch: int = 16,
                  waves: bool = False) -> dict:
     dims = [d_in, d_hidden, d_out, batch]
-    return _run("hdl.core:NeuronCore", CORE_CONFIG, "mlp_demo", simulator, seed,
-                {"NCLITE_DEMO_MLP": json.dumps(dims)}, waves, "x".join(map(str, dims)))
+    return _run("hdl.sim_top:CoreWithDram", CORE_CONFIG, "mlp_demo", simulator, seed,
+                {"NCLITE_DEMO_MLP": json.dumps(dims)}, waves, "x".join(map(str, dims)),
+                CoreWithDram.public)
 
 
 def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None = None,
                   waves: bool = False) -> dict:
     k = 4 * RING_CONFIG["n"] if k is None else k
-    return _run("hdl.multicore:CoreRing", RING_CONFIG, "ring_demo", simulator, seed,
-                {"NCLITE_DEMO_K": str(k)}, waves, f"k{k}")
+    return _run("hdl.sim_top:RingWithDram", RING_CONFIG, "ring_demo", simulator, seed,
+                {"NCLITE_DEMO_K": str(k)}, waves, f"k{k}",
+                RingWithDram.public_for(RING_CONFIG["ranks"]))
 
 
 def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator") -> dict:
     """Tiled GEMMs on a core whose queue holds each whole program (``queue_depth`` 256)."""
     params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256}
-    return _run("hdl.core:NeuronCore", params, "gemm_bench", simulator, 1,
+    return _run("hdl.sim_top:CoreWithDram", params, "gemm_bench", simulator, 1,
                 {"NCLITE_BENCH_GEMMS": json.dumps([list(s) for s in shapes])}, False,
-                f"n{n}-" + "-".join("x".join(map(str, s)) for s in shapes))
+                f"n{n}-" + "-".join("x".join(map(str, s)) for s in shapes), CoreWithDram.public)
 
 
 def _engines(perf: dict) -> str:

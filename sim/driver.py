@@ -7,9 +7,10 @@ pushes them while the queue has room and waits until the core is idle.
 :meth:`CoreDriver.read_sbuf` and :meth:`CoreDriver.read_psum` read every word back through the
 debug registers, so a caller can compare each memory with ``golden.iss.NeuronCoreISS``.
 
-The buses are passed in: ``sim.host.CoreHost`` is this driver on cocotbext-axi models in a
-cocotb simulation; ``sim.board`` puts it on the UART bridge of the FPGA board (real, or the
-board top simulated in cocotb). No simulator import here.
+The buses are passed in: ``sim.host.CoreHost`` is this driver in a cocotb simulation
+(cocotbext-axi's AXI4-Lite master; DRAM cocotbext-axi's ``AxiRam`` or the RTL memory of
+``hdl.sim_top`` through a backdoor); ``sim.board`` puts it on the UART bridge of the FPGA board
+(real, or the board top simulated in cocotb). No simulator import here.
 """
 
 from __future__ import annotations
@@ -59,14 +60,19 @@ class CoreDriver:
     there is no cycle clock: then :class:`RunResult` cycles come from the busy counter).
     With ``burst_push``, ``regs`` also has ``async write_words(addr, words)`` (32-bit words)
     and a descriptor is pushed as one burst. ``poll_cycles``: cycles between two STATUS polls
-    while waiting for the core.
+    while waiting for the core. ``until_idle(limit, poll)``, where the core's ``busy`` wire
+    can be watched (``sim.host``): a coroutine that returns the cycles it waited, once the
+    wire is low (at most ``limit`` cycles; about ``poll`` if it was low already); then
+    :meth:`wait_idle` reads STATUS only when the wire says the core may be idle, instead of
+    every ``poll_cycles``.
     """
 
     def __init__(self, cfg, regs, dram, *, wait, now, perf_names=(), burst_push=False,
-                 poll_cycles: int = 4):
+                 poll_cycles: int = 4, until_idle=None):
         self.cfg, self.perf_names = cfg, tuple(perf_names)
         self.regs, self.dram = regs, dram
         self._wait, self._now = wait, now
+        self._until_idle = until_idle
         self._burst_push = burst_push
         self.poll_cycles = poll_cycles
 
@@ -125,8 +131,11 @@ class CoreDriver:
         """Poll STATUS until the core is not busy; returns the cycles waited."""
         waited, poll = 0, poll or self.poll_cycles
         while await self.status() & _BUSY:
-            await self._wait(poll)
-            waited += poll
+            if self._until_idle is not None:
+                waited += await self._until_idle(max(timeout + 1 - waited, 1), poll)
+            else:
+                await self._wait(poll)
+                waited += poll
             if waited > timeout:
                 raise CoreTimeout(f"the core stayed busy for {waited} cycles (STATUS "
                                   f"0x{await self.status():08x})")

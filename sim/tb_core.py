@@ -1,8 +1,16 @@
-"""cocotb testbench: ``hdl.core.NeuronCore`` running programs, against the golden ISS.
+"""cocotb testbench: a NeuronCore running programs, against the golden ISS.
 
-The host side is :class:`sim.host.CoreHost` (cocotbext-axi ``AxiLiteMaster`` on the registers,
-``AxiRam`` as DRAM with random pauses on every channel). Every program runs on the RTL and on
-``golden.iss.NeuronCoreISS`` from the same state; afterwards the error code, the failing
+The host side is :class:`sim.host.CoreHost` (cocotbext-axi ``AxiLiteMaster`` on the registers)
+with either DRAM: on ``hdl.core.NeuronCore``, cocotbext-axi's ``AxiRam`` with random pauses on
+every channel (Python for every AXI4 beat); on ``hdl.sim_top.CoreWithDram``, the RTL memory
+behind ``hdl.sim_top.AxiStalls``, which pause every channel at the same rate, loaded and read
+through its backdoor (no Python per beat; each program with a DMA command then checks that
+DRAM did stall). Every test runs on either top but ``dram_faults``, which needs ``AxiRam``'s
+error responses. ``tests/test_core_rtl.py`` runs the programs whose subject is the computation
+(``gemm_tiled``, ``dense_sr``, ``mlp_forward``) on ``CoreWithDram``, and those whose subject is
+the bus, its errors or the sequencer's order under ``AxiRam``'s timing (``random_commands``,
+``hazards``, ``errors``, ``dram_faults``) on ``NeuronCore``. Every program runs on the RTL and
+on ``golden.iss.NeuronCoreISS`` from the same state; afterwards the error code, the failing
 command's index, the executed count, and **every byte of DRAM, every SBUF word and every PSUM
 word** must be equal (bit for bit: the RTL and the ISS emit the same canonical NaNs).
 
@@ -48,6 +56,9 @@ _FMT_NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2"}
 
 
 class CoreTB:
+    """One core, its host (DRAM as ``CoreHost`` picks it for the top) and its ISS.
+    ``dram_pauses``: the probability of a DRAM pause per channel and cycle."""
+
     def __init__(self, dut, dram_pauses: float = 0.2):
         self.dut = dut
         self.core = NeuronCore(**tbutil.params())
@@ -57,6 +68,13 @@ class CoreTB:
         self.seed = tbutil.seed()
         self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
                              rng=self.rng)
+        # The RTL DRAM's stalls are checked after each program with a DMA command.
+        self.check_stalls = self.host.dram_backend == "memory" and dram_pauses > 0
+
+    def need_axiram(self, test: str) -> None:
+        if self.host.dram_backend != "axiram":
+            raise AssertionError(f"{test} needs cocotbext-axi's AxiRam as DRAM (the top "
+                                 f"hdl.core:NeuronCore), not the RTL memory")
 
     async def start(self):
         await tbutil.start_clock(self.dut)
@@ -79,7 +97,11 @@ class CoreTB:
         before = self.iss.executed
         stopped = self.iss.error != ErrorCode.OK  # the queue drops the whole program
         code = self.iss.run(program)
+        stalls = self.host.dram_stalls() if self.check_stalls else 0
         res = await self.host.run(program)
+        if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
+                                     for w in program):
+            assert self.host.dram_stalls() > stalls, f"{what}: the RTL DRAM never stalled"
         coverage.core_program(program, res, stopped)
         want_index = self.iss.error_index if code != ErrorCode.OK else None
         if stopped:
@@ -386,6 +408,7 @@ def _dma_words(words) -> tuple[bool, set[int]] | None:
 @cocotb.test(**tbutil.timeout(20))
 async def dram_faults(dut):
     tb = await _started(dut)
+    tb.need_axiram("dram_faults")
     rng, n = tb.rng, tb.cfg.n
     pb = ProgramBuilder(tb.cfg)
     m, k, f = n + 1, n + 2, 6

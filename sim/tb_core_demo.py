@@ -10,7 +10,11 @@
   with the whole program queued before it starts, so the cycles are the core's own.
 
 Every program is also run on the golden ISS; the result records whether every memory matched
-(and the test fails if not).
+(and the test fails if not). ``sim.core_demo`` runs them on ``hdl.sim_top``'s tops, whose
+DRAM is RTL (for the MLP and the bench without stalls, so that the cycles are the core's own;
+the ring's DRAM stalls as in ``sim.tb_multicore``); on ``hdl.core.NeuronCore`` or
+``hdl.multicore.CoreRing`` they run with cocotbext-axi's ``AxiRam`` (``sim.host.CoreHost``
+picks the DRAM by the top). The figures name it (``dram``: ``"memory"`` or ``"axiram"``).
 """
 
 from __future__ import annotations
@@ -74,7 +78,8 @@ async def mlp_demo(dut):
     _write({
         "kind": "mlp", "simulator": tbutil.simulator(), "seed": tb.seed, "n": n,
         "layers": [[d_in, d_h], [d_h, d_out]], "batch": batch, "commands": len(pb.program),
-        "bit_exact": ok, "mismatch": why, "error": res.error.name, "cycles": res.cycles,
+        "dram": tb.host.dram_backend, "bit_exact": ok, "mismatch": why,
+        "error": res.error.name, "cycles": res.cycles,
         "perf": res.perf, "macs": macs, "utilization": macs / (n * n * busy) if busy else 0,
         "output": [y.rows, y.cols],
     })
@@ -97,7 +102,8 @@ async def ring_demo(dut):
         ok, why, res = False, str(exc), getattr(tb, "last_results", [])
     _write({
         "kind": "ring", "simulator": tbutil.simulator(), "seed": tb.seed, "ranks": tb.P, "n": n,
-        "link_width": W, "gemm": [m, k, f], "words": m * f, "bit_exact": ok, "mismatch": why,
+        "link_width": W, "gemm": [m, k, f], "words": m * f,
+        "dram": tb.hosts[0].dram_backend, "bit_exact": ok, "mismatch": why,
         "cycles": [r.cycles for r in res], "perf": [r.perf for r in res],
     })
     assert ok, why
@@ -125,5 +131,5 @@ async def gemm_bench(dut):
                      "cycles": perf["busy"], "perf": perf,
                      "utilization": macs / (n * n * perf["busy"]),
                      "tensor_share": perf["tensor_busy"] / perf["busy"]})
-    _write({"kind": "gemm_bench", "simulator": tbutil.simulator(), "n": n, "bit_exact": True,
-            "rows": rows})
+    _write({"kind": "gemm_bench", "simulator": tbutil.simulator(), "n": n,
+            "dram": tb.host.dram_backend, "bit_exact": True, "rows": rows})

@@ -3,7 +3,11 @@
 
 Each core has its own :class:`sim.host.CoreHost` (registers, DRAM); the hosts run their
 programs concurrently and the cores meet at COLLECTIVE commands. Afterwards every core's
-DRAM, SBUF and PSUM must equal the ISS's, bit for bit.
+DRAM, SBUF and PSUM must equal the ISS's, bit for bit. Each core's DRAM pauses at random: on
+``hdl.sim_top.RingWithDram`` (what ``tests/test_multicore_rtl.py`` runs) it is RTL, stalled by
+``hdl.sim_top.AxiStalls`` and loaded and read through its backdoor, and each program with a DMA
+command checks that it did stall; on ``hdl.multicore.CoreRing`` it is cocotbext-axi's
+``AxiRam`` with pause generators.
 
 Tests:
 
@@ -25,7 +29,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from golden.isa import ErrorCode, Opcode, encode
+from golden.isa import ErrorCode, Opcode, decode, encode
 from golden.iss import NeuronCoreISS, RingISS
 from hdl.core import DEBUG_TIMEOUT, PERF_COUNTERS
 from hdl.multicore import CoreRing
@@ -36,6 +40,8 @@ from sim.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 
 
 class RingTB:
+    """P cores, a host each (DRAM as ``CoreHost`` picks it for the top) and their ISSs."""
+
     def __init__(self, dut):
         self.dut = dut
         self.top = CoreRing(**tbutil.params())
@@ -46,6 +52,7 @@ class RingTB:
         self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.1, rng=self.rng,
                                suffix=str(r)) for r in range(self.P)]
         self.iss = [NeuronCoreISS(self.cfg) for _ in range(self.P)]
+        self.check_stalls = self.hosts[0].dram_backend == "memory"
 
     async def start(self):
         dut = self.dut
@@ -67,8 +74,13 @@ class RingTB:
         """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
         SBUF and PSUM (debug reads: slow) if ``memories``."""
         want = RingISS(self.iss).run(programs)
+        stalls = [h.dram_stalls() if self.check_stalls else 0 for h in self.hosts]
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
         results = self.last_results = [await t for t in tasks]
+        for r, (h, p) in enumerate(zip(self.hosts, programs, strict=True)):
+            if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
+                                         for w in p):
+                assert h.dram_stalls() > stalls[r], f"{what}: core {r}'s DRAM never stalled"
         for r, (res, code) in enumerate(zip(results, want, strict=True)):
             assert res.error == code == ErrorCode.OK, \
                 f"{what}: core {r} RTL {res.error.name}, ISS {code.name} (seed {self.seed})"

@@ -23,7 +23,8 @@ def test_demo_is_bit_exact_and_counts_cycles(simulator, dtype):
     pytest.param(None, marks=pytest.mark.slow, id="all")])
 def test_core_demo_cli(simulator, only):
     """`nclite demo`: the MLP on one core and the 4-core all-reduce, both bit-exact with the
-    ISS; the figures are the performance counters' (checked for consistency here)."""
+    ISS, DRAM in RTL (``hdl.sim_top``); the figures are the performance counters' (checked for
+    consistency here)."""
     import json
 
     from click.testing import CliRunner
@@ -37,11 +38,12 @@ def test_core_demo_cli(simulator, only):
     fig = json.loads(res.stdout)  # (progress lines go to stderr)
     mlp, ring = fig["mlp"], fig["ring"]
     assert mlp["bit_exact"], fig
+    assert mlp["dram"] == "memory", "the demo's DRAM is cocotbext-axi's, not the RTL memory"
     if only == "mlp":
         assert ring is None
         assert "bit-exact with the golden ISS" in format_demo(mlp, None)
         return
-    assert ring["bit_exact"], fig
+    assert ring["bit_exact"] and ring["dram"] == "memory", fig
     p = mlp["perf"]
     assert p["moving_columns"] * mlp["n"] ** 2 >= mlp["macs"] > 0
     assert max(p["tensor_busy"], p["dma_busy"], p["activation_busy"]) <= p["busy"]

@@ -1,0 +1,244 @@
+"""Simulation tops: NeuronCores whose DRAM is RTL (:class:`~hdl.axi_mem.AxiMemory`), so that a
+whole-core simulation runs without Python on the AXI4 bus.
+
+::
+
+    host (cocotb) --AXI4-Lite--> NeuronCore.axil                 (the registers, unchanged)
+                                 NeuronCore.axi --> AxiStalls --> AxiMemory.axi   ("mem")
+    testbench <---------------- VPI backdoor ------------------> mem.ram  (the DRAM words)
+
+With cocotbext-axi's ``AxiRam`` as DRAM, Python runs for every beat on every AXI4 channel (and
+every cycle on each channel with a pause generator). Here DRAM is the block-RAM memory that the
+FPGA board (``hdl.board``) pairs with the core, so the DMA's traffic runs in the simulator
+alone; Python still runs for each register access on the AXI4-Lite port (the host's). The
+memory takes one burst at a time (an N-beat burst in N + 2 cycles, ``AxiMemory``), where
+``AxiRam`` overlaps them, so a program's cycle count differs a little from an ``AxiRam`` run.
+
+**The backdoor.** The testbench loads and reads DRAM by writing and reading the words of the
+memory array ``mem.ram`` (``mem<r>.ram`` in :class:`RingWithDram`) through VPI
+(``sim.host.MemoryPort``), in zero simulated time. Verilator's models are ports-only, so the
+runner must be told that signal: ``sim.runner.run(..., public=top.public)``. Why VPI and not a
+backdoor port into the memory's second port, measured on this top (64 KiB of DRAM, of which
+the tests compare every byte after each program): through VPI a 32-bit word costs about 2 µs
+to read and 3.5 µs to write, in Icarus and in Verilator alike, and no simulated time. A port
+costs a clock edge per word (or per few words) on top of the same Python per word: a full
+read of the 16 384 words would be 16 384 cycles, seconds in Icarus, longer than the programs
+themselves. The price of VPI is one public signal per memory in the Verilator build.
+
+**DRAM stalls without Python.** :class:`AxiStalls` between the core and the memory holds beats
+back at random on each of the five channels (a rate and a seed set at run time), as the
+pause generators on ``AxiRam`` did, so the DMA still meets a DRAM that stalls. Tests of AXI
+errors and of the AXI protocol keep cocotbext-axi's models on ``hdl.core.NeuronCore``.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi_mem import AxiMemory
+from .cmdqueue import AxiLiteSignature
+from .core import NeuronCore
+from .dma import AxiSignature
+from .multicore import CoreRing
+from .ring import MAX_LINK_LATENCY
+
+__all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS"]
+
+#: The AXI4 channels in the order of :class:`AxiStalls`' random bytes: (name, the members the
+#: sender drives besides valid, whether the master sends).
+AXI_CHANNELS = (
+    ("aw", ("awid", "awaddr", "awlen", "awsize", "awburst"), True),
+    ("w", ("wdata", "wstrb", "wlast"), True),
+    ("b", ("bid", "bresp"), False),
+    ("ar", ("arid", "araddr", "arlen", "arsize", "arburst"), True),
+    ("r", ("rid", "rdata", "rresp", "rlast"), False),
+)
+
+_FIXED_STATE = 0x9E37_79B9_7F4A_7C15  # the generator's state for seed 0
+
+
+def _check_pow2(dram_bytes) -> int:
+    if dram_bytes & (dram_bytes - 1):
+        raise ValueError(f"dram_bytes must be a power of two (the size of the block-RAM "
+                         f"memory standing in for DRAM), not {dram_bytes!r}")
+    return dram_bytes
+
+
+def _stall_ports(suffix: str = "") -> dict:
+    return {f"dram_stall_rate{suffix}": In(8), f"dram_stall_seed{suffix}": In(32),
+            f"dram_stalls{suffix}": Out(32)}
+
+
+class AxiStalls(wiring.Component):
+    """Random stalls on every channel of an AXI4 link from ``up`` (the master's side) to
+    ``down`` (the slave's side); payloads pass through unchanged, combinationally.
+
+    A 64-bit xorshift generator steps every cycle. Byte c of its state (c = 0..4 for AW, W,
+    B, AR, R) below ``stall_rate`` stalls channel c in that cycle: a beat its sender offers is
+    not passed on (the receiver sees ``valid`` low, the sender ``ready`` low). A beat already
+    shown to the receiver stays shown until it is taken, so each side sees a legal AXI4 channel
+    whenever the other side is legal (valid held, payload stable). ``stall_rate`` = 0 passes
+    every channel straight through, 51 stalls about a fifth of the cycles, 255 nearly all.
+
+    The generator starts from ``seed`` at the first clock edge after reset (seed 0: a fixed
+    state), so a testbench sets ``seed`` before it releases reset; ``stall_rate`` may change at
+    any time. ``stalled`` counts the cycles in which some channel held back a beat its sender
+    offered (wrapping at 2**32), so that a test can check that stalls happened.
+
+    Parameters (keyword-only): ``addr_width`` (the AXI4 address bits, 1..64).
+    """
+
+    def __init__(self, *, addr_width: int = 32):
+        if (not isinstance(addr_width, int) or isinstance(addr_width, bool)
+                or not 1 <= addr_width <= 64):
+            raise ValueError(f"addr_width must be an integer between 1 and 64, not "
+                             f"{addr_width!r}")
+        self.addr_width = addr_width
+        super().__init__({
+            "up": In(AxiSignature(addr_width=addr_width)),
+            "down": Out(AxiSignature(addr_width=addr_width)),
+            "stall_rate": In(8),
+            "seed": In(32),
+            "stalled": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        state = Signal(64, init=_FIXED_STATE)
+        started = Signal()  # the seed is loaded
+        x1 = state ^ (state << 13)[:64]
+        x2 = x1 ^ (x1 >> 7)
+        x3 = x2 ^ (x2 << 17)[:64]
+        m.d.sync += [started.eq(1),
+                     state.eq(Mux(started, x3, Mux(self.seed == 0, _FIXED_STATE,
+                                                   Cat(self.seed, self.seed))))]
+
+        held_back = []
+        for c, (name, members, from_master) in enumerate(AXI_CHANNELS):
+            snd, rcv = (self.up, self.down) if from_master else (self.down, self.up)
+            valid, ready = f"{name}valid", f"{name}ready"
+            stall = state[8 * c:8 * c + 8] < self.stall_rate
+            shown = Signal(name=f"{name}_shown")  # a beat shown to the receiver, not taken
+            go = ~stall | shown
+            m.d.comb += [getattr(rcv, valid).eq(getattr(snd, valid) & go),
+                         getattr(snd, ready).eq(getattr(rcv, ready) & go),
+                         *(getattr(rcv, k).eq(getattr(snd, k)) for k in members)]
+            m.d.sync += shown.eq(getattr(rcv, valid) & ~getattr(rcv, ready))
+            held_back.append(getattr(snd, valid) & ~go)
+        with m.If(Cat(*held_back).any()):
+            m.d.sync += self.stalled.eq(self.stalled + 1)
+        return m
+
+
+def _attach_dram(m, top, axi, suffix: str, stalls: AxiStalls, mem: AxiMemory) -> None:
+    wiring.connect(m, axi, stalls.up)
+    wiring.connect(m, stalls.down, mem.axi)
+    m.d.comb += [stalls.stall_rate.eq(getattr(top, f"dram_stall_rate{suffix}")),
+                 stalls.seed.eq(getattr(top, f"dram_stall_seed{suffix}")),
+                 getattr(top, f"dram_stalls{suffix}").eq(stalls.stalled)]
+
+
+class CoreWithDram(wiring.Component):
+    """A :class:`~hdl.core.NeuronCore` whose AXI4 master port reaches an
+    :class:`~hdl.axi_mem.AxiMemory` of ``dram_bytes`` (its DRAM) through :class:`AxiStalls`.
+
+    Ports: ``axil`` (the core's AXI4-Lite register port, as on the core); ``busy`` and
+    ``error`` (the core's); ``dram_stall_rate``, ``dram_stall_seed`` and ``dram_stalls`` (the
+    stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls).
+
+    DRAM byte ``a`` is byte ``a % 4`` (little-endian) of word ``a // 4`` of the memory array
+    ``mem.ram`` (the one signal of :attr:`public`), which a testbench reads and writes through
+    VPI; it should do so only while no DMA runs. The memory starts zeroed, and reset does not
+    clear it.
+
+    Parameters (keyword-only): those of :class:`~hdl.core.NeuronCore` (``n``,
+    ``sbuf_words``, ``psum_banks``, ``psum_words``, ``dram_bytes``, ``queue_depth``, ...)
+    but ``ranks`` (:class:`RingWithDram` is the ring); ``dram_bytes`` must be a power of two.
+    """
+
+    #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
+    public = ("mem.ram",)
+
+    def __init__(self, **core_params):
+        if core_params.get("ranks", 0):
+            raise ValueError(f"ranks must be 0 in CoreWithDram (RingWithDram is the ring), "
+                             f"not {core_params['ranks']!r}")
+        self._core = NeuronCore(**core_params)
+        self.dram_bytes = _check_pow2(self._core.dram_bytes)
+        self._mem = AxiMemory(size_bytes=self.dram_bytes)
+        self._stalls = AxiStalls()
+        super().__init__({"axil": Out(AxiLiteSignature()), "busy": Out(1), "error": Out(1),
+                          **_stall_ports()})
+
+    def iss_config(self, **kwargs):
+        """The ``golden.iss.CoreConfig`` of the core (``kwargs`` override)."""
+        return self._core.iss_config(**kwargs)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self._core
+        m.submodules.stalls = self._stalls
+        m.submodules.mem = self._mem
+        wiring.connect(m, wiring.flipped(self.axil), core.axil)
+        m.d.comb += [self.busy.eq(core.busy), self.error.eq(core.error)]
+        _attach_dram(m, self, core.axi, "", self._stalls, self._mem)
+        return m
+
+
+class RingWithDram(wiring.Component):
+    """A :class:`~hdl.multicore.CoreRing` whose core r reaches its own
+    :class:`~hdl.axi_mem.AxiMemory` ``mem<r>`` through its own :class:`AxiStalls`.
+
+    Ports: the ring's, but ``axi<r>``: ``axil<r>``, ``busy<r>``, ``error<r>`` of each core r
+    and the links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed``; and for each
+    core r its DRAM stalls' ``dram_stall_rate<r>``, ``dram_stall_seed<r>``, ``dram_stalls<r>``
+    (as :class:`CoreWithDram`'s). Core r's DRAM is the memory array ``mem<r>.ram``
+    (:attr:`public`, :meth:`public_for`).
+
+    Parameters (keyword-only): those of :class:`~hdl.multicore.CoreRing` (``ranks``,
+    ``max_latency`` and the cores' own); ``dram_bytes`` must be a power of two.
+    """
+
+    def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
+        self._ring = CoreRing(ranks=ranks, max_latency=max_latency, **core)
+        self.ranks, self.max_latency = self._ring.ranks, max_latency
+        self.link_width = self._ring.link_width
+        self.watchdog_cycles = self._ring.watchdog_cycles
+        self.dram_bytes = _check_pow2(self._ring.iss_config().dram_bytes)
+        self._mems = [AxiMemory(size_bytes=self.dram_bytes) for _ in range(self.ranks)]
+        self._stalls = [AxiStalls() for _ in range(self.ranks)]
+        #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
+        self.public = self.public_for(self.ranks)
+        ports = {}
+        for r in range(self.ranks):
+            ports.update({f"axil{r}": Out(AxiLiteSignature()), f"busy{r}": Out(1),
+                          f"error{r}": Out(1), **_stall_ports(str(r))})
+        ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
+                      "stall_seed": In(32), "stall_reseed": In(1)})
+        super().__init__(ports)
+
+    @staticmethod
+    def public_for(ranks: int) -> tuple[str, ...]:
+        """:attr:`public` of a ring of ``ranks`` cores, without building one."""
+        return tuple(f"mem{r}.ram" for r in range(ranks))
+
+    def iss_config(self):
+        """The ``golden.iss.CoreConfig`` of each core."""
+        return self._ring.iss_config()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.ring = ring = self._ring
+        m.d.comb += [ring.latency.eq(self.latency), ring.stall_rate.eq(self.stall_rate),
+                     ring.stall_seed.eq(self.stall_seed),
+                     ring.stall_reseed.eq(self.stall_reseed)]
+        for r in range(self.ranks):
+            m.submodules[f"stalls{r}"] = self._stalls[r]
+            m.submodules[f"mem{r}"] = self._mems[r]
+            wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")),
+                           getattr(ring, f"axil{r}"))
+            m.d.comb += [getattr(self, f"busy{r}").eq(getattr(ring, f"busy{r}")),
+                         getattr(self, f"error{r}").eq(getattr(ring, f"error{r}"))]
+            _attach_dram(m, self, getattr(ring, f"axi{r}"), str(r), self._stalls[r],
+                         self._mems[r])
+        return m
