@@ -902,12 +902,13 @@ def _render_core(core: dict | None) -> list[str]:
         return lines + [f"FAILED: {core['error'].splitlines()[0][:200]}"]
     lines += [
         f"Tiled GEMM programs `C = A.T @ B` (bf16 -> fp32) on one NeuronCore with a "
-        f"{core['n']}x{core['n']} tensor engine (`hdl.core:NeuronCore`, Verilator): the host "
+        f"{core['n']}x{core['n']} tensor engine (`hdl.sim_top:CoreWithDram`, Verilator): the host "
         "queues the whole program, then the core runs it: DMA loads of every tile, "
         "LOAD_STATIONARY, MATMUL, ACTIVATE (identity, fp32) and DMA stores. *Cycles* = the "
         "core's busy counter; *utilization* = useful MACs / (N² x cycles), every overhead "
         "included; *busy* = the share of those cycles each engine worked. DRAM is "
-        "cocotbext-axi's AxiRam without pauses. Every memory is bit-exact with the golden ISS.",
+        "the RTL block-RAM memory (`hdl.axi_mem.AxiMemory`: one burst at a time), without stalls. "
+        "Every memory is bit-exact with the golden ISS.",
         "",
         "| M x K x F | commands | cycles | MACs | utilization | tensor busy | DMA busy | "
         "activation busy |",

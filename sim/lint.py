@@ -23,10 +23,15 @@ LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_lint.vlt"
 TOPS: dict[str, tuple[str, dict]] = {
     "neuron_core": ("hdl.core:NeuronCore", {"n": 4, "sbuf_words": 64, "psum_banks": 4,
                                              "psum_words": 16, "queue_depth": 64}),
-    "core_ring": ("hdl.multicore:CoreRing", {"ranks": 4, "n": 3, "sbuf_words": 40,
-                                             "psum_banks": 2, "psum_words": 8, "link_width": 2,
-                                             "queue_depth": 32, "te_mul_stages": 1,
-                                             "te_add_stages": 2}),
+    # The ring of NeuronCores (hdl.multicore.CoreRing) and the single core, each with RTL DRAM
+    # and the AXI stall injector, as the whole-core simulations run them (hdl.sim_top).
+    "ring_with_dram": ("hdl.sim_top:RingWithDram", {"ranks": 4, "n": 3, "sbuf_words": 40,
+                                                    "psum_banks": 2, "psum_words": 8,
+                                                    "link_width": 2, "queue_depth": 32,
+                                                    "te_mul_stages": 1, "te_add_stages": 2}),
+    "core_with_dram": ("hdl.sim_top:CoreWithDram", {"n": 2, "sbuf_words": 64, "psum_banks": 2,
+                                                    "psum_words": 8, "dram_bytes": 4096,
+                                                    "queue_depth": 16}),
     "board_top": ("hdl.board:BoardTop", {"divisor": 4, "n": 2, "sbuf_words": 64,
                                          "psum_banks": 2, "psum_words": 8, "dram_bytes": 4096,
                                          "queue_depth": 16}),

@@ -1,11 +1,13 @@
-"""Small helpers shared by the cocotb testbenches (run inside the simulator process)."""
+"""Small helpers shared by the cocotb testbenches (run inside the simulator process): the
+parameters, seed and random generators, clock and reset, failure messages, timeouts. Streams
+(sources, sinks, monitors, pause generators) are :mod:`sim.streams`."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import numpy as np
 from cocotb.clock import Clock
@@ -14,8 +16,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Time
 from hdl.formats import Fmt
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
-           "reset", "offer", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS", "pauses",
-           "reset_midway", "expect_quiet", "timeout"]
+           "reset", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS", "reset_midway",
+           "expect_quiet", "timeout"]
 
 #: The testbenches' clock period.
 CLOCK_PERIOD_NS = 10
@@ -75,22 +77,6 @@ async def reset(dut, cycles: int = 2) -> None:
         dut.rst.value = 0
 
 
-async def offer(dut, stream: str, payload: int) -> None:
-    """Drive one beat into the DUT's input stream ``stream`` (ports ``<stream>__valid``,
-    ``__payload``, ``__ready``), starting after a falling edge, until it is taken; returns
-    after the next falling edge with ``valid`` low."""
-    valid, ready = getattr(dut, f"{stream}__valid"), getattr(dut, f"{stream}__ready")
-    getattr(dut, f"{stream}__payload").value = payload
-    valid.value = 1
-    while True:
-        await ReadOnly()
-        taken = bool(ready.value)
-        await FallingEdge(dut.clk)
-        if taken:
-            break
-    valid.value = 0
-
-
 def mismatch(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
     """None if the two word arrays are equal, else a message: how many words differ, the
     first indices and both values (hex)."""
@@ -139,23 +125,6 @@ def timeout(ms: float) -> dict:
     # In whole nanoseconds: cocotb refuses a time its precision (1 ps) cannot represent
     # exactly, which a float number of milliseconds (2.006) often is not.
     return {"timeout_time": math.ceil(float(ms) * 1e6), "timeout_unit": "ns"}
-
-
-def pauses(rng: np.random.Generator, p: float, *, max_burst: int = 1) -> Iterator[int]:
-    """An endless seeded pause pattern, 1 = pause this cycle, 0 = go: a random valid gap on
-    an input stream or back-pressure on an output. Pauses come in bursts of 1..``max_burst``
-    cycles, so that a fraction ``p`` of the cycles (about) pause. The generator is what
-    cocotbext-axi's ``set_pause_generator`` takes; a hand-written driver calls ``next()``
-    once per cycle. ``p`` = 0: never pauses."""
-    while True:
-        if p <= 0:
-            yield 0
-            continue
-        burst = int(rng.integers(1, max_burst + 1))
-        # Go-runs geometric with a mean of burst * (1 - p) / p cycles.
-        go = int(rng.geometric(min(1.0, p / (p + burst * (1 - p))))) - 1 if p < 1 else 0
-        yield from [0] * go
-        yield from [1] * burst
 
 
 async def reset_midway(dut, cycles: int, *, inputs: Iterable[str] = (), tasks=(),
