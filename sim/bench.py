@@ -39,6 +39,7 @@ import contextlib
 import datetime
 import importlib.metadata
 import json
+import os
 import platform
 import re
 import subprocess
@@ -473,8 +474,9 @@ def fresh_build_seconds(call: dict) -> float:
 
     The run's Verilog is copied to a new directory of its own under ``build/bench/``, built
     there by the runner's own build step (``runner._build``, the same options and public
-    signals: Verilator's C++ generation and ``make -j``, or Icarus' ``iverilog``), timed
-    around that call, and the directory deleted. The cached build is not touched.
+    signals: Verilator's C++ generation and ``make -j``, or Icarus' ``iverilog``) with ccache
+    off (every object compiled), timed around that call, and the directory deleted. The
+    cached build is not touched.
 
     Raises
     ------
@@ -495,10 +497,20 @@ def fresh_build_seconds(call: dict) -> float:
         for src in (res.verilog, res.verilog.with_suffix(".icarus.v")):
             shutil.copyfile(src, tmp / src.name)
         toolchain.activate()
-        start = time.perf_counter()
-        _, build_dir, _ = runner._build(res.simulator, copy, res.toplevel, False, False,
-                                        call["public"])
-        seconds = time.perf_counter() - start
+        # A fresh build compiles everything: ccache (sim/toolchain.py) would hand it the
+        # objects of the cached build.
+        saved = os.environ.get("CCACHE_DISABLE")
+        os.environ["CCACHE_DISABLE"] = "1"
+        try:
+            start = time.perf_counter()
+            _, build_dir, _ = runner._build(res.simulator, copy, res.toplevel, False, False,
+                                            call["public"])
+            seconds = time.perf_counter() - start
+        finally:
+            if saved is None:
+                del os.environ["CCACHE_DISABLE"]
+            else:
+                os.environ["CCACHE_DISABLE"] = saved
         model = build_dir / ("sim.vvp" if res.simulator == "icarus" else res.toplevel)
         if not model.exists():
             raise RuntimeError(f"the fresh build made no {model.name} in {build_dir}")

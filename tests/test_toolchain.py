@@ -34,3 +34,21 @@ def test_doctor_fails_when_a_required_tool_is_missing(monkeypatch):
     result = CliRunner().invoke(main, ["doctor"])
     assert result.exit_code == 1
     assert "iverilog" in result.output and "BAD" in result.output
+
+
+def test_verilator_builds_use_ccache_where_installed(monkeypatch, tmp_path):
+    """Verilator's makefile compiles through ccache (OBJCACHE) when it is installed, with its
+    cache under the build directory; NCLITE_CCACHE=0 turns it off."""
+    monkeypatch.setenv("MAKEFLAGS", "OPT_FAST=-O1")
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    monkeypatch.delenv("CCACHE_DIR", raising=False)
+    monkeypatch.setenv("NCLITE_CCACHE", "0")
+    toolchain._use_ccache()
+    assert "OBJCACHE" not in os.environ["MAKEFLAGS"]
+    monkeypatch.setenv("NCLITE_CCACHE", "1")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/ccache")
+    toolchain._use_ccache()
+    assert os.environ["MAKEFLAGS"] == "OPT_FAST=-O1 OBJCACHE=ccache"
+    assert os.environ["CCACHE_DIR"] == str(tmp_path.resolve() / "ccache")
+    toolchain._use_ccache()  # idempotent
+    assert os.environ["MAKEFLAGS"].count("OBJCACHE") == 1
