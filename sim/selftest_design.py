@@ -1,10 +1,10 @@
 """A tiny component the runner's own tests elaborate (test code, so in sim/, not hdl/)."""
 
 from amaranth import Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["InitialisedComb", "WithSubmodule"]
+__all__ = ["InitialisedComb", "WithSubmodule", "StreamRegister"]
 
 
 class InitialisedComb(wiring.Component):
@@ -47,4 +47,19 @@ class WithSubmodule(wiring.Component):
         m = Module()
         m.submodules.inner = inner = InitialisedComb()
         m.d.comb += [inner.x.eq(self.x), self.y.eq(inner.y), self.count.eq(inner.count)]
+        return m
+
+
+class StreamRegister(wiring.Component):
+    """A one-beat buffer between two ``amaranth.lib.stream`` ports of 16 bits, ``o`` = ``i``
+    + 1: a design for the stream library's own test (``sim/tb_streams.py``)."""
+
+    def __init__(self):
+        super().__init__({"i": In(stream.Signature(16)), "o": Out(stream.Signature(16))})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.o.ready | ~self.o.valid):
+            m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload + 1)]
+        m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)
         return m

@@ -277,6 +277,35 @@ class _Watcher(_Stream):
         self.queue.clear()
         self._task = cocotb.start_soon(self._run())
 
+    async def _watch(self, taken: Callable[[], bool],
+                     before_edge: Callable[[], None] | None = None) -> None:
+        """The loop a sink and a monitor share: at each clock edge at which ``valid`` is up,
+        the beat is taken if ``taken()`` (the ready the sink drove, the ready the monitor
+        sampled), else held for the stream rule; ``before_edge()`` runs before each edge
+        awaited while ``valid`` is up (the sink's back-pressure)."""
+        valid, payload, edge = self.valid, self.payload, self._edge
+        held = None  # the payload of a beat shown but not taken at the last edge
+        await self._valid_rises()
+        while True:
+            if before_edge is not None:
+                before_edge()
+            await edge
+            if valid.value:
+                value = int(payload.value) if payload is not None else 0
+                if held is not None and value != held and self.check_rules:
+                    raise self._broken(f"payload changed from {held:#x} to {value:#x} while "
+                                       "stalled")
+                if taken():
+                    held = None
+                    self._take(value)
+                else:
+                    held = value
+                continue
+            if held is not None and self.check_rules:
+                raise self._broken("valid dropped while stalled")
+            held = None
+            await self._valid_rises()
+
     def _broken(self, what: str) -> StreamError:
         return StreamError(f"{self.name}: {what} ({_where(self.name)})")
 
@@ -305,32 +334,15 @@ class StreamSink(_Watcher):
             self.ready.value = 1
             self._ready = True
 
-    async def _run(self) -> None:
-        valid, payload, edge = self.valid, self.payload, self._edge
-        held = None  # the payload of a beat shown but not taken at the last edge
-        await self._valid_rises()
-        while True:
-            if self.pause is not None:
-                go = not next(self.pause)
-                if go != self._ready:
-                    self.ready.value = int(go)
-                    self._ready = go
-            await edge
-            if valid.value:
-                value = int(payload.value) if payload is not None else 0
-                if held is not None and value != held and self.check_rules:
-                    raise self._broken(f"payload changed from {held:#x} to {value:#x} while "
-                                       "stalled")
-                if self._ready:
-                    held = None
-                    self._take(value)
-                else:
-                    held = value
-                continue
-            if held is not None and self.check_rules:
-                raise self._broken("valid dropped while stalled")
-            held = None
-            await self._valid_rises()
+    def _drive_ready(self) -> None:
+        if self.pause is not None:
+            go = not next(self.pause)
+            if go != self._ready:
+                self.ready.value = int(go)
+                self._ready = go
+
+    def _run(self):
+        return self._watch(lambda: self._ready, self._drive_ready)
 
 
 class StreamMonitor(_Watcher):
@@ -343,27 +355,8 @@ class StreamMonitor(_Watcher):
         super().__init__(dut, name, clock, on_beat)
         self._task = cocotb.start_soon(self._run())
 
-    async def _run(self) -> None:
-        valid, ready, payload, edge = self.valid, self.ready, self.payload, self._edge
-        held = None
-        await self._valid_rises()
-        while True:
-            await edge
-            if valid.value:
-                value = int(payload.value) if payload is not None else 0
-                if held is not None and value != held and self.check_rules:
-                    raise self._broken(f"payload changed from {held:#x} to {value:#x} while "
-                                       "stalled")
-                if ready.value:
-                    held = None
-                    self._take(value)
-                else:
-                    held = value
-                continue
-            if held is not None and self.check_rules:
-                raise self._broken("valid dropped while stalled")
-            held = None
-            await self._valid_rises()
+    def _run(self):
+        return self._watch(lambda: bool(self.ready.value))
 
 
 async def wait_until(signal, value: int, *, clock, timeout_cycles: int, what: str) -> int:

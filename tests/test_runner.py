@@ -90,3 +90,8 @@ def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
     names = waves.signals(r.waves)
     assert "with_submodule.inner.held" in names, sorted(names)
     assert "with_submodule.inner.count" in names
+
+
+def test_stream_library(simulator):
+    """sim/streams.py's source, sink (with back-pressure), monitor and wait_until."""
+    runner.run("sim.selftest_design:StreamRegister", {}, "sim.tb_streams", simulator)
