@@ -24,9 +24,13 @@ TESTCASES = {
 
 
 def _cases():
+    # make test (10 minutes on 2 cores): n = 2 both testcases, n = 4 the random GEMMs;
+    # make test-full adds n = 4's command mix and the n = 3 deep engine.
     for config in CONFIGS:
         for label, testcase in TESTCASES.items():
-            yield pytest.param(config, testcase, id=f"{label}-{config}")
+            full = config == "n3-deep" or (config == "n4" and label != "gemms")
+            yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
+                               id=f"{label}-{config}")
 
 
 @pytest.mark.parametrize("config, testcase", list(_cases()))
@@ -35,6 +39,7 @@ def test_tensor_engine(simulator, config, testcase):
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
 
 
+@pytest.mark.slow  # make test-full: make test's 10 minutes on 2 cores
 def test_tensor_engine_8x8(simulator):
     """The 8×8 array: fewer commands (9: one per dtype pair) and GEMMs (Icarus runs it at
     ~150 cycles per second).
