@@ -106,6 +106,21 @@ class _Stream:
         except AttributeError:
             self.payload = None  # a stream without a payload (a bare handshake)
         self._edge = RisingEdge(self.clock)
+        self.count = 0  # beats transferred so far
+        self._got, self._until = Event(), 1
+
+    def _counted(self) -> None:
+        """After :attr:`count` has grown (at a beat's clock edge): wake :meth:`wait_count`."""
+        if self.count >= self._until:
+            self._got.set()
+
+    async def wait_count(self, count: int) -> None:
+        """Until ``count`` beats have been transferred in all (:attr:`count`); returns at the
+        clock edge of the last of them. One waiter at a time."""
+        if self.count < count:
+            self._until = count
+            self._got.clear()
+            await self._got.wait()
 
 
 class StreamSource(_Stream):
@@ -123,10 +138,8 @@ class StreamSource(_Stream):
         super().__init__(dut, name, clock)
         self.pause = pause
         self.on_sent = on_sent
-        self.count = 0
         self._queue: deque[int] = deque()
-        self._wake, self._idle, self._got = Event(), Event(), Event()
-        self._until = 1
+        self._wake, self._idle = Event(), Event()
         self._idle.set()
         self.valid.value = 0
         self._valid_up = False
@@ -159,14 +172,6 @@ class StreamSource(_Stream):
     async def wait(self) -> None:
         """Until every queued beat has been taken."""
         await self._idle.wait()
-
-    async def wait_count(self, count: int) -> None:
-        """Until ``count`` beats have been taken in all (:attr:`count`); returns at the clock
-        edge that takes the last of them. One waiter at a time."""
-        if self.count < count:
-            self._until = count
-            self._got.clear()
-            await self._got.wait()
 
     def clear(self) -> None:
         """Drop every queued beat and lower ``valid`` now (for a reset in the middle)."""
@@ -214,8 +219,7 @@ class StreamSource(_Stream):
                 shown = False
                 if self.on_sent is not None:
                     self.on_sent(beat)
-                if self.count >= self._until:
-                    self._got.set()
+                self._counted()
             else:
                 # Stalled: sleep until ready rises rather than waking every cycle.
                 await ReadOnly()
@@ -230,10 +234,7 @@ class _Watcher(_Stream):
     def __init__(self, dut, name, clock, on_beat):
         super().__init__(dut, name, clock)
         self.on_beat = on_beat
-        self.count = 0
         self.queue: deque[int] = deque()
-        self._got = Event()
-        self._until = 1
         #: Whether a stalled beat must keep ``valid`` and its payload until taken (else a
         #: :class:`StreamError`). Turn it off while the design may withdraw a beat on purpose
         #: (a soft reset that empties a queue, a watchdog that abandons a transfer): a beat
@@ -246,8 +247,7 @@ class _Watcher(_Stream):
             self.on_beat(value)
         else:
             self.queue.append(value)
-        if self.count >= self._until:
-            self._got.set()
+        self._counted()
 
     async def _valid_rises(self) -> None:
         """After an edge at which ``valid`` was low: return, in a phase that may write, once
@@ -263,13 +263,6 @@ class _Watcher(_Stream):
         if not self.queue:
             await self.wait_count(self.count + 1)
         return self.queue.popleft()
-
-    async def wait_count(self, count: int) -> None:
-        """Until ``count`` beats have arrived in all (:attr:`count`). One waiter at a time."""
-        if self.count < count:
-            self._until = count
-            self._got.clear()
-            await self._got.wait()
 
     def clear(self) -> None:
         """Forget queued beats and a stalled one (for a reset in the middle)."""
