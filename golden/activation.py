@@ -1,6 +1,6 @@
 """The activation engine: ``out = cast(f(x·scale + bias))``, lane by lane, beat by beat.
 
-The contract (ARCHITECTURE.md §2 "Activation/vector engine", §4):
+The contract (docs/contract.md §2 "Activation/vector engine", §4):
 
 * ``y = fp32_add(fp32_mul(x, scale), bias)``: an IEEE binary32 multiply, then an IEEE
   binary32 add, each rounded to nearest even (no fused multiply-add), subnormals kept, every
@@ -17,21 +17,13 @@ numpy + ml_dtypes only.
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from .fp32 import fp32_add, fp32_mul
+from .isa import ActivationFunc  # the function codes: golden/isa.py, one source
 from .sru import SruModel
 
 __all__ = ["ActivationFunc", "relu_bits", "pre_cast", "ActivationModel"]
-
-
-class ActivationFunc(enum.IntEnum):
-    """Function codes; the hardware's command field uses the same values (2, 3 reserved)."""
-
-    IDENTITY = 0
-    RELU = 1
 
 
 def relu_bits(y_bits) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Ring collectives -- all-reduce, reduce-scatter, all-gather -- step by step, as the hardware.
 
-The contract (ARCHITECTURE.md §2 "Collective engine", §4 "Collectives"): P ranks form a ring,
+The contract (docs/contract.md §2 "Collective engine", §4 "Collectives"): P ranks form a ring,
 rank r sends to rank (r + 1) mod P and receives from rank (r − 1) mod P. Each rank holds a
 buffer of n fp32 words; the hardware moves them in *beats* of ``link_width`` (W) words.
 
@@ -35,12 +35,12 @@ compared with, bit for bit, in every word of every rank.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 import numpy as np
 
 from .fp32 import fp32_add
+from .isa import CollectiveOp  # the operation codes: golden/isa.py, one source
 
 __all__ = ["CollectiveOp", "LINK_WIDTHS", "Step", "chunk_beats", "chunk_words", "ring_steps",
            "run_collective", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
@@ -48,14 +48,6 @@ __all__ = ["CollectiveOp", "LINK_WIDTHS", "Step", "chunk_beats", "chunk_words", 
 
 #: Link widths the hardware is built for: fp32 words per beat.
 LINK_WIDTHS = (1, 2, 4)
-
-
-class CollectiveOp(enum.IntEnum):
-    """Operation codes; the hardware's command field uses the same values."""
-
-    ALL_REDUCE = 0
-    REDUCE_SCATTER = 1
-    ALL_GATHER = 2
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Floating-point formats of the numerics contract and their bit-level encodings.
 
-Contract (ARCHITECTURE.md §4):
+Contract (docs/contract.md §4):
 
 * ``"fp32"`` - IEEE 754 binary32 (1 sign, 8 exponent bits, bias 127, 23 mantissa bits).
 * ``"bf16"`` - bfloat16 (1, 8, bias 127, 7): binary32 with the low 16 bits dropped.

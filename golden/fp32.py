@@ -1,4 +1,4 @@
-"""fp32 arithmetic of the PE array, on bit patterns (ARCHITECTURE.md §4, numerics contract).
+"""fp32 arithmetic of the PE array, on bit patterns (docs/contract.md §4, numerics contract).
 
 * **Multiply** - operands are widened to fp32 exactly (:func:`golden.formats.to_fp32_bits`),
   then multiplied as IEEE binary32 with round-to-nearest-even, subnormals kept: exactly

@@ -12,10 +12,17 @@ Conventions of the fields (the ISS, :mod:`golden.iss`, is their meaning):
   (narrow dtypes zero-extended). ``part`` is a first partition, ``rows`` a partition count,
   ``sbuf_addr`` a first word, ``cols`` a word count. PSUM is N partitions x banks x words
   of fp32.
-* ``dtype`` codes are ``hdl.formats.Dtype``'s: 0 bf16, 1 fp8-e4m3, 2 fp8-e5m2, 3 fp16,
-  4 fp32 (5..7 reserved). ``mode``: 0 RNE, 1 RTZ, 2 SR. ``func``: 0 identity, 1 relu.
+* ``dtype`` / ``fmt`` codes are :class:`Dtype`'s: 0 bf16, 1 fp8-e4m3, 2 fp8-e5m2, 3 fp16,
+  4 fp32 (5..7 reserved). ``mode``: :class:`Rounding`. ``func``: :class:`ActivationFunc`.
+  ``coll_op``: :class:`CollectiveOp`.
 * DRAM is byte-addressed, little-endian; an element of dtype d takes ``DTYPE_BYTES[d]``
   bytes.
+
+This module is the one source of every encoding the hardware and the software share: the
+opcodes, error codes, dtypes, rounding modes, activation functions and collective ops, and the
+register block (:data:`REGISTER_MAP`: offsets, access, fields; the :class:`Ctrl` and
+:class:`Status` bits; :data:`CORE_ID`). ``hdl/`` takes them from here or declares Amaranth
+enums that ``tests/test_isa.py`` checks against them.
 
 numpy only.
 """
@@ -23,11 +30,15 @@ numpy only.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["DESCRIPTOR_BITS", "DESCRIPTOR_WORDS", "OPCODE_BITS", "Opcode", "ErrorCode",
-           "DTYPE_NAMES", "DTYPE_BYTES", "FIELDS", "field_offsets", "encode", "decode"]
+           "Dtype", "OPERAND_DTYPES", "FORMAT_CODES", "DTYPE_NAMES", "DTYPE_BYTES", "Rounding",
+           "ActivationFunc", "CollectiveOp", "is_code", "CORE_ID", "Ctrl", "Status",
+           "DebugSpace", "Register", "REGISTER_MAP", "REGISTERS", "DEBUG_ADDR_FIELDS", "FIELDS",
+           "field_offsets", "encode", "decode"]
 
 DESCRIPTOR_BITS = 256
 DESCRIPTOR_WORDS = DESCRIPTOR_BITS // 32
@@ -73,8 +84,172 @@ class ErrorCode(enum.IntEnum):
     LINK_TIMEOUT = 8
 
 
-DTYPE_NAMES = {0: "bf16", 1: "fp8_e4m3", 2: "fp8_e5m2", 3: "fp16", 4: "fp32"}
-DTYPE_BYTES = {0: 2, 1: 1, 2: 1, 3: 2, 4: 4}
+class Dtype(enum.IntEnum):
+    """Data type codes: a descriptor's ``dtype`` / ``fmt`` field, ``hdl.formats.Dtype`` (and,
+    for the operand dtypes, ``hdl.formats.Fmt``'s 2-bit tag). 5..7 are reserved."""
+
+    BF16 = 0  #: bfloat16
+    FP8_E4M3 = 1  #: OCP E4M3FN
+    FP8_E5M2 = 2  #: OCP E5M2
+    FP16 = 3  #: IEEE binary16 (an output of the cast only)
+    FP32 = 4  #: IEEE binary32 (an output of the cast only)
+
+    @property
+    def golden_name(self) -> str:
+        """The format's name in ``golden.formats`` / ``golden.rounding`` (``"fp8_e4m3"``)."""
+        return self.name.lower()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one element in DRAM."""
+        return _DTYPE_BYTES[self]
+
+
+_DTYPE_BYTES = {Dtype.BF16: 2, Dtype.FP8_E4M3: 1, Dtype.FP8_E5M2: 1, Dtype.FP16: 2, Dtype.FP32: 4}
+
+#: The dtypes the tensor engine's multipliers take (LOAD_STATIONARY / MATMUL ``fmt``): the
+#: values of ``hdl.formats.Fmt`` (3 is reserved there).
+OPERAND_DTYPES = (Dtype.BF16, Dtype.FP8_E4M3, Dtype.FP8_E5M2)
+#: Operand format name (as golden/ spells it) -> its code (the 2-bit tag the hardware takes).
+FORMAT_CODES = {d.golden_name: int(d) for d in OPERAND_DTYPES}
+
+DTYPE_NAMES = {int(d): d.golden_name for d in Dtype}
+DTYPE_BYTES = {int(d): d.nbytes for d in Dtype}
+
+
+class Rounding(enum.IntEnum):
+    """ACTIVATE's ``mode``: the rounding of the fp32 -> dtype cast (``hdl.formats.Rounding``).
+    3 is reserved."""
+
+    RNE = 0  #: round to nearest, ties to even
+    RTZ = 1  #: round toward zero
+    SR = 2  #: stochastic rounding
+
+    @property
+    def golden_name(self) -> str:
+        """The mode's name in ``golden.rounding`` (``"rne"``)."""
+        return self.name.lower()
+
+
+class ActivationFunc(enum.IntEnum):
+    """ACTIVATE's ``func`` (``hdl.activation.ActivationFunc``); 2, 3 reserved."""
+
+    IDENTITY = 0
+    RELU = 1  #: y if y > 0 or y is NaN, else +0
+
+
+class CollectiveOp(enum.IntEnum):
+    """COLLECTIVE's ``coll_op`` (``hdl.collective.CollectiveOp``); 3 reserved."""
+
+    ALL_REDUCE = 0  #: reduce-scatter then all-gather: every rank ends with the sum
+    REDUCE_SCATTER = 1  #: rank r ends with the reduced chunk r
+    ALL_GATHER = 2  #: rank r contributes chunk r; every rank ends with all chunks
+
+
+def is_code(enum_cls, value: int) -> bool:
+    """Whether ``value`` is a defined (not reserved) code of ``enum_cls``."""
+    return int(value) in enum_cls._value2member_map_
+
+
+# --- The register block (hdl/cmdqueue.py), as data. -------------------------------------------
+
+#: The ID register's value: "NCL1".
+CORE_ID = 0x4E43_4C31
+
+
+class Ctrl(enum.IntFlag):
+    """CTRL's bits (write; a read shows PAUSE only)."""
+
+    SOFT_RESET = 1 << 0  #: a pulse: the core resets its state, the queue empties
+    CLEAR_ERROR = 1 << 1  #: a pulse: clears the error code and STATUS.OVERFLOW
+    #: a level, set or cleared by every CTRL write: while set, no descriptor leaves the queue
+    #: but one already offered to the sequencer (commands already taken run on)
+    PAUSE = 1 << 2
+
+
+class Status(enum.IntFlag):
+    """STATUS's flag bits (read); bits 4..7 are the core's flags, bits 8.. the queue level."""
+
+    BUSY = 1 << 0  #: the sequencer is busy or descriptors wait in the queue
+    ERROR = 1 << 1  #: the error code is not OK
+    FULL = 1 << 2  #: the queue is full (a PUSH now is dropped)
+    OVERFLOW = 1 << 3  #: a PUSH was dropped (sticky; cleared by Ctrl.CLEAR_ERROR)
+    DEBUG_TIMEOUT = 1 << 4  #: core flag 0: a debug read timed out (cleared by CLEAR_ERROR)
+
+
+class DebugSpace(enum.IntEnum):
+    """DBG_ADDR's ``space``: the memory a debug read reads."""
+
+    SBUF = 0  #: partition ``part``, word ``word``
+    PSUM = 1  #: partition ``part``, bank ``bank``, word ``word``
+
+
+def _flag_fields(flags) -> dict[str, tuple[int, int]]:
+    return {m.name.lower(): (int(m).bit_length() - 1, 1) for m in flags}
+
+
+@dataclass(frozen=True, eq=False)
+class Register:
+    """One register of the block: byte ``offset``, ``access`` (``"r"``, ``"w"``, ``"rw"``),
+    ``fields`` ``{name: (bit offset, width)}``, ``count`` consecutive 32-bit registers
+    (``offset + 4 * i``) and what it does."""
+
+    name: str
+    offset: int
+    access: str
+    fields: dict
+    count: int = 1
+    doc: str = ""
+
+    def get(self, word: int, field: str) -> int:
+        """Field ``field`` of a value of this register."""
+        offset, width = self.fields[field]
+        return (int(word) >> offset) & ((1 << width) - 1)
+
+    def pack(self, **values) -> int:
+        """A value of this register from field values (unnamed fields 0)."""
+        word = 0
+        for name, v in values.items():
+            offset, width = self.fields[name]
+            if not 0 <= int(v) < 1 << width:
+                raise ValueError(f"{self.name}.{name} must fit {width} bits, not {v}")
+            word |= int(v) << offset
+        return word
+
+
+#: The register map of a core (byte offsets on its AXI4-Lite port). DESC0..7 stage a
+#: descriptor, PUSH queues it. Every access completes with OKAY; unmapped addresses read 0
+#: and ignore writes.
+REGISTER_MAP: dict[str, Register] = {r.name: r for r in (
+    Register("ID", 0x00, "r", {"id": (0, 32)}, doc="reads CORE_ID"),
+    Register("CTRL", 0x04, "rw", _flag_fields(Ctrl), doc="Ctrl's bits; reads PAUSE"),
+    Register("STATUS", 0x08, "r", {**_flag_fields(m for m in Status
+                                                 if m != Status.DEBUG_TIMEOUT),
+                                   "flags": (4, 4), "level": (8, 24)},
+             doc="Status's bits; ``flags`` the core's status_flags (bit 0 DEBUG_TIMEOUT), "
+                 "``level`` the descriptors in the queue"),
+    Register("ERROR", 0x0C, "r", {"code": (0, 4), "index": (8, 24)},
+             doc="the ErrorCode and the index (commands since the last soft reset) of the "
+                 "failing command"),
+    Register("EXECUTED", 0x10, "r", {"count": (0, 32)},
+             doc="commands executed since the last soft reset"),
+    Register("DESC0", 0x20, "rw", {"word": (0, 32)}, count=DESCRIPTOR_WORDS,
+             doc="DESC0..7: the staged descriptor's words"),
+    Register("PUSH", 0x40, "w", {}, doc="queue the staged descriptor (dropped, with "
+                                        "OVERFLOW, if the queue is full)"),
+    Register("DBG_ADDR", 0x44, "w", {"word": (0, 16), "part": (16, 8), "bank": (24, 4),
+                                     "space": (31, 1)},
+             doc="read one SBUF or PSUM word (DebugSpace) into DBG_DATA; the write's response "
+                 "waits until the word is there; a word outside the memories reads 0"),
+    Register("DBG_DATA", 0x48, "r", {"data": (0, 32)},
+             doc="the word the last DBG_ADDR write fetched"),
+    Register("PERF0", 0x80, "r", {"count": (0, 32)}, count=16,
+             doc="PERF0.. at 0x80, 0x84, ...: performance counters"),
+)}
+#: ``{name: byte offset}`` of :data:`REGISTER_MAP`.
+REGISTERS = {name: r.offset for name, r in REGISTER_MAP.items()}
+#: The fields of a DBG_ADDR write: ``{name: (bit offset, width)}``.
+DEBUG_ADDR_FIELDS = REGISTER_MAP["DBG_ADDR"].fields
 
 # (name, width) after the opcode, per opcode.
 _DMA = [("dtype", 3), ("part", 8), ("rows", 9), ("sbuf_addr", 16), ("cols", 16),

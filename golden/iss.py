@@ -55,13 +55,24 @@ import numpy as np
 
 from .activation import ActivationModel
 from .collectives import run_collective
-from .isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Opcode, decode
+from .isa import (
+    DTYPE_BYTES,
+    DTYPE_NAMES,
+    OPERAND_DTYPES,
+    ActivationFunc,
+    CollectiveOp,
+    Dtype,
+    ErrorCode,
+    Opcode,
+    Rounding,
+    decode,
+    is_code,
+)
 from .tensor import TensorEngineModel
 
 __all__ = ["CoreConfig", "NeuronCoreISS", "RingISS", "CommandError"]
 
-_OPERAND_FORMATS = (0, 1, 2)  # bf16, fp8-e4m3, fp8-e5m2: what the tensor engine takes
-_MASK = {0: 0xFFFF, 1: 0xFF, 2: 0xFF}
+_MASK = {Dtype.BF16: 0xFFFF, Dtype.FP8_E4M3: 0xFF, Dtype.FP8_E5M2: 0xFF}  # OPERAND_DTYPES
 _UINT = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}  # DRAM: little-endian
 _NEG_ZERO = 0x80000000
 
@@ -133,12 +144,12 @@ class NeuronCoreISS:
             _check(f["dram_addr"] % size == 0 and f["dram_stride"] % size == 0,
                    ErrorCode.BAD_ALIGN, f"address or stride not a multiple of {size} bytes")
         elif op == Opcode.LOAD_STATIONARY:
-            _check(f["fmt"] in _OPERAND_FORMATS, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
+            _check(f["fmt"] in OPERAND_DTYPES, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
             _check(1 <= f["k"] <= c.n and 1 <= f["m"] <= c.n, ErrorCode.BAD_SHAPE,
                    f"K x M = {f['k']} x {f['m']} outside 1..{c.n}")
             self._sbuf_range(f["part"], f["k"], f["sbuf_addr"], f["m"])
         elif op == Opcode.MATMUL:
-            _check(f["fmt"] in _OPERAND_FORMATS, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
+            _check(f["fmt"] in OPERAND_DTYPES, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
             _check(f["f"] >= 1, ErrorCode.BAD_SHAPE, "F is 0")
             _check(self.te.stationary_shape is not None
                    and f["k"] == self.te.stationary_shape[0], ErrorCode.BAD_SHAPE,
@@ -147,7 +158,8 @@ class NeuronCoreISS:
             _check(f["bank"] < c.psum_banks and f["psum_addr"] + f["f"] <= c.psum_words,
                    ErrorCode.BAD_RANGE, "PSUM bank or words out of range")
         elif op == Opcode.ACTIVATE:
-            _check(f["func"] <= 1 and f["mode"] <= 2, ErrorCode.BAD_FIELD,
+            _check(is_code(ActivationFunc, f["func"]) and is_code(Rounding, f["mode"]),
+                   ErrorCode.BAD_FIELD,
                    f"func {f['func']} or mode {f['mode']} reserved")
             _check(f["dtype"] in DTYPE_NAMES, ErrorCode.BAD_DTYPE, f"dtype {f['dtype']}")
             _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
@@ -164,7 +176,8 @@ class NeuronCoreISS:
             _check(not f["bias_en"] or f["bias_addr"] < c.sbuf_words, ErrorCode.BAD_RANGE,
                    "bias word out of range")
         elif op == Opcode.COLLECTIVE:
-            _check(f["coll_op"] <= 2, ErrorCode.BAD_FIELD, f"collective op {f['coll_op']}")
+            _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
+                   f"collective op {f['coll_op']}")
             _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
             _check(f["rows"] == c.link_width, ErrorCode.BAD_SHAPE,
                    f"a COLLECTIVE moves {c.link_width} partitions (the link width), not "
@@ -212,7 +225,7 @@ class NeuronCoreISS:
                     else np.full(n, _NEG_ZERO, dtype=np.uint32))
             out = self.act.command(x, func=f["func"], scale_bits=f["scale"], bias_bits=bias,
                                    fmt=DTYPE_NAMES[f["dtype"]],
-                                   mode=("rne", "rtz", "sr")[f["mode"]],
+                                   mode=Rounding(f["mode"]).golden_name,
                                    saturate=bool(f["saturate"]))
             self.sbuf[p0:p1, f["dst_addr"]:f["dst_addr"] + cols] = out[:, p0:p1].T
         elif op == Opcode.SET_SEED:
@@ -223,7 +236,8 @@ class NeuronCoreISS:
 
     @staticmethod
     def _operand(words: np.ndarray, fmt: int) -> np.ndarray:
-        return (words & np.uint32(_MASK[fmt])).astype(np.uint16 if fmt == 0 else np.uint8)
+        return (words & np.uint32(_MASK[fmt])).astype(np.uint16 if fmt == Dtype.BF16
+                                                      else np.uint8)
 
     def fail(self, index: int, err: CommandError) -> None:
         self.error, self.error_index, self.error_reason = err.code, index, err.reason

@@ -1,4 +1,4 @@
-"""Per-lane pseudo-random generator of the stochastic-rounding unit (ARCHITECTURE.md §2, §4
+"""Per-lane pseudo-random generator of the stochastic-rounding unit (docs/contract.md §2, §4
 "Randomness"). This docstring is the contract the RTL follows bit for bit.
 
 Generator (one per lane): Marsaglia's XORWOW as in cuRAND (and as Trainium3 documents it,

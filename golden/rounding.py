@@ -1,4 +1,4 @@
-"""The contract's fp32 -> target casts (ARCHITECTURE.md §4, "Casts fp32 -> target").
+"""The contract's fp32 -> target casts (docs/contract.md §4, "Casts fp32 -> target").
 
 :func:`round_fp32` rounds fp32 bit patterns (uint32) to ``"bf16"``, ``"fp16"``,
 ``"fp8_e4m3"`` or ``"fp8_e5m2"`` bit patterns with mode ``"rne"``, ``"rtz"`` or ``"sr"``,
@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from golden.formats import FloatFormat, get_format
+from golden.isa import Rounding
 
 __all__ = ["TARGET_FORMATS", "CAST_FORMATS", "MODES", "DEFAULT_SATURATE", "round_fp32"]
 
@@ -44,8 +45,8 @@ CAST_FORMATS: tuple[str, ...] = TARGET_FORMATS + ("fp32",)
 #: where fp8 casts saturate), off for the formats with infinities worth keeping.
 DEFAULT_SATURATE: dict[str, bool] = {"bf16": False, "fp16": False, "fp8_e4m3": True,
                                      "fp8_e5m2": True, "fp32": False}
-#: Rounding modes.
-MODES: tuple[str, ...] = ("rne", "rtz", "sr")
+#: Rounding modes, in the order of their codes (``golden.isa.Rounding``).
+MODES: tuple[str, ...] = tuple(m.golden_name for m in Rounding)
 #: Largest supported number of random bits per SR draw (one PRNG word).
 MAX_R = 32
 

@@ -4,7 +4,7 @@ A beat is ``lanes`` fp32 values cast to one target with one mode and saturation 
 (:func:`golden.rounding.round_fp32`). An SR beat to a narrow target (bf16, fp16, fp8) takes
 one draw from every lane's generator (:class:`golden.prng.LanePRNG`), lane ``l`` rounding with
 its own draw; RNE, RTZ and fp32-passthrough beats leave the generators alone. This is the
-draw order of ARCHITECTURE.md §4 ("Randomness") for the SRU and for the activation engine,
+draw order of docs/contract.md §4 ("Randomness") for the SRU and for the activation engine,
 which casts through it.
 
 This module is numpy only.

@@ -1,6 +1,6 @@
 """Tensor engine: one MATMUL tile, the PSUM it writes, and a tiled GEMM on top of it.
 
-Contract (ARCHITECTURE.md §1, §2, §4). The engine is an N x N weight-stationary array in
+Contract (docs/contract.md §1, §2, §4). The engine is an N x N weight-stationary array in
 front of a PSUM of N partitions x B banks x W fp32 words (all zero after reset).
 
 * ``LoadStationary(tile, fmt)`` - ``tile`` is K x M raw bit patterns of ``fmt`` (one of

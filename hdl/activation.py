@@ -7,9 +7,9 @@ from amaranth.lib.wiring import In, Out
 from .formats import Dtype, Rounding, parse_dtypes
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
-from .pe import check_stages
+from .params import check_int
 from .pipeline import delay
-from .sru import SRU_MAX_STAGES, StochasticRounder, sru_layouts
+from .sru import SRU_MAX_RANDOM_BITS, SRU_MAX_STAGES, StochasticRounder, sru_layouts
 
 __all__ = ["ActivationFunc", "ActivationEngine", "activation_command_layout"]
 
@@ -64,19 +64,37 @@ class ActivationEngine(wiring.Component):
     Reset drops the command in progress (its remaining beats are not expected) and every beat
     in flight (none comes out), clears ``error`` and ``busy``; the SRU then seeds itself with 0.
 
-    Parameters (keyword-only): ``lanes`` (N), ``mul_stages`` (0..3), ``add_stages`` (0..7),
-    ``sru_stages`` (0..3), ``random_bits`` (r), ``targets`` (the SRU's dtypes).
+    Parameters
+    ----------
+    lanes : int
+        N, the values per beat, 1 to 256.
+    mul_stages : int
+        The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (3).
+    add_stages : int
+        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7).
+    sru_stages : int
+        The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (3).
+    random_bits : int
+        r, the SRU's random bits per SR decision, 1 to :data:`~hdl.sru.SRU_MAX_RANDOM_BITS`.
+    targets : collection of :class:`~hdl.formats.Dtype` or names
+        The SRU's dtypes (default: all five).
+
+    Raises
+    ------
+    TypeError
+        If ``lanes``, ``mul_stages``, ``add_stages``, ``sru_stages`` or ``random_bits`` is not
+        an integer; if ``targets`` is not a collection.
+    ValueError
+        If one of them is out of range; if ``targets`` is empty or names an unknown dtype.
     """
 
     def __init__(self, *, lanes: int, mul_stages: int = 2, add_stages: int = 2,
                  sru_stages: int = 2, random_bits: int = 16, targets=tuple(Dtype)):
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or not 1 <= lanes <= 256:
-            raise ValueError(f"lanes must be an integer between 1 and 256, not {lanes!r}")
-        self.lanes = lanes
-        self.mul_stages = check_stages(mul_stages, "mul_stages", FP32_MUL_MAX_STAGES)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
-        self.sru_stages = check_stages(sru_stages, "sru_stages", SRU_MAX_STAGES)
-        self.random_bits = random_bits
+        self.lanes = check_int("lanes", lanes, lo=1, hi=256)
+        self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP32_MUL_MAX_STAGES)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
+        self.sru_stages = check_int("sru_stages", sru_stages, lo=0, hi=SRU_MAX_STAGES)
+        self.random_bits = check_int("random_bits", random_bits, lo=1, hi=SRU_MAX_RANDOM_BITS)
         self.targets = parse_dtypes(targets, param="targets")
         self.latency = mul_stages + add_stages + sru_stages
         self._sru = StochasticRounder(lanes=lanes, random_bits=random_bits, stages=sru_stages,

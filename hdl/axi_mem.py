@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .cmdqueue import AxiLiteSignature
 from .dma import AxiSignature
+from .params import check_int, check_power_of_two
 
 __all__ = ["AxiMemory", "OKAY", "DECERR"]
 
@@ -62,24 +63,34 @@ class AxiMemory(wiring.Component):
     port reads or writes in a cycle, never both. The memory starts zeroed and reset does not
     clear it.
 
-    Parameters (keyword-only): ``size_bytes`` (a power of two, at least 4), ``addr_width``
-    (bits of the byte address, 2..64, at least log2(``size_bytes``)), ``axil_addr_width``
-    (the same for ``axil`` alone, e.g. the width of an AXI4-Lite decoder's window; default
-    ``addr_width``).
+    Parameters
+    ----------
+    size_bytes : int
+        The memory's size, a power of two, at least 4.
+    addr_width : int
+        Bits of the byte address on ``axi`` (and ``axil``), log2(``size_bytes``) (at least 2)
+        to 64 (default 32).
+    axil_addr_width : int or None
+        The same for ``axil`` alone, e.g. the width of an AXI4-Lite decoder's window (default
+        ``addr_width``).
+
+    Raises
+    ------
+    TypeError
+        If ``size_bytes``, ``addr_width`` or ``axil_addr_width`` is not an integer.
+    ValueError
+        If ``size_bytes`` is not a power of two of at least 4; if ``addr_width`` or
+        ``axil_addr_width`` is out of range.
     """
 
     def __init__(self, *, size_bytes: int, addr_width: int = 32,
                  axil_addr_width: int | None = None):
-        if (not isinstance(size_bytes, int) or isinstance(size_bytes, bool) or size_bytes < 4
-                or size_bytes & (size_bytes - 1)):
-            raise ValueError(f"size_bytes must be a power of two, at least 4, not {size_bytes!r}")
+        check_power_of_two("size_bytes", size_bytes, lo=4)
         log2_size = size_bytes.bit_length() - 1
         if axil_addr_width is None:
             axil_addr_width = addr_width
         for name, v in (("addr_width", addr_width), ("axil_addr_width", axil_addr_width)):
-            if not isinstance(v, int) or isinstance(v, bool) or not max(2, log2_size) <= v <= 64:
-                raise ValueError(f"{name} must be an integer between {max(2, log2_size)} "
-                                 f"(log2 of size_bytes) and 64, not {v!r}")
+            check_int(name, v, lo=max(2, log2_size), hi=64, note="(at least log2 of size_bytes)")
         self.size_bytes, self.log2_size = size_bytes, log2_size
         self.addr_width, self.axil_addr_width = addr_width, axil_addr_width
         super().__init__({

@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .cmdqueue import AxiLiteSignature
+from .params import check_int
 
 __all__ = ["AxiLiteDecoder"]
 
@@ -28,28 +29,38 @@ class AxiLiteDecoder(wiring.Component):
     in). An access costs one cycle more than the window's own latency, plus one idle cycle
     after its response.
 
-    Parameters (keyword-only): ``addr_width`` (of ``bus``, 2..64) and ``windows`` (at least
-    one; sizes powers of two, at least 4; each base aligned to its size; inside the address
-    space; no two overlapping).
+    Parameters
+    ----------
+    addr_width : int
+        Bits of ``bus``'s byte address, 2 to 64 (default 32).
+    windows : list of (int, int)
+        ``(base, size)`` of each window: at least one; sizes powers of two, at least 4; each
+        base aligned to its size; inside the address space; no two overlapping.
+
+    Raises
+    ------
+    TypeError
+        If ``addr_width`` is not an integer; if ``windows`` is not a list of pairs, or a base
+        or size is not an integer.
+    ValueError
+        If ``addr_width`` is out of range; if ``windows`` is empty, or a window breaks one of
+        the rules above.
     """
 
     def __init__(self, *, addr_width: int = 32, windows):
-        if (not isinstance(addr_width, int) or isinstance(addr_width, bool)
-                or not 2 <= addr_width <= 64):
-            raise ValueError(f"addr_width must be an integer between 2 and 64, not "
-                             f"{addr_width!r}")
+        check_int("addr_width", addr_width, lo=2, hi=64)
         try:
             windows = [(base, size) for base, size in windows]
         except (TypeError, ValueError):
-            raise ValueError(f"windows must be a list of (base, size) pairs, not {windows!r}") \
+            raise TypeError(f"windows must be a list of (base, size) pairs, not {windows!r}") \
                 from None
         if not windows:
             raise ValueError("windows must hold at least one (base, size) pair")
         for base, size in windows:
             for v in (base, size):
                 if not isinstance(v, int) or isinstance(v, bool):
-                    raise ValueError(f"windows: base and size must be integers, not "
-                                     f"{(base, size)!r}")
+                    raise TypeError(f"windows: base and size must be integers, not "
+                                    f"{(base, size)!r}")
             if size < 4 or size & (size - 1):
                 raise ValueError(f"windows: size 0x{size:x} of window at 0x{base:x} is not a "
                                  f"power of two of at least 4")

@@ -26,6 +26,8 @@ from amaranth.lib.wiring import In, Out
 from .axi_mem import AxiMemory
 from .axil_decoder import AxiLiteDecoder
 from .core import NeuronCore
+from .params import check_power_of_two
+from .uart import check_divisor
 from .uart_bridge import UartAxiLiteBridge
 
 __all__ = ["BoardTop", "BOARD_MAP"]
@@ -37,12 +39,24 @@ BOARD_MAP = {"REGS_BASE": 0x0000_0000, "REGS_SIZE": 0x1000, "DRAM_BASE": 0x1000_
 class BoardTop(wiring.Component):
     """NeuronCore + :class:`~hdl.axi_mem.AxiMemory` (``dram_bytes``) + UART bridge.
 
-    Parameters (keyword-only): ``divisor``, the bridge's clock cycles per UART bit (25 MHz /
-    115200 baud = 217); every other keyword goes to :class:`~hdl.core.NeuronCore` (``n``,
-    ``sbuf_words``, ``psum_banks``, ``psum_words``, ``dram_bytes``, ``queue_depth``, ...), whose
-    DRAM is the on-chip memory (``dram_bytes`` must be a power of two).
-
     Ports: ``uart_rx`` (from the host), ``uart_tx`` (to the host), ``leds`` (8).
+
+    Parameters
+    ----------
+    divisor : int
+        The bridge's clock cycles per UART bit, at least 4 (default 217: 25 MHz / 115200 baud).
+    **core_params
+        :class:`~hdl.core.NeuronCore`'s (``n``, ``sbuf_words``, ``psum_banks``,
+        ``psum_words``, ``dram_bytes``, ``queue_depth``, ...), whose DRAM is the on-chip
+        memory: ``dram_bytes`` must be a power of two, 4 to 2^28 (the DRAM window).
+
+    Raises
+    ------
+    TypeError
+        If ``divisor`` is not an integer; as :class:`~hdl.core.NeuronCore` for the others.
+    ValueError
+        If ``divisor`` is below 4; if ``dram_bytes`` is not a power of two from 4 to 2^28; as
+        :class:`~hdl.core.NeuronCore` for the others.
     """
 
     uart_rx: In(1)
@@ -50,14 +64,12 @@ class BoardTop(wiring.Component):
     leds: Out(8)
 
     def __init__(self, *, divisor: int = 217, **core_params):
-        self.divisor = divisor
+        self.divisor = check_divisor(divisor)
         self.core_params = dict(core_params)
         self._core = NeuronCore(**core_params)
-        self.dram_bytes = self._core.dram_bytes
+        self.dram_bytes = check_power_of_two("dram_bytes", self._core.dram_bytes, lo=4,
+                                             hi=1 << 28, note="on the board (its block RAM)")
         dram_bits = self.dram_bytes.bit_length() - 1
-        if self.dram_bytes != 1 << dram_bits:
-            raise ValueError(f"dram_bytes must be a power of two on the board (its block RAM "
-                             f"memory), not {self.dram_bytes!r}")
         self._mem = AxiMemory(size_bytes=self.dram_bytes, axil_addr_width=dram_bits)
         self._bridge = UartAxiLiteBridge(divisor=divisor)
         self._decoder = AxiLiteDecoder(windows=[

@@ -1,41 +1,41 @@
 """The command queue behind AXI4-Lite registers: the host's way into the NeuronCore."""
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from golden.isa import CORE_ID, DEBUG_ADDR_FIELDS, REGISTER_MAP, REGISTERS
+
 from .isa import DESCRIPTOR_BITS
+from .params import check_int
 
-__all__ = ["AxiLiteSignature", "CommandQueue", "REGISTERS", "CORE_ID", "DEBUG_ADDR_FIELDS"]
+__all__ = ["AxiLiteSignature", "CommandQueue", "REGISTERS", "REGISTER_MAP", "CORE_ID",
+           "DEBUG_ADDR_FIELDS"]
 
-#: The ID register's value: "NCL1".
-CORE_ID = 0x4E43_4C31
-
-#: Register map (byte offsets). DESC0..7 stage a descriptor, PUSH queues it.
-REGISTERS = {
-    "ID": 0x00,  # read: CORE_ID
-    "CTRL": 0x04,  # write: bit 0 soft reset (a pulse), bit 1 clear the error (a pulse), bit 2
-    #                pause (a level, set or cleared by every CTRL write: while set, no
-    #                descriptor leaves the queue but one already offered to the sequencer;
-    #                commands already taken run on). Read: bit 2
-    "STATUS": 0x08,  # read: bit 0 busy, bit 1 error, bit 2 queue full, bit 3 overflow
-    #                  (a PUSH was dropped; cleared by CTRL bit 1), bits 4..7 the core's flags
-    #                  (status_flags: bit 4 a debug read timed out), bits 8.. queue level
-    "ERROR": 0x0C,  # read: bits 0..3 error code (golden.isa.ErrorCode), bits 8..31 index
-    "EXECUTED": 0x10,  # read: commands executed since the last soft reset
-    "DESC0": 0x20,  # DESC0..DESC7 at 0x20..0x3C: write/read the staged descriptor words
-    "PUSH": 0x40,  # write: queue the staged descriptor (dropped, with overflow, if full)
-    "DBG_ADDR": 0x44,  # write: read one SBUF or PSUM word (DEBUG_ADDR_FIELDS) into DBG_DATA;
-    #                    the write's response waits until the word is there
-    "DBG_DATA": 0x48,  # read: the word the last DBG_ADDR write fetched
-    "PERF0": 0x80,  # read: PERF0.. at 0x80, 0x84, ...: performance counters
-}
+#: The register map, CORE_ID and the DBG_ADDR fields are ``golden.isa``'s (one source, shared
+#: with the host driver): ``REGISTERS`` ``{name: byte offset}``, ``REGISTER_MAP`` the same as
+#: data (access, fields, what each does). DESC0..7 stage a descriptor, PUSH queues it.
+_REG = REGISTER_MAP
 
 
-#: The fields of a DBG_ADDR write: (bit offset, width). ``space`` 0 reads SBUF partition
-#: ``part`` word ``word``; 1 reads PSUM partition ``part``, bank ``bank``, word ``word``.
-#: A word outside the memories reads 0.
-DEBUG_ADDR_FIELDS = {"word": (0, 16), "part": (16, 8), "bank": (24, 4), "space": (31, 1)}
+def _field(word, reg: str, name: str):
+    """Field ``name`` of register ``reg`` in ``word`` (a Value)."""
+    offset, width = _REG[reg].fields[name]
+    return word[offset:offset + width]
+
+
+def _pack(reg: str, **values):
+    """A value of register ``reg`` from its fields' Values (each zero-extended to its width),
+    the rest of the bits 0."""
+    parts, pos = [], 0
+    for name, (offset, width) in sorted(_REG[reg].fields.items(), key=lambda f: f[1][0]):
+        if name not in values:
+            continue
+        v = Value.cast(values[name])
+        assert len(v) <= width, (reg, name)
+        parts += [Const(0, offset - pos), v, Const(0, width - len(v))]
+        pos = offset + width
+    return Cat(*(p for p in parts if len(p)))
 
 
 class AxiLiteSignature(wiring.Signature):
@@ -66,17 +66,24 @@ class CommandQueue(wiring.Component):
     (unmapped addresses read 0, ignore writes). Reset (``rst``) empties the queue and clears
     the overflow bit, pause, the staged descriptor words and DBG_DATA.
 
-    Parameters (keyword-only): ``depth`` (descriptors, 1..256), ``perf_counters`` (0..16).
+    Parameters
+    ----------
+    depth : int
+        Descriptors the FIFO holds, 1 to 256 (default 8).
+    perf_counters : int
+        Performance counters shown at PERF0.., 0 to 16 (default 4).
+
+    Raises
+    ------
+    TypeError
+        If ``depth`` or ``perf_counters`` is not an integer.
+    ValueError
+        If ``depth`` or ``perf_counters`` is out of range.
     """
 
     def __init__(self, *, depth: int = 8, perf_counters: int = 4):
-        if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 256:
-            raise ValueError(f"depth must be an integer between 1 and 256, not {depth!r}")
-        if (not isinstance(perf_counters, int) or isinstance(perf_counters, bool)
-                or not 0 <= perf_counters <= 16):
-            raise ValueError(f"perf_counters must be an integer between 0 and 16, not "
-                             f"{perf_counters!r}")
-        self.depth, self.perf_counters = depth, perf_counters
+        self.depth = check_int("depth", depth, lo=1, hi=256)
+        self.perf_counters = check_int("perf_counters", perf_counters, lo=0, hi=16)
         super().__init__({
             "axil": Out(AxiLiteSignature()),  # members as seen by the slave
             "desc": Out(stream.Signature(DESCRIPTOR_BITS)),
@@ -100,7 +107,7 @@ class CommandQueue(wiring.Component):
         m = Module()
         bus = self.axil
         m.submodules.queue = queue = fifo.SyncFIFO(width=DESCRIPTOR_BITS, depth=self.depth)
-        staged = [Signal(32, name=f"desc{i}") for i in range(8)]
+        staged = [Signal(32, name=f"desc{i}") for i in range(_REG["DESC0"].count)]
         overflow = Signal()
         pause = Signal()
         # Pause stops the next descriptor, not one already offered: a descriptor on ``desc``
@@ -137,11 +144,13 @@ class CommandQueue(wiring.Component):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), b_pending.eq(1)]
             with m.Switch(aw_addr[2:]):
                 with m.Case(REGISTERS["CTRL"] >> 2):
-                    m.d.comb += [self.soft_reset.eq(w_data[0]), self.clear_error.eq(w_data[1])]
-                    m.d.sync += pause.eq(w_data[2])
-                    with m.If(w_data[1]):
+                    clear = _field(w_data, "CTRL", "clear_error")
+                    m.d.comb += [self.soft_reset.eq(_field(w_data, "CTRL", "soft_reset")),
+                                 self.clear_error.eq(clear)]
+                    m.d.sync += pause.eq(_field(w_data, "CTRL", "pause"))
+                    with m.If(clear):
                         m.d.sync += overflow.eq(0)
-                for i in range(8):
+                for i in range(len(staged)):
                     with m.Case((REGISTERS["DESC0"] >> 2) + i):
                         m.d.sync += staged[i].eq(w_data)
                 with m.Case(REGISTERS["DBG_ADDR"] >> 2):
@@ -175,16 +184,18 @@ class CommandQueue(wiring.Component):
                 with m.Case(REGISTERS["ID"] >> 2):
                     m.d.sync += r_data.eq(CORE_ID)
                 with m.Case(REGISTERS["CTRL"] >> 2):
-                    m.d.sync += r_data.eq(pause << 2)
+                    m.d.sync += r_data.eq(_pack("CTRL", pause=pause))
                 with m.Case(REGISTERS["STATUS"] >> 2):
-                    m.d.sync += r_data.eq(Cat(self.busy | queue.r_rdy | flushing,
-                                              self.error_code != 0, ~queue.w_rdy, overflow,
-                                              self.status_flags, queue.level))
+                    m.d.sync += r_data.eq(_pack(
+                        "STATUS", busy=self.busy | queue.r_rdy | flushing,
+                        error=self.error_code != 0, full=~queue.w_rdy, overflow=overflow,
+                        flags=self.status_flags, level=queue.level))
                 with m.Case(REGISTERS["ERROR"] >> 2):
-                    m.d.sync += r_data.eq(Cat(self.error_code, Const(0, 4), self.error_index))
+                    m.d.sync += r_data.eq(_pack("ERROR", code=self.error_code,
+                                                index=self.error_index))
                 with m.Case(REGISTERS["EXECUTED"] >> 2):
                     m.d.sync += r_data.eq(self.executed)
-                for i in range(8):
+                for i in range(len(staged)):
                     with m.Case((REGISTERS["DESC0"] >> 2) + i):
                         m.d.sync += r_data.eq(staged[i])
                 with m.Case(REGISTERS["DBG_DATA"] >> 2):

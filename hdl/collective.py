@@ -5,7 +5,7 @@ from amaranth.lib import data, enum, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
-from .pe import check_stages
+from .params import check_int, check_one_of
 from .pipeline import delay
 
 __all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
@@ -35,34 +35,24 @@ class CollectiveOp(enum.Enum, shape=2):
 
 
 def check_ranks(ranks) -> int:
-    if not isinstance(ranks, int) or isinstance(ranks, bool) or not 2 <= ranks <= MAX_RANKS:
-        raise ValueError(f"ranks must be an integer between 2 and {MAX_RANKS}, not {ranks!r}")
-    return ranks
+    """``ranks``: 2 to :data:`MAX_RANKS` (:func:`~hdl.params.check_int`'s errors)."""
+    return check_int("ranks", ranks, lo=2, hi=MAX_RANKS)
 
 
 def check_link_width(link_width) -> int:
-    if (not isinstance(link_width, int) or isinstance(link_width, bool)
-            or link_width not in LINK_WIDTHS):
-        raise ValueError(f"link_width must be one of {LINK_WIDTHS} (fp32 words per beat), "
-                         f"not {link_width!r}")
-    return link_width
+    """``link_width``: one of :data:`LINK_WIDTHS` (:func:`~hdl.params.check_one_of`'s)."""
+    return check_one_of("link_width", link_width, LINK_WIDTHS, note="(fp32 words per beat)")
 
 
 def check_depth(depth) -> int:
-    if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= 1 << 20:
-        raise ValueError(f"depth must be an integer between 1 and {1 << 20} (rows of "
-                         f"link_width words), not {depth!r}")
-    return depth
+    """``depth``: 1 to 2^20 rows (:func:`~hdl.params.check_int`'s errors)."""
+    return check_int("depth", depth, lo=1, hi=1 << 20, note="(rows of link_width words)")
 
 
 def check_watchdog(watchdog_cycles) -> int:
-    if (not isinstance(watchdog_cycles, int) or isinstance(watchdog_cycles, bool)
-            or not (watchdog_cycles == 0
-                    or MIN_WATCHDOG_CYCLES <= watchdog_cycles <= MAX_WATCHDOG_CYCLES)):
-        raise ValueError(f"watchdog_cycles must be 0 (no watchdog) or an integer between "
-                         f"{MIN_WATCHDOG_CYCLES} and {MAX_WATCHDOG_CYCLES}, not "
-                         f"{watchdog_cycles!r}")
-    return watchdog_cycles
+    """``watchdog_cycles``: 0 or :data:`MIN_WATCHDOG_CYCLES` to :data:`MAX_WATCHDOG_CYCLES`."""
+    return check_int("watchdog_cycles", watchdog_cycles, lo=MIN_WATCHDOG_CYCLES,
+                     hi=MAX_WATCHDOG_CYCLES, also=(0,), note="(0: no watchdog)")
 
 
 def setup_cycles(ranks: int, depth: int) -> int:
@@ -174,10 +164,26 @@ class CollectiveEngine(wiring.Component):
     time (``make bench`` measures the ratio). A received beat is written ``1 + add_stages``
     cycles after it arrives.
 
-    Parameters (keyword-only): ``ranks`` (P, 2..64), ``link_width`` (1, 2 or 4), ``depth``
-    (rows of the local memory), ``add_stages`` (the adder's pipeline, 0..7),
-    ``watchdog_cycles`` (0, or :data:`MIN_WATCHDOG_CYCLES` .. :data:`MAX_WATCHDOG_CYCLES`;
-    default :data:`DEFAULT_WATCHDOG_CYCLES`).
+    Parameters
+    ----------
+    ranks : int
+        P, the cores in the ring, 2 to :data:`MAX_RANKS` (64).
+    link_width : int
+        W, fp32 words per beat and per memory row: one of :data:`LINK_WIDTHS` (1, 2 or 4).
+    depth : int
+        Rows of the local memory, 1 to 2^20 (default 1024).
+    add_stages : int
+        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7).
+    watchdog_cycles : int
+        T, the link watchdog: 0 (none) or :data:`MIN_WATCHDOG_CYCLES` to
+        :data:`MAX_WATCHDOG_CYCLES` (default :data:`DEFAULT_WATCHDOG_CYCLES`).
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not an integer.
+    ValueError
+        If a parameter is out of range.
     """
 
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
@@ -188,7 +194,7 @@ class CollectiveEngine(wiring.Component):
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self.link_width = check_link_width(link_width)
         self.depth = check_depth(depth)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.addr_width = max(depth - 1, 1).bit_length()
         self.beat_bits = depth.bit_length()  # holds 0..depth
         self.setup_cycles = setup_cycles(ranks, depth)

@@ -6,9 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from .activation import ActivationEngine, activation_command_layout
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
-from .collective import DEFAULT_WATCHDOG_CYCLES, CollectiveEngine, check_ranks, check_watchdog
+from .collective import DEFAULT_WATCHDOG_CYCLES, MAX_RANKS, CollectiveEngine, check_watchdog
 from .dma import AxiSignature, DmaEngine
+from .fp32_add import FP32_ADD_MAX_STAGES
+from .fp_mul import FP_MUL_MAX_CUTS
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
+from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .sequencer import Sequencer, check_core_sizes
 from .sru import sru_layouts
@@ -239,7 +242,7 @@ class _ActivationFeeder(wiring.Component):
 class NeuronCore(wiring.Component):
     """One NeuronCore: an AXI4-Lite slave for the host, an AXI4 master to DRAM.
 
-    Inside (ARCHITECTURE.md §1): the :class:`~hdl.cmdqueue.CommandQueue` (registers, see
+    Inside (docs/contract.md §1): the :class:`~hdl.cmdqueue.CommandQueue` (registers, see
     ``hdl.cmdqueue.REGISTERS``), the :class:`~hdl.sequencer.Sequencer`, the SBUF (``n``
     partitions of ``sbuf_words`` 32-bit words, one memory each with two read ports and a
     write port), the :class:`~hdl.tensor_engine.TensorEngine` with its PSUM (``psum_banks`` x
@@ -271,12 +274,42 @@ class NeuronCore(wiring.Component):
     the beats of the abandoned collective (``hdl.multicore.CoreRing`` wires it); a soft reset
     during a COLLECTIVE abandons it the same way and pulses ``tx_flush`` too.
 
-    Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
-    ``dram_bytes`` (the DRAM the range checks allow), ``queue_depth`` (descriptors),
-    ``te_mul_stages``, ``te_add_stages`` (the PEs' pipeline depths, by default those of
-    :class:`~hdl.pe.PE`: 5 and 6), ``random_bits``, ``max_burst``; in a ring ``ranks``,
-    ``link_width`` and ``watchdog_cycles`` (the collective engine's link watchdog:
-    :class:`~hdl.collective.CollectiveEngine`, 0 for none).
+    Parameters
+    ----------
+    n : int
+        SBUF partitions, the tensor engine's array size and the activation lanes, 1 to 64
+        (default 4).
+    sbuf_words : int
+        32-bit words per SBUF partition, 1 to 2^16 (default 64).
+    psum_banks : int
+        PSUM banks, 1 to 16 (default 4).
+    psum_words : int
+        fp32 words per PSUM bank and partition, 1 to 2^16 (default 16).
+    dram_bytes : int
+        The DRAM the range checks allow, 1 to 2^32 (default 2^16).
+    queue_depth : int
+        Descriptors the command queue holds, 1 to 256 (default 8).
+    te_mul_stages, te_add_stages : int
+        The PEs' pipeline depths, 0 to :data:`~hdl.fp_mul.FP_MUL_MAX_CUTS` and 0 to
+        :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (default: :class:`~hdl.pe.PE`'s, 5 and 6).
+    random_bits : int
+        The SRU's random bits per SR decision, 1 to 32 (default 16).
+    max_burst : int
+        The DMA's longest AXI burst, 1 to 256 beats (default 16).
+    ranks : int
+        0 (default): no ring; else the cores of the ring, 2 to 64.
+    link_width : int
+        fp32 words per ring beat (default 1): 1 to ``n``, and in a ring one of 1, 2 or 4.
+    watchdog_cycles : int
+        The collective engine's link watchdog (:class:`~hdl.collective.CollectiveEngine`): 0
+        for none, or 16 to 2^30 cycles.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not an integer.
+    ValueError
+        If a parameter is out of range.
     """
 
     def __init__(self, *, n: int = 4, sbuf_words: int = 64, psum_banks: int = 4,
@@ -290,8 +323,10 @@ class NeuronCore(wiring.Component):
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes = psum_words, dram_bytes
         self.random_bits = random_bits
-        if ranks != 0:
-            check_ranks(ranks)
+        check_int("queue_depth", queue_depth, lo=1, hi=256)
+        check_int("te_mul_stages", te_mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
+        check_int("te_add_stages", te_add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
+        check_int("ranks", ranks, lo=2, hi=MAX_RANKS, also=(0,), note="(0: no ring)")
         self.ranks, self.link_width = ranks, link_width
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))

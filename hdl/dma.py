@@ -5,6 +5,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import Dtype
+from .params import check_int
 
 __all__ = ["AxiSignature", "DmaEngine", "dma_command_layout"]
 
@@ -72,16 +73,27 @@ class DmaEngine(wiring.Component):
     stores assemble a beat from its elements and then wait for W, about one beat per
     (elements + 2) cycles.
 
-    Parameters (keyword-only): ``n`` (partitions), ``words`` (SBUF words per partition),
-    ``max_burst`` (1..256 beats).
+    Parameters
+    ----------
+    n : int
+        SBUF partitions, 1 to 256.
+    words : int
+        SBUF words per partition, 1 to 2^16.
+    max_burst : int
+        The longest AXI burst, 1 to 256 beats (default 16).
+
+    Raises
+    ------
+    TypeError
+        If ``n``, ``words`` or ``max_burst`` is not an integer.
+    ValueError
+        If ``n``, ``words`` or ``max_burst`` is out of range.
     """
 
     def __init__(self, *, n: int, words: int, max_burst: int = 16):
-        for name, v, hi in (("n", n, 256), ("words", words, 1 << 16),
-                            ("max_burst", max_burst, 256)):
-            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= hi:
-                raise ValueError(f"{name} must be an integer between 1 and {hi}, not {v!r}")
-        self.n, self.words, self.max_burst = n, words, max_burst
+        self.n = check_int("n", n, lo=1, hi=256)
+        self.words = check_int("words", words, lo=1, hi=1 << 16)
+        self.max_burst = check_int("max_burst", max_burst, lo=1, hi=256)
         self.cmd_layout = dma_command_layout(n, words)
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),

@@ -7,12 +7,14 @@ array and that command descriptors carry. They are mirrored by name in ``golden/
 
 from amaranth.lib import enum as amaranth_enum
 
+from golden import isa as _isa
+
 __all__ = [
     "Fmt", "parse_formats", "FP32_CANONICAL_NAN",
     "Dtype", "Rounding", "CastFormat", "CAST_FORMATS", "parse_dtypes",
 ]
 
-#: The only NaN the arithmetic units emit: positive quiet NaN, zero payload (the contract, §4).
+#: The only NaN the arithmetic units emit: positive quiet NaN, zero payload (docs/contract.md §4).
 FP32_CANONICAL_NAN = 0x7FC0_0000
 
 class Fmt(amaranth_enum.Enum, shape=2):
@@ -25,7 +27,7 @@ class Fmt(amaranth_enum.Enum, shape=2):
 
     @property
     def golden_name(self) -> str:
-        return {Fmt.BF16: "bf16", Fmt.FP8_E4M3: "fp8_e4m3", Fmt.FP8_E5M2: "fp8_e5m2"}[self]
+        return _isa.Dtype(self.value).golden_name  # the codes: golden.isa.OPERAND_DTYPES
 
 
 _BY_NAME = {f.golden_name: f for f in Fmt}
@@ -75,13 +77,12 @@ class Dtype(amaranth_enum.Enum, shape=3):
         return _DTYPE_NAMES[self]
 
 
-_DTYPE_NAMES = {Dtype.BF16: "bf16", Dtype.FP8_E4M3: "fp8_e4m3", Dtype.FP8_E5M2: "fp8_e5m2",
-                Dtype.FP16: "fp16", Dtype.FP32: "fp32"}
+_DTYPE_NAMES = {d: _isa.Dtype(d.value).golden_name for d in Dtype}  # codes: golden.isa.Dtype
 _DTYPE_BY_NAME = {name: d for d, name in _DTYPE_NAMES.items()}
 
 
 class Rounding(amaranth_enum.Enum, shape=2):
-    """Rounding mode of an fp32 -> narrower cast (ARCHITECTURE.md §4). 3 is reserved."""
+    """Rounding mode of an fp32 -> narrower cast (docs/contract.md §4). 3 is reserved."""
 
     RNE = 0  #: round to nearest, ties to even
     RTZ = 1  #: round toward zero (truncate)
@@ -89,7 +90,7 @@ class Rounding(amaranth_enum.Enum, shape=2):
 
     @property
     def golden_name(self) -> str:
-        return self.name.lower()
+        return _isa.Rounding(self.value).golden_name
 
 
 class CastFormat:

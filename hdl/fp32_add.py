@@ -5,6 +5,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import FP32_CANONICAL_NAN
+from .params import check_int
 
 __all__ = ["Fp32Adder", "FP32_ADD_MAX_STAGES", "FP32_CANONICAL_NAN", "count_leading_zeros"]
 
@@ -130,7 +131,7 @@ def count_leading_zeros(value):
 class Fp32Adder(wiring.Component):
     """Add two IEEE binary32 numbers.
 
-    Numerics (ARCHITECTURE.md §4): ``result`` is exactly ``np.float32(a) + np.float32(b)`` --
+    Numerics (docs/contract.md §4): ``result`` is exactly ``np.float32(a) + np.float32(b)`` --
     IEEE binary32 addition with round-to-nearest-even, subnormal inputs and outputs kept (no
     flush to zero), overflow to ±inf. Signed zeros follow IEEE for this rounding mode:
     ``(+0) + (-0) = +0``, ``(-0) + (-0) = -0``, ``x + (-x) = +0``. ``inf + (-inf)`` and every
@@ -150,6 +151,13 @@ class Fp32Adder(wiring.Component):
         Number of pipeline register stages, 0 to :data:`FP32_ADD_MAX_STAGES`. Each one cuts the
         datapath at another phase boundary (see ``elaborate``), shortening the critical path.
 
+    Raises
+    ------
+    TypeError
+        If ``stages`` is not an integer.
+    ValueError
+        If ``stages`` is out of range.
+
     Attributes
     ----------
     latency : int
@@ -157,15 +165,7 @@ class Fp32Adder(wiring.Component):
     """
 
     def __init__(self, *, stages: int = 2):
-        if not isinstance(stages, int) or isinstance(stages, bool):
-            raise TypeError(
-                f"Pipeline stages must be an integer between 0 and {FP32_ADD_MAX_STAGES}, "
-                f"not {stages!r}")
-        if not 0 <= stages <= FP32_ADD_MAX_STAGES:
-            raise ValueError(
-                f"Pipeline stages must be an integer between 0 and {FP32_ADD_MAX_STAGES}, "
-                f"not {stages!r}")
-        self.stages = stages
+        self.stages = check_int("stages", stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.latency = stages
         self._registered = _BOUNDARIES[stages]
         super().__init__({

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import FP32_CANONICAL_NAN
 from .fp32_add import count_leading_zeros
+from .params import check_int
 from .pipeline import delay
 
 __all__ = ["Fp32Multiplier", "FP32_MUL_MAX_STAGES"]
@@ -49,7 +50,7 @@ class _Normalised(data.Struct):
 class Fp32Multiplier(wiring.Component):
     """Multiply two IEEE binary32 numbers.
 
-    Numerics (ARCHITECTURE.md §4): ``result`` is exactly ``np.float32(a) * np.float32(b)`` --
+    Numerics (docs/contract.md §4): ``result`` is exactly ``np.float32(a) * np.float32(b)`` --
     IEEE binary32 multiplication with round-to-nearest-even, subnormal operands and results
     kept (no flush to zero), overflow to ±inf. The sign is the XOR of the operand signs
     (zeros and infinities included). A NaN operand or ``0 * inf`` gives the canonical quiet
@@ -64,14 +65,17 @@ class Fp32Multiplier(wiring.Component):
         0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers, at three cut points: after the
         24 x 24 significand multiply, after normalisation, and at the output (the stage plan at
         the top of ``elaborate`` says which points each count uses).
+
+    Raises
+    ------
+    TypeError
+        If ``stages`` is not an integer.
+    ValueError
+        If ``stages`` is out of range.
     """
 
     def __init__(self, *, stages: int = 2):
-        if (not isinstance(stages, int) or isinstance(stages, bool)
-                or not 0 <= stages <= FP32_MUL_MAX_STAGES):
-            raise ValueError(f"stages must be an integer between 0 and {FP32_MUL_MAX_STAGES}, "
-                             f"not {stages!r}")
-        self.stages = stages
+        self.stages = check_int("stages", stages, lo=0, hi=FP32_MUL_MAX_STAGES)
         self.latency = stages
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "result": Out(32)})
 

@@ -7,6 +7,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import FP32_CANONICAL_NAN, Fmt, parse_formats
+from .params import check_int
 from .pipeline import delay
 
 __all__ = ["FpMultiplier", "FP_MUL_MAX_CUTS", "FP32_CANONICAL_NAN"]
@@ -159,7 +160,7 @@ class FpMultiplier(wiring.Component):
     (:class:`~hdl.formats.Fmt`); mixed formats are allowed. fp8 operands sit in the low 8 bits
     of the 16-bit operand ports; the upper bits are ignored.
 
-    Numerics (ARCHITECTURE.md §4): both operands are widened to fp32 exactly and ``result`` is
+    Numerics (docs/contract.md §4): both operands are widened to fp32 exactly and ``result`` is
     exactly ``np.float32(a) * np.float32(b)`` -- IEEE binary32 multiplication with
     round-to-nearest-even, subnormal results kept, overflow to ±inf. fp8 × fp8 products are
     always exact; only products that fall below the fp32 normal range are rounded. NaN × x,
@@ -182,6 +183,13 @@ class FpMultiplier(wiring.Component):
     formats : collection of Fmt or str
         Operand formats to build decode logic for (see :func:`~hdl.formats.parse_formats`).
 
+    Raises
+    ------
+    TypeError
+        If ``stages`` is not an integer; if ``formats`` is not a collection.
+    ValueError
+        If ``stages`` is negative; if ``formats`` is empty or names an unknown format.
+
     Attributes
     ----------
     latency : int
@@ -191,10 +199,7 @@ class FpMultiplier(wiring.Component):
     """
 
     def __init__(self, *, stages: int = 1, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
-        if not isinstance(stages, int) or isinstance(stages, bool):
-            raise TypeError(f"stages must be a non-negative integer, not {stages!r}")
-        if stages < 0:
-            raise ValueError(f"stages must be a non-negative integer, not {stages!r}")
+        check_int("stages", stages, lo=0)
         self.formats = parse_formats(formats, param="formats")
         self.stages = stages
         self.latency = stages

@@ -1,12 +1,18 @@
-"""The NeuronCore command format as Amaranth layouts (mirrored by ``golden.isa``).
+"""The NeuronCore command format as Amaranth layouts (the encodings are ``golden.isa``'s).
 
 A descriptor is 256 bits: a 4-bit :class:`Opcode` at bit 0, then the opcode's fields packed
 upwards (:data:`DESCRIPTOR_LAYOUTS`), the rest zero. ``golden/isa.py`` documents the fields'
-meaning and ``golden/iss.py`` executes them; ``tests/test_isa.py`` checks that every field
-has the same offset and width here and there.
+meaning and ``golden/iss.py`` executes them; :class:`Opcode` and :class:`ErrorCode` are its
+enums as Amaranth enums, and ``tests/test_isa.py`` checks that every field has the same offset
+and width here and there, and that the enums of the fields (``hdl.formats``, ``hdl.activation``,
+``hdl.collective``) have ``golden.isa``'s codes.
 """
 
+import types
+
 from amaranth.lib import data, enum
+
+from golden import isa as _golden
 
 from .activation import ActivationFunc
 from .collective import CollectiveOp
@@ -14,31 +20,25 @@ from .formats import Dtype, Rounding
 
 __all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "DESCRIPTOR_LAYOUTS", "descriptor_layout"]
 
-DESCRIPTOR_BITS = 256
+DESCRIPTOR_BITS = _golden.DESCRIPTOR_BITS
 
 
-class Opcode(enum.Enum, shape=4):
-    DMA_LOAD = 1
-    DMA_STORE = 2
-    LOAD_STATIONARY = 3
-    MATMUL = 4
-    ACTIVATE = 5
-    COLLECTIVE = 6
-    BARRIER = 7
-    SET_SEED = 8
-    # 0 and 9..15 are illegal: the sequencer reports ErrorCode.BAD_OPCODE.
+def _amaranth_enum(golden_enum, width: int) -> type:
+    """``golden_enum`` (an ``enum.IntEnum`` of ``golden.isa``) as an Amaranth enum of
+    ``width`` bits: the same names and values, one source."""
+    def body(ns):
+        ns["__module__"], ns["__qualname__"] = __name__, golden_enum.__name__
+        ns["__doc__"] = golden_enum.__doc__
+        for member in golden_enum:
+            ns[member.name] = member.value
+    return types.new_class(golden_enum.__name__, (enum.Enum,), {"shape": width}, body)
 
 
-class ErrorCode(enum.Enum, shape=4):
-    OK = 0
-    BAD_OPCODE = 1
-    BAD_FIELD = 2
-    BAD_DTYPE = 3
-    BAD_RANGE = 4
-    BAD_SHAPE = 5
-    BAD_ALIGN = 6
-    BUS_ERROR = 7  # DRAM answered SLVERR / DECERR to a DMA_LOAD or DMA_STORE
-    LINK_TIMEOUT = 8  # a COLLECTIVE's links made no progress for the watchdog's cycles
+#: ``golden.isa.Opcode`` (0 and 9..15 are illegal: the sequencer reports BAD_OPCODE).
+Opcode = _amaranth_enum(_golden.Opcode, _golden.OPCODE_BITS)
+#: ``golden.isa.ErrorCode``: the 4-bit code of the ERROR register.
+ErrorCode = _amaranth_enum(_golden.ErrorCode,
+                           _golden.REGISTER_MAP["ERROR"].fields["code"][1])
 
 
 def _layout(fields: dict) -> data.StructLayout:

@@ -8,7 +8,7 @@ from .cmdqueue import AxiLiteSignature
 from .collective import check_ranks
 from .core import NeuronCore
 from .dma import AxiSignature
-from .ring import MAX_LINK_LATENCY, LinkModel
+from .ring import MAX_LINK_LATENCY, LinkModel, check_max_latency
 
 __all__ = ["CoreRing"]
 
@@ -24,11 +24,30 @@ class CoreRing(wiring.Component):
     (``link_width`` and ``watchdog_cycles`` included), the same for every core. A core's
     ``tx_flush`` (its collective engine's watchdog abandoned a COLLECTIVE) empties its
     outgoing link.
+
+    Parameters
+    ----------
+    ranks : int
+        The cores in the ring, 2 to 64 (default 4).
+    max_latency : int
+        The links' largest latency, as :class:`~hdl.ring.LinkModel`'s: 1 to 256 (default
+        :data:`~hdl.ring.MAX_LINK_LATENCY`).
+    **core
+        :class:`~hdl.core.NeuronCore`'s other parameters, the same for every core.
+
+    Raises
+    ------
+    TypeError
+        If ``ranks`` or ``max_latency`` is not an integer; as :class:`~hdl.core.NeuronCore`
+        for the others.
+    ValueError
+        If ``ranks`` or ``max_latency`` is out of range; as :class:`~hdl.core.NeuronCore` for
+        the others.
     """
 
     def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
         self.ranks = check_ranks(ranks)
-        self.max_latency = max_latency
+        self.max_latency = check_max_latency(max_latency)
         self._cores = [NeuronCore(ranks=ranks, **core) for _ in range(ranks)]
         self.link_width = self._cores[0].link_width
         self.watchdog_cycles = self._cores[0].watchdog_cycles

@@ -1,6 +1,6 @@
 """The processing element of the weight-stationary systolic array, and a column of them.
 
-Dataflow (ARCHITECTURE.md §2): a PE at row k, column m holds the stationary weight a[k, m].
+Dataflow (docs/contract.md §2): a PE at row k, column m holds the stationary weight a[k, m].
 Moving data b[k, f] enters row k from the left and passes one PE to the right per cycle;
 partial sums flow down a column, each PE adding its product: ``s = s + a[k, m] * b[k, f]``,
 k in PE-row order, exactly as the numerics contract orders the adds.
@@ -13,10 +13,10 @@ from amaranth.lib.wiring import In, Out
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
+from .params import check_int
 from .pipeline import delay
 
-__all__ = ["Weight", "Moving", "PE", "PEColumn", "check_stages", "DEFAULT_MUL_STAGES",
-           "DEFAULT_ADD_STAGES"]
+__all__ = ["Weight", "Moving", "PE", "PEColumn", "DEFAULT_MUL_STAGES", "DEFAULT_ADD_STAGES"]
 
 #: Default pipeline depths of the PE's multiplier and adder, shared by the systolic array, the
 #: tensor engine and the core. Chosen by place-and-route (synth/fpga.py, ECP5-85F speed 6, seed
@@ -47,23 +47,12 @@ class Moving(data.Struct):
     swap: 1
 
 
-def check_stages(value, name: str, maximum: int) -> int:
-    """Validate a pipeline-depth parameter; the error message names it."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
-        raise ValueError(f"{name} must be an integer between 0 and {maximum}, not {value!r}")
-    return value
-
-
 class PE(wiring.Component):
     """One processing element: ``psum_out = psum_in + w * x`` with a double-buffered weight.
 
-    Parameters (keyword-only): ``mul_stages`` (0 to :data:`~hdl.fp_mul.FP_MUL_MAX_CUTS`,
-    default 5) and ``add_stages`` (0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES`, default 6),
-    the pipeline depths of the :class:`~hdl.fp_mul.FpMultiplier` and
-    :class:`~hdl.fp32_add.Fp32Adder`; ``formats``, the operand formats the multiplier is built
-    for. With the defaults the product takes 5 cycles and the sum 6, and ``psum_out`` comes
-    straight from a register (the adder's last stage registers its rounded result), so PEs
-    chain register to register.
+    With the default pipeline depths the product takes 5 cycles and the sum 6, and
+    ``psum_out`` comes straight from a register (the adder's last stage registers its rounded
+    result), so PEs chain register to register.
 
     Ports and timing (all registers advance only on cycles with ``en`` = 1, except the shadow
     weight, which loads whenever ``w_shift`` = 1 so a tile can load while the array stalls):
@@ -83,12 +72,32 @@ class PE(wiring.Component):
     Numerics: the product is :class:`FpMultiplier`'s (operands widened to fp32 exactly, fp32
     RNE product), the sum :class:`Fp32Adder`'s (IEEE binary32 RNE, subnormals kept, canonical
     NaN 0x7FC00000). Throughput: one multiply-accumulate per enabled cycle.
+
+    Parameters
+    ----------
+    mul_stages : int
+        The :class:`~hdl.fp_mul.FpMultiplier`'s pipeline depth, 0 to
+        :data:`~hdl.fp_mul.FP_MUL_MAX_CUTS` (default 5).
+    add_stages : int
+        The :class:`~hdl.fp32_add.Fp32Adder`'s pipeline depth, 0 to
+        :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (default 6).
+    formats : collection of :class:`~hdl.formats.Fmt` or names
+        The operand formats the multiplier is built for (default: all three).
+
+    Raises
+    ------
+    TypeError
+        If ``mul_stages`` or ``add_stages`` is not an integer; if ``formats`` is not a
+        collection (a single name, say).
+    ValueError
+        If ``mul_stages`` or ``add_stages`` is out of range; if ``formats`` is empty or names
+        an unknown format.
     """
 
     def __init__(self, *, mul_stages: int = DEFAULT_MUL_STAGES,
                  add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
-        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.row_skew = self.add_stages
         super().__init__({
@@ -140,7 +149,8 @@ class PEColumn(wiring.Component):
     """A column of ``rows`` PEs computing one dot product per cycle: ``+0 + w[0]*x[0] + ...``.
 
     This is one column of the systolic array with the input skew built in, so a whole vector
-    enters at once. Used by ``nclite demo`` and as the PE-chain benchmark.
+    enters at once. Used by ``nclite pe-chain`` (dot products through one column, checked
+    against golden) and as the PE-chain benchmark.
 
     * Weights load through ``w_in`` with ``w_shift``: after ``rows`` shifts the first weight
       shifted sits in the last row (PE k holds the weight shifted in at shift ``rows - 1 - k``).
@@ -152,18 +162,31 @@ class PEColumn(wiring.Component):
       later (5 + 6 · rows with the default stages, as :class:`PE`), the fp32 dot product in
       the contract's order (k = 0 first, starting from +0.0). Throughput: one dot product
       (``rows`` MACs) per enabled cycle.
+
+    Parameters
+    ----------
+    rows : int
+        PEs in the column, 1 to 256.
+    mul_stages, add_stages, formats
+        As :class:`PE`'s, for every PE.
+
+    Raises
+    ------
+    TypeError
+        If ``rows``, ``mul_stages`` or ``add_stages`` is not an integer; if ``formats`` is not
+        a collection.
+    ValueError
+        If ``rows``, ``mul_stages`` or ``add_stages`` is out of range; if ``formats`` is empty
+        or names an unknown format.
     """
 
     def __init__(self, *, rows: int, mul_stages: int = DEFAULT_MUL_STAGES,
                  add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
-        if not isinstance(rows, int) or isinstance(rows, bool) or not 1 <= rows <= 256:
-            raise ValueError(f"rows must be an integer between 1 and 256, not {rows!r}")
-        self.rows = rows
-        self.pe_params = dict(mul_stages=check_stages(mul_stages, "mul_stages",
-                                                      FP_MUL_MAX_CUTS),
-                              add_stages=check_stages(add_stages, "add_stages",
-                                                      FP32_ADD_MAX_STAGES),
-                              formats=parse_formats(formats, param="formats"))
+        self.rows = check_int("rows", rows, lo=1, hi=256)
+        self.pe_params = dict(
+            mul_stages=check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS),
+            add_stages=check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES),
+            formats=parse_formats(formats, param="formats"))
         self.row_skew = add_stages  # = PE.row_skew
         self.latency = mul_stages + rows * add_stages
         super().__init__({

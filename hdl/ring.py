@@ -19,20 +19,17 @@ from .collective import (
     collective_command_layout,
 )
 from .fp32_add import FP32_ADD_MAX_STAGES
-from .pe import check_stages
+from .params import check_int
 
-__all__ = ["LinkModel", "CollectiveRing", "MAX_LINK_LATENCY"]
+__all__ = ["LinkModel", "CollectiveRing", "MAX_LINK_LATENCY", "check_max_latency"]
 
 #: The default largest link latency (cycles) a :class:`LinkModel` is built for.
 MAX_LINK_LATENCY = 16
 
 
-def _check_max_latency(max_latency) -> int:
-    if (not isinstance(max_latency, int) or isinstance(max_latency, bool)
-            or not 1 <= max_latency <= 256):
-        raise ValueError(f"max_latency must be an integer between 1 and 256, not "
-                         f"{max_latency!r}")
-    return max_latency
+def check_max_latency(max_latency) -> int:
+    """``max_latency``: 1 to 256 cycles (:func:`~hdl.params.check_int`'s errors)."""
+    return check_int("max_latency", max_latency, lo=1, hi=256)
 
 
 class LinkModel(wiring.Component):
@@ -55,15 +52,30 @@ class LinkModel(wiring.Component):
     the next clock edge (a beat offered on ``o`` disappears without being taken: the one
     exception to the stream rules, for a ring that has already stopped). ``i`` takes nothing
     in that cycle. The stall generator runs on.
+
+    Parameters
+    ----------
+    link_width : int
+        fp32 words per beat: one of :data:`~hdl.collective.LINK_WIDTHS` (default 1).
+    max_latency : int
+        The largest ``latency`` the link is built for, 1 to 256 (default
+        :data:`MAX_LINK_LATENCY`).
+    index : int
+        The link's place in its ring (mixed into the stall seed), >= 0 (default 0).
+
+    Raises
+    ------
+    TypeError
+        If ``link_width``, ``max_latency`` or ``index`` is not an integer.
+    ValueError
+        If ``link_width``, ``max_latency`` or ``index`` is out of range.
     """
 
     def __init__(self, *, link_width: int = 1, max_latency: int = MAX_LINK_LATENCY,
                  index: int = 0):
         self.link_width = check_link_width(link_width)
-        self.max_latency = _check_max_latency(max_latency)
-        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-            raise ValueError(f"index must be a non-negative integer, not {index!r}")
-        self.index = index
+        self.max_latency = check_max_latency(max_latency)
+        self.index = check_int("index", index, lo=0)
         self.capacity = max_latency + 2
         row = data.ArrayLayout(32, link_width)
         super().__init__({
@@ -158,9 +170,22 @@ class CollectiveRing(wiring.Component):
       engine busy), ``cycles`` (each engine's cycle count of its last command, 32 bits per
       rank). Engine r's ``tx_flush`` empties link r.
 
-    Parameters (keyword-only): ``ranks``, ``link_width``, ``depth`` (rows per memory),
-    ``add_stages``, ``max_latency`` (the links' largest latency), ``watchdog_cycles`` (the
-    engines' link watchdog, :class:`~hdl.collective.CollectiveEngine`).
+    Parameters
+    ----------
+    ranks, link_width, add_stages, watchdog_cycles : int
+        The engines' (:class:`~hdl.collective.CollectiveEngine`).
+    depth : int
+        Rows per memory, the engines' ``depth`` (default 1024).
+    max_latency : int
+        The links' largest latency, as :class:`LinkModel`'s (default
+        :data:`MAX_LINK_LATENCY`).
+
+    Raises
+    ------
+    TypeError
+        If a parameter is not an integer.
+    ValueError
+        If a parameter is out of range.
     """
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
@@ -170,8 +195,8 @@ class CollectiveRing(wiring.Component):
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self.link_width = check_link_width(link_width)
         self.depth = check_depth(depth)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
-        self.max_latency = _check_max_latency(max_latency)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
+        self.max_latency = check_max_latency(max_latency)
         cmd_layout = collective_command_layout(depth, link_width)
         bus = 32 * link_width * ranks
         super().__init__({

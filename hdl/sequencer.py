@@ -4,28 +4,29 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from golden import isa as _isa
+
 from .dma import dma_command_layout
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, ErrorCode, Opcode
+from .params import check_int
 
 __all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
 
-#: Width of the error index (the ERROR register's bits 8..31).
-ERROR_INDEX_BITS = 24
-
-
-def _int(value, name, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer between {lo} and {hi}, not {value!r}")
-    return value
+#: Width of the error index (the ERROR register's ``index`` field, ``golden.isa``).
+ERROR_INDEX_BITS = _isa.REGISTER_MAP["ERROR"].fields["index"][1]
 
 
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
-    """The memory sizes a core can be built with (each fits its descriptor field)."""
-    _int(n, "n", 1, 64)
-    _int(sbuf_words, "sbuf_words", 1, 1 << 16)
-    _int(psum_banks, "psum_banks", 1, 16)
-    _int(psum_words, "psum_words", 1, 1 << 16)
-    _int(dram_bytes, "dram_bytes", 1, 1 << 32)
+    """The memory sizes a core can be built with (each fits its descriptor field).
+
+    Raises :class:`TypeError` (not an integer) or :class:`ValueError` (out of range) naming
+    the parameter, as :func:`~hdl.params.check_int`.
+    """
+    check_int("n", n, lo=1, hi=64)
+    check_int("sbuf_words", sbuf_words, lo=1, hi=1 << 16)
+    check_int("psum_banks", psum_banks, lo=1, hi=16)
+    check_int("psum_words", psum_words, lo=1, hi=1 << 16)
+    check_int("dram_bytes", dram_bytes, lo=1, hi=1 << 32)
 
 
 class Sequencer(wiring.Component):
@@ -76,8 +77,29 @@ class Sequencer(wiring.Component):
     effect on a memory; ``hold`` (a debug read waiting for the SBUF port) stops DMA, ACTIVATE
     and COLLECTIVE dispatch.
 
-    Parameters (keyword-only): ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
-    ``dram_bytes``, ``ring``, ``link_width``.
+    Parameters
+    ----------
+    n : int
+        SBUF partitions, 1 to 64.
+    sbuf_words : int
+        Words per SBUF partition, 1 to 2^16.
+    psum_banks : int
+        PSUM banks, 1 to 16.
+    psum_words : int
+        Words per PSUM bank and partition, 1 to 2^16.
+    dram_bytes : int
+        The DRAM the range checks allow, 1 to 2^32.
+    ring : bool
+        The core has a collective engine (default ``False``: COLLECTIVE is BAD_FIELD).
+    link_width : int
+        The rows a COLLECTIVE must give, 1 to ``n`` (default 1).
+
+    Raises
+    ------
+    TypeError
+        If an integer parameter is not an integer.
+    ValueError
+        If an integer parameter is out of range.
     """
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
@@ -86,7 +108,7 @@ class Sequencer(wiring.Component):
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
-        self.link_width = _int(link_width, "link_width", 1, n)
+        self.link_width = check_int("link_width", link_width, lo=1, hi=n)
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -155,15 +177,15 @@ class Sequencer(wiring.Component):
                     dt = f.dtype.as_value()
                     shift = Signal(2)
                     with m.Switch(dt):
-                        with m.Case(0, 3):
+                        with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 2)):
                             m.d.comb += shift.eq(1)
-                        with m.Case(4):
+                        with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
                             m.d.comb += shift.eq(2)
                     last = Signal(48)  # dram_addr + (rows - 1) * stride + cols * size
                     m.d.comb += last.eq(f.dram_addr + (f.rows - 1) * f.dram_stride
                                         + (f.cols << shift))
                     align = Mux(shift == 2, 0b11, Mux(shift == 1, 0b01, 0b00))
-                    chain([(dt <= 4, ErrorCode.BAD_DTYPE),
+                    chain([(dt <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                            ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                            (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
                            (last <= self.dram_bytes, ErrorCode.BAD_RANGE),
@@ -171,12 +193,12 @@ class Sequencer(wiring.Component):
                             ErrorCode.BAD_ALIGN)])
             with m.Case(Opcode.LOAD_STATIONARY):
                 f = v[Opcode.LOAD_STATIONARY]
-                chain([(f.fmt.as_value() <= 2, ErrorCode.BAD_DTYPE),
+                chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        ((f.k >= 1) & (f.k <= n) & (f.m >= 1) & (f.m <= n), ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.k, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.MATMUL):
                 f = v[Opcode.MATMUL]
-                chain([(f.fmt.as_value() <= 2, ErrorCode.BAD_DTYPE),
+                chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.k, f.sbuf_addr, f.f), ErrorCode.BAD_RANGE),
@@ -190,16 +212,16 @@ class Sequencer(wiring.Component):
                              sbuf_ok(f.part, f.rows, f.src_addr, f.cols)
                              & ((apart == 0) | (apart >= f.cols)),
                              (f.src_bank < banks) & (f.src_addr + f.cols <= pwords))
-                chain([((f.func.as_value() <= 1) & (f.mode.as_value() <= 2),
-                        ErrorCode.BAD_FIELD),
-                       (f.dtype.as_value() <= 4, ErrorCode.BAD_DTYPE),
+                chain([((f.func.as_value() <= int(max(_isa.ActivationFunc)))
+                        & (f.mode.as_value() <= int(max(_isa.Rounding))), ErrorCode.BAD_FIELD),
+                       (f.dtype.as_value() <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.rows, f.dst_addr, f.cols), ErrorCode.BAD_RANGE),
                        (src_ok, ErrorCode.BAD_RANGE),
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.COLLECTIVE):
                 f = v[Opcode.COLLECTIVE]
-                chain([(f.coll_op.as_value() <= 2, ErrorCode.BAD_FIELD),
+                chain([(f.coll_op.as_value() <= int(max(_isa.CollectiveOp)), ErrorCode.BAD_FIELD),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                        (f.rows == self.link_width, ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),

@@ -40,6 +40,7 @@ from .cmdqueue import AxiLiteSignature
 from .core import NeuronCore
 from .dma import AxiSignature
 from .multicore import CoreRing
+from .params import check_int, check_power_of_two
 from .ring import MAX_LINK_LATENCY
 
 __all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS"]
@@ -58,10 +59,8 @@ _FIXED_STATE = 0x9E37_79B9_7F4A_7C15  # the generator's state for seed 0
 
 
 def _check_pow2(dram_bytes) -> int:
-    if dram_bytes & (dram_bytes - 1):
-        raise ValueError(f"dram_bytes must be a power of two (the size of the block-RAM "
-                         f"memory standing in for DRAM), not {dram_bytes!r}")
-    return dram_bytes
+    return check_power_of_two("dram_bytes", dram_bytes, lo=4,
+                              note="(the size of the block-RAM memory standing in for DRAM)")
 
 
 def _stall_ports(suffix: str = "") -> dict:
@@ -85,15 +84,21 @@ class AxiStalls(wiring.Component):
     any time. ``stalled`` counts the cycles in which some channel held back a beat its sender
     offered (wrapping at 2**32), so that a test can check that stalls happened.
 
-    Parameters (keyword-only): ``addr_width`` (the AXI4 address bits, 1..64).
+    Parameters
+    ----------
+    addr_width : int
+        The AXI4 address bits, 1 to 64 (default 32).
+
+    Raises
+    ------
+    TypeError
+        If ``addr_width`` is not an integer.
+    ValueError
+        If ``addr_width`` is out of range.
     """
 
     def __init__(self, *, addr_width: int = 32):
-        if (not isinstance(addr_width, int) or isinstance(addr_width, bool)
-                or not 1 <= addr_width <= 64):
-            raise ValueError(f"addr_width must be an integer between 1 and 64, not "
-                             f"{addr_width!r}")
-        self.addr_width = addr_width
+        self.addr_width = check_int("addr_width", addr_width, lo=1, hi=64)
         super().__init__({
             "up": In(AxiSignature(addr_width=addr_width)),
             "down": Out(AxiSignature(addr_width=addr_width)),
@@ -151,18 +156,28 @@ class CoreWithDram(wiring.Component):
     VPI; it should do so only while no DMA runs. The memory starts zeroed, and reset does not
     clear it.
 
-    Parameters (keyword-only): those of :class:`~hdl.core.NeuronCore` (``n``,
-    ``sbuf_words``, ``psum_banks``, ``psum_words``, ``dram_bytes``, ``queue_depth``, ...)
-    but ``ranks`` (:class:`RingWithDram` is the ring); ``dram_bytes`` must be a power of two.
+    Parameters
+    ----------
+    **core_params
+        :class:`~hdl.core.NeuronCore`'s (``n``, ``sbuf_words``, ``psum_banks``,
+        ``psum_words``, ``dram_bytes``, ``queue_depth``, ...), but ``ranks`` must be 0
+        (:class:`RingWithDram` is the ring) and ``dram_bytes`` a power of two, at least 4.
+
+    Raises
+    ------
+    TypeError
+        If ``ranks`` is not an integer; as :class:`~hdl.core.NeuronCore` for the others.
+    ValueError
+        If ``ranks`` is not 0; if ``dram_bytes`` is not a power of two of at least 4; as
+        :class:`~hdl.core.NeuronCore` for the others.
     """
 
     #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
     public = ("mem.ram",)
 
     def __init__(self, **core_params):
-        if core_params.get("ranks", 0):
-            raise ValueError(f"ranks must be 0 in CoreWithDram (RingWithDram is the ring), "
-                             f"not {core_params['ranks']!r}")
+        check_int("ranks", core_params.get("ranks", 0), lo=0, hi=0,
+                  note="in CoreWithDram (RingWithDram is the ring)")
         self._core = NeuronCore(**core_params)
         self.dram_bytes = _check_pow2(self._core.dram_bytes)
         self._mem = AxiMemory(size_bytes=self.dram_bytes)
@@ -195,8 +210,21 @@ class RingWithDram(wiring.Component):
     (as :class:`CoreWithDram`'s). Core r's DRAM is the memory array ``mem<r>.ram``
     (:attr:`public`, :meth:`public_for`).
 
-    Parameters (keyword-only): those of :class:`~hdl.multicore.CoreRing` (``ranks``,
-    ``max_latency`` and the cores' own); ``dram_bytes`` must be a power of two.
+    Parameters
+    ----------
+    ranks, max_latency : int
+        :class:`~hdl.multicore.CoreRing`'s.
+    **core
+        :class:`~hdl.core.NeuronCore`'s, but ``dram_bytes`` must be a power of two, at least
+        4.
+
+    Raises
+    ------
+    TypeError
+        As :class:`~hdl.multicore.CoreRing`.
+    ValueError
+        If ``dram_bytes`` is not a power of two of at least 4; as
+        :class:`~hdl.multicore.CoreRing` for the others.
     """
 
     def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):

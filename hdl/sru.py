@@ -5,6 +5,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import CAST_FORMATS, FP32_CANONICAL_NAN, Dtype, Rounding, parse_dtypes
+from .params import check_int
 from .xorwow import XorwowSeeder, XorwowState, seeding_cycles, xorwow_step
 
 __all__ = ["StochasticRounder", "SRU_MAX_STAGES", "SRU_MAX_RANDOM_BITS", "sru_layouts"]
@@ -36,16 +37,10 @@ def sru_layouts(lanes: int, targets) -> tuple[data.StructLayout, data.StructLayo
     return i, o
 
 
-def _int_in_range(value, name, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer between {lo} and {hi}, not {value!r}")
-    return value
-
-
 class StochasticRounder(wiring.Component):
     """Rounds ``lanes`` fp32 values per cycle to bf16, fp16, fp8-e4m3 or fp8-e5m2.
 
-    Numerics (ARCHITECTURE.md §4, "Casts fp32 -> target"; ``golden.rounding.round_fp32`` is the
+    Numerics (docs/contract.md §4, "Casts fp32 -> target"; ``golden.rounding.round_fp32`` is the
     model, bit for bit): RNE and RTZ as IEEE; SR rounds the magnitude up iff
     ``((D << r) >> d) + R >= 2^r``, with D the d bits of ``|x|`` below the target's kept LSB
     (the target's subnormal range included) and R the lane's next r-bit random number.
@@ -84,14 +79,22 @@ class StochasticRounder(wiring.Component):
         Pipeline registers, 0 to :data:`SRU_MAX_STAGES` (default 2).
     targets : collection of :class:`~hdl.formats.Dtype` or names
         The dtypes built in (default: all five); fewer targets, less logic.
+
+    Raises
+    ------
+    TypeError
+        If ``lanes``, ``random_bits`` or ``stages`` is not an integer; if ``targets`` is not a
+        collection.
+    ValueError
+        If ``lanes``, ``random_bits`` or ``stages`` is out of range; if ``targets`` is empty
+        or names an unknown dtype.
     """
 
     def __init__(self, *, lanes: int, random_bits: int = 16, stages: int = 2,
                  targets=tuple(Dtype)):
-        self.lanes = _int_in_range(lanes, "Lane count (lanes)", 1, 256)
-        self.random_bits = _int_in_range(random_bits, "Random bits per draw (random_bits)", 1,
-                                         SRU_MAX_RANDOM_BITS)
-        self.stages = _int_in_range(stages, "Pipeline stages (stages)", 0, SRU_MAX_STAGES)
+        self.lanes = check_int("lanes", lanes, lo=1, hi=256)
+        self.random_bits = check_int("random_bits", random_bits, lo=1, hi=SRU_MAX_RANDOM_BITS)
+        self.stages = check_int("stages", stages, lo=0, hi=SRU_MAX_STAGES)
         self.targets = parse_dtypes(targets, param="targets")
         self.latency = self.stages
         self.seeding_cycles = seeding_cycles(self.lanes)

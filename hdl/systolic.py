@@ -7,16 +7,16 @@ from amaranth.lib.wiring import In, Out
 from .formats import parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .fp_mul import FP_MUL_MAX_CUTS
-from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, Weight, check_stages
+from .params import check_int
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, Weight
 from .pipeline import delay
 
 __all__ = ["SystolicArray", "check_array_size"]
 
 
 def check_array_size(n) -> int:
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128:
-        raise ValueError(f"Array size n must be an integer between 1 and 128, not {n!r}")
-    return n
+    """``n``, the array size: 1 to 128 (:func:`~hdl.params.check_int`'s errors)."""
+    return check_int("n", n, lo=1, hi=128)
 
 
 class SystolicArray(wiring.Component):
@@ -41,13 +41,29 @@ class SystolicArray(wiring.Component):
       not overlap the swap wavefront (the swap travels with its operand, through the skew) —
       :class:`~hdl.tensor_engine.TensorEngine` ensures that.
     * ``en``: clock enable of everything but the weight shift.
+
+    Parameters
+    ----------
+    n : int
+        The array size, 1 to 128.
+    mul_stages, add_stages, formats
+        As :class:`~hdl.pe.PE`'s, for every PE.
+
+    Raises
+    ------
+    TypeError
+        If ``n``, ``mul_stages`` or ``add_stages`` is not an integer; if ``formats`` is not a
+        collection.
+    ValueError
+        If ``n``, ``mul_stages`` or ``add_stages`` is out of range; if ``formats`` is empty or
+        names an unknown format.
     """
 
     def __init__(self, *, n: int, mul_stages: int = DEFAULT_MUL_STAGES,
                  add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         self.n = check_array_size(n)
-        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.latency = n * add_stages + mul_stages + n - 1
         super().__init__({

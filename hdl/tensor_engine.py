@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp_mul import FP_MUL_MAX_CUTS
-from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, check_stages
+from .params import check_int
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .pipeline import delay
 from .systolic import SystolicArray, check_array_size
 
@@ -17,12 +18,6 @@ __all__ = ["Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
 class Opcode(enum.Enum, shape=1):
     LOAD_STATIONARY = 0
     MULTIPLY_MOVING = 1
-
-
-def _check_positive(value, name, maximum):
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= maximum:
-        raise ValueError(f"{name} must be an integer between 1 and {maximum}, not {value!r}")
-    return value
 
 
 def command_layout(n: int, banks: int, bank_words: int) -> data.StructLayout:
@@ -45,11 +40,6 @@ def drain_request_layout(banks: int, bank_words: int) -> data.StructLayout:
 
 class TensorEngine(wiring.Component):
     """Weight-stationary tensor engine with PSUM, as ``nc_matmul`` on a NeuronCore.
-
-    Parameters (keyword-only): ``n`` (array size), ``psum_banks``, ``psum_words`` (fp32 words
-    per bank and partition; the largest moving tile), ``mul_stages``, ``add_stages`` (the PEs'
-    pipeline depths, by default those of :class:`~hdl.pe.PE`: 5 and 6; the PSUM accumulate
-    adder has ``add_stages`` too), ``formats`` (operand formats the PEs are built for).
 
     Streams (``amaranth.lib.stream``, valid/ready; any of them may pause at any time):
 
@@ -94,18 +84,41 @@ class TensorEngine(wiring.Component):
     are abandoned (none is written to PSUM after the reset); ``busy`` and ``error`` clear, the
     drain port holds no response, and the stationary tile is forgotten (a MULTIPLY_MOVING
     before the next LOAD_STATIONARY is illegal). PSUM keeps its contents.
+
+    Parameters
+    ----------
+    n : int
+        The array size, 1 to 128.
+    psum_banks : int
+        PSUM banks, 1 to 64 (default 8).
+    psum_words : int or None
+        fp32 words per bank and partition, the largest moving tile, 1 to 2^16 (default
+        ``4 * n``).
+    mul_stages, add_stages : int
+        The PEs' pipeline depths, as :class:`~hdl.pe.PE`'s (default 5 and 6); the PSUM
+        accumulate adder has ``add_stages`` too.
+    formats : collection of :class:`~hdl.formats.Fmt` or names
+        The operand formats the PEs are built for (default: all three).
+
+    Raises
+    ------
+    TypeError
+        If an integer parameter is not an integer; if ``formats`` is not a collection.
+    ValueError
+        If an integer parameter is out of range; if ``formats`` is empty or names an unknown
+        format.
     """
 
     def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,
                  mul_stages: int = DEFAULT_MUL_STAGES, add_stages: int = DEFAULT_ADD_STAGES,
                  formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
         self.n = check_array_size(n)
-        self.mul_stages = check_stages(mul_stages, "mul_stages", FP_MUL_MAX_CUTS)
-        self.add_stages = check_stages(add_stages, "add_stages", FP32_ADD_MAX_STAGES)
+        self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
+        self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
-        self.psum_banks = _check_positive(psum_banks, "psum_banks", 64)
-        self.psum_words = _check_positive(4 * n if psum_words is None else psum_words,
-                                          "psum_words", 1 << 16)
+        self.psum_banks = check_int("psum_banks", psum_banks, lo=1, hi=64)
+        self.psum_words = check_int("psum_words", 4 * n if psum_words is None else psum_words,
+                                    lo=1, hi=1 << 16)
         self.array_latency = n * add_stages + mul_stages + n - 1  # = SystolicArray.latency
         # Issue register (1) + array + PSUM read (1) + accumulate adder (add_stages).
         self.latency = 1 + self.array_latency + 1 + add_stages

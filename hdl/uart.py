@@ -4,14 +4,14 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .params import check_int
+
 __all__ = ["UartTx", "UartRx", "check_divisor"]
 
 
 def check_divisor(divisor) -> int:
     """Return ``divisor`` if it is a legal bit period in clock cycles (an integer >= 4)."""
-    if not isinstance(divisor, int) or isinstance(divisor, bool) or divisor < 4:
-        raise ValueError(f"divisor must be an integer >= 4, not {divisor!r}")
-    return divisor
+    return check_int("divisor", divisor, lo=4)
 
 
 class UartTx(wiring.Component):
@@ -22,8 +22,17 @@ class UartTx(wiring.Component):
     clock edge starts its start bit on ``tx`` from that edge on, so back-to-back bytes leave
     without a gap, 10 bit times each.
 
-    Parameters (keyword-only): ``divisor`` (clock cycles per bit, an integer >= 4;
-    ``clock_hz // baud``).
+    Parameters
+    ----------
+    divisor : int
+        Clock cycles per bit, at least 4 (``clock_hz // baud``).
+
+    Raises
+    ------
+    TypeError
+        If ``divisor`` is not an integer.
+    ValueError
+        If ``divisor`` is below 4.
     """
 
     def __init__(self, *, divisor: int):
@@ -66,7 +75,17 @@ class UartRx(wiring.Component):
     dropped and ``overrun`` pulses for one cycle. Latency: a byte is on ``data`` 9.5 bit times
     plus at most 3 cycles after its start bit begins on ``rx``.
 
-    Parameters (keyword-only): ``divisor`` (clock cycles per bit, an integer >= 4).
+    Parameters
+    ----------
+    divisor : int
+        Clock cycles per bit, at least 4 (``clock_hz // baud``).
+
+    Raises
+    ------
+    TypeError
+        If ``divisor`` is not an integer.
+    ValueError
+        If ``divisor`` is below 4.
     """
 
     def __init__(self, *, divisor: int):

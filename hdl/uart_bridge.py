@@ -85,6 +85,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from .cmdqueue import AxiLiteSignature
+from .params import check_int
 from .uart import UartRx, UartTx, check_divisor
 
 __all__ = ["UartAxiLiteBridge", "Command", "Status", "REQUEST_SYNC", "RESPONSE_SYNC",
@@ -142,20 +143,27 @@ class UartAxiLiteBridge(wiring.Component):
     """Turns the request frames received on ``rx`` into AXI4-Lite reads and writes on
     ``axil`` and answers each on ``tx``; see the module documentation for the protocol.
 
-    Parameters (keyword-only): ``divisor`` (clock cycles per bit, an integer >= 4),
-    ``addr_width`` (of ``axil``, 2..32), ``timeout`` (the inter-byte timeout in bit times, an
-    integer >= 20).
+    Parameters
+    ----------
+    divisor : int
+        Clock cycles per UART bit, at least 4.
+    addr_width : int
+        Bits of ``axil``'s address, 2 to 32 (default 32).
+    timeout : int
+        The inter-byte timeout in bit times, at least 20 (default 10 000).
+
+    Raises
+    ------
+    TypeError
+        If ``divisor``, ``addr_width`` or ``timeout`` is not an integer.
+    ValueError
+        If ``divisor``, ``addr_width`` or ``timeout`` is out of range.
     """
 
     def __init__(self, *, divisor: int, addr_width: int = 32, timeout: int = 10_000):
-        check_divisor(divisor)
-        if (not isinstance(addr_width, int) or isinstance(addr_width, bool)
-                or not 2 <= addr_width <= 32):
-            raise ValueError(f"addr_width must be an integer between 2 and 32, not "
-                             f"{addr_width!r}")
-        if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 20:
-            raise ValueError(f"timeout must be an integer >= 20 (bit times), not {timeout!r}")
-        self.divisor, self.addr_width, self.timeout = divisor, addr_width, timeout
+        self.divisor = check_divisor(divisor)
+        self.addr_width = check_int("addr_width", addr_width, lo=2, hi=32)
+        self.timeout = check_int("timeout", timeout, lo=20, note="(bit times)")
         super().__init__({
             "rx": In(1, init=1),
             "tx": Out(1, init=1),

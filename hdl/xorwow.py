@@ -3,7 +3,7 @@
 The algorithm, the lane seeding and the draw order are the contract written in
 ``golden/prng.py``; this module builds the same thing in gates.
 
-Why XORWOW. ARCHITECTURE.md records that Trainium3 documents an XORWOW generator (6 x u32
+Why XORWOW. docs/contract.md §2 records that Trainium3 documents an XORWOW generator (6 x u32
 of state) for stochastic rounding, so we use the same kind of generator: Marsaglia's
 xorshift with a Weyl counter (2003), as in cuRAND's default generator; period 2^192 - 2^32,
 and one step costs only XORs, constant shifts and two 32-bit adders. Its known statistical
@@ -19,6 +19,8 @@ cost one 64 x 4 multiplier, not one per lane.
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from .params import check_int
 
 __all__ = ["XorwowState", "xorwow_step", "XorwowSeeder", "XORWOW_WEYL", "seeding_cycles"]
 
@@ -88,12 +90,22 @@ class XorwowSeeder(wiring.Component):
 
     Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 33``) cycles per seed. Each mix is two
     64-bit multiplies by constants done 4 bits a cycle in one shared 64 x 4 multiplier.
+
+    Parameters
+    ----------
+    lanes : int
+        The lanes to seed, at least 1.
+
+    Raises
+    ------
+    TypeError
+        If ``lanes`` is not an integer.
+    ValueError
+        If ``lanes`` is below 1.
     """
 
     def __init__(self, *, lanes: int):
-        if not isinstance(lanes, int) or isinstance(lanes, bool) or lanes < 1:
-            raise ValueError(f"Lane count (lanes) must be a positive integer, not {lanes!r}")
-        self.lanes = lanes
+        self.lanes = check_int("lanes", lanes, lo=1)
         super().__init__({
             "seed": In(stream.Signature(64)),
             "busy": Out(1),

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from golden.isa import ErrorCode
+from golden.isa import OPERAND_DTYPES, ErrorCode, Status
 from golden.iss import NeuronCoreISS
 
 from .driver import CoreDriver
@@ -27,7 +27,8 @@ from .programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, gemm
 
 __all__ = ["BridgeDram", "board_driver", "board_gemm", "run_on_board", "DTYPE_CODES"]
 
-DTYPE_CODES = {"bf16": BF16, "fp8_e4m3": FP8_E4M3, "fp8_e5m2": FP8_E5M2}
+#: Operand dtype name -> its code (``golden.isa.OPERAND_DTYPES``).
+DTYPE_CODES = {d.golden_name: d for d in OPERAND_DTYPES}
 
 
 class BridgeDram:
@@ -159,7 +160,7 @@ async def board_gemm(driver: CoreDriver, cfg, *, m: int, k: int, f: int, a_dtype
     m, f = g["m"], g["f"]
     await driver.check_id()
     await driver.soft_reset()
-    if await driver.status() & 2:
+    if await driver.status() & Status.ERROR:
         await driver.clear_error()
     for addr, data in g["image"].items():
         log(f"writing {data.size} bytes at DRAM 0x{addr:x}")

@@ -1,9 +1,12 @@
-"""Functional coverage: cover points with named bins, crosses, per-run JSON, merging, holes.
+"""Functional coverage: cover points with named bins, crosses, per-run files, merging, holes.
 
-A small equivalent of cocotb-coverage's cover points, written for this project's needs: no
-dependency, JSON files that many simulator processes (pytest-xdist workers, both simulators)
-write side by side and :func:`merge_dir` adds up, and hooks that cost one flag test when
-coverage is off.
+The bins are counted by cocotb-coverage (:class:`cocotb_coverage.coverage.CoverPoint` and
+``CoverCross``), each process's counts are written with its ``coverage_db.export_to_yaml`` and
+the files of many simulator processes (pytest-xdist workers, both simulators, the runs of
+:mod:`sim.coverage_report`) are added up with its ``merge_coverage``. This module keeps what
+cocotb-coverage does not do (see :class:`CoverGroup`): keyword sampling of some points of a
+group, a count per sample, and the values that are no bin (``unknown``) or an excluded cross
+combination (``illegal``), which cocotb-coverage drops without a word.
 
 * A :class:`CoverGroup` has :class:`CoverPoint` s (a name and the tuple of its bin names) and
   :class:`Cross` es (a tuple of point names; every combination of their bins is a bin, except
@@ -14,8 +17,10 @@ coverage is off.
   excluded cross combination under ``illegal``: both are classification bugs, listed by the
   report.
 * Coverage is on when ``NCLITE_FUNC_COVERAGE_DIR`` names a directory (in the simulator's
-  environment: :mod:`sim.runner` passes its own on). Each process then writes one
-  ``<pid>-<random>.json`` there when it exits; :mod:`sim.coverage_report` merges them.
+  environment: :mod:`sim.runner` passes its own on). Each process then writes
+  ``<pid>-<random>.yml`` (cocotb-coverage's export) and ``<pid>-<random>.json`` (the unknown
+  and illegal values, and which run it was) there when it exits; :mod:`sim.coverage_report`
+  merges them.
 
 The groups of the design (:data:`GROUPS`) are defined here, with the samplers the testbenches
 call (each returns at once when coverage is off):
@@ -36,10 +41,12 @@ Classes come from the golden model's formats (:mod:`golden.formats`).
 
 from __future__ import annotations
 
+import ast
 import atexit
 import itertools
 import json
 import os
+import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -47,30 +54,44 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
+from cocotb_coverage import coverage as cc
 
 __all__ = ["ENV_DIR", "CoverPoint", "Cross", "CoverGroup", "GROUPS", "enabled", "set_enabled",
            "new_groups", "dump", "merge_files", "merge_dir", "summary", "value_classes",
            "sru_input_classes", "te_stationary", "te_moving", "te_phase", "te_psum",
            "sru_beats", "core_program"]
 
-#: The environment variable naming the directory each process writes its coverage JSON to.
+#: The environment variable naming the directory each process writes its coverage files to.
 ENV_DIR = "NCLITE_FUNC_COVERAGE_DIR"
 
 _on = bool(os.environ.get(ENV_DIR))
 
 
 def enabled() -> bool:
-    """Whether this process collects functional coverage."""
+    """Whether this process collects functional coverage.
+
+    Returns
+    -------
+    bool
+        True when :data:`ENV_DIR` was set at import, or after ``set_enabled(True)``.
+    """
     return _on
 
 
 def set_enabled(on: bool) -> None:
-    """Turn sampling on or off in this process (tests; simulators use :data:`ENV_DIR`)."""
+    """Turn sampling on or off in this process (tests; simulators use :data:`ENV_DIR`).
+
+    Parameters
+    ----------
+    on : bool
+        Whether the samplers count.
+    """
     global _on
     _on = bool(on)
 
 
-# --- the collector --------------------------------------------------------------------------
+# --- the collector: cocotb-coverage's points and crosses ------------------------------------
 
 
 @dataclass(frozen=True)
@@ -95,8 +116,65 @@ def _key(values: Iterable[str]) -> str:
     return "|".join(values)
 
 
+def _point(name: str, bins: Iterable[str]) -> Callable[[frozenset], None]:
+    """A cocotb-coverage point ``name`` that counts each bin in the set it is called with."""
+
+    @cc.CoverPoint(name, xf=lambda values: values, rel=lambda values, b: b in values,
+                   bins=list(bins), inj=False)
+    def sample(values: frozenset) -> None:
+        pass
+
+    return sample
+
+
+def _cross(name: str, items: list[str], ignore: list[tuple]) -> Callable[[], None]:
+    """A cocotb-coverage cross of the points ``items`` (their hits of their last call)."""
+
+    @cc.CoverCross(name, items=items, ign_bins=ignore)
+    def sample() -> None:
+        pass
+
+    return sample
+
+
+def _add_hits(item, n: int) -> None:
+    """Count the bins ``item`` hit at its last call ``n`` times, not once: cocotb-coverage
+    counts one hit per call, and its ``detailed_coverage`` is the live bin -> hits dict (with
+    ``at_least=1`` the covered bins, and so its coverage, stay the same)."""
+    if n != 1:
+        hits = item.detailed_coverage
+        for b in item.new_hits:
+            hits[b] += n - 1
+
+
+_instances = itertools.count()
+
+
 class CoverGroup:
-    """Points and crosses, with their hit counts."""
+    """Points and crosses, counted by cocotb-coverage.
+
+    Each group's items live in cocotb-coverage's ``coverage_db`` under a root of their own
+    (``nclite<i>.<group>.<point>``), so that a fresh group (:func:`new_groups`) starts empty.
+    What is kept here around cocotb-coverage, which samples only whole decorated calls:
+
+    * :meth:`sample` takes keyword values for some points, and counts only the crosses all of
+      whose points it has. A cocotb-coverage cross combines the bins its points hit at their
+      last call, so each cross has its own copies of its points (``nclite<i>.~<group>.<cross>.
+      <point>``), sampled with it: a sample can count crosses without the points
+      (``points=False``) and never mixes a value of an earlier sample into a cross;
+    * ``count``: one sample that counts ``count`` times (the SRU's beats, by class);
+    * ``unknown`` and ``illegal``: values that are no bin of their point, and combinations a
+      cross excludes, which cocotb-coverage ignores.
+
+    Parameters
+    ----------
+    name : str
+        The group's name (``tensor_engine``).
+    points : iterable of CoverPoint
+        Its points.
+    crosses : iterable of Cross, optional
+        Its crosses, of its points.
+    """
 
     def __init__(self, name: str, points: Iterable[CoverPoint], crosses: Iterable[Cross] = ()):
         self.name = name
@@ -106,110 +184,196 @@ class CoverGroup:
             missing = [p for p in c.points if p not in self.points]
             if missing:
                 raise ValueError(f"cross {c.name} names unknown points {missing}")
-        self.point_counts: dict[str, Counter] = {p: Counter() for p in self.points}
-        self.cross_counts: dict[str, Counter] = {c: Counter() for c in self.crosses}
+        self.root = f"nclite{next(_instances)}"
+        base = f"{self.root}.{name}"
+        self._sets = {p: frozenset(pt.bins) for p, pt in self.points.items()}
+        self._points = {p: (_point(f"{base}.{p}", pt.bins), f"{base}.{p}")
+                        for p, pt in self.points.items()}
+        self._crosses = {}
+        for c in self.crosses.values():
+            items = [f"{self.root}.~{name}.{c.name}.{p}" for p in c.points]
+            samplers = [_point(item, self.points[p].bins) for item, p in zip(items, c.points,
+                                                                             strict=True)]
+            ignore = [combo for combo in itertools.product(*(self.points[p].bins
+                                                             for p in c.points))
+                      if c.exclude is not None and c.exclude(dict(zip(c.points, combo,
+                                                                      strict=True)))]
+            self._crosses[c.name] = (_cross(f"{base}.{c.name}", items, ignore), samplers,
+                                     items, f"{base}.{c.name}")
         self.unknown: Counter = Counter()
         self.illegal: Counter = Counter()
-        self._bins_of_cross: dict[str, list[str]] = {}
-        self._sets = {p: frozenset(pt.bins) for p, pt in self.points.items()}
 
     def cross_bins(self, name: str) -> list[str]:
-        """The bins of cross ``name`` (``a|b|c`` keys), impossible ones left out."""
-        if name not in self._bins_of_cross:
-            c = self.crosses[name]
-            out = []
-            for combo in itertools.product(*(self.points[p].bins for p in c.points)):
-                if c.exclude is None or not c.exclude(dict(zip(c.points, combo, strict=True))):
-                    out.append(_key(combo))
-            self._bins_of_cross[name] = out
-        return self._bins_of_cross[name]
+        """The bins of a cross, impossible ones left out.
+
+        Parameters
+        ----------
+        name : str
+            The cross.
+
+        Returns
+        -------
+        list of str
+            ``a|b|c`` keys, in the order of the product of its points' bins.
+        """
+        return [_key(b) for b in cc.coverage_db[self._crosses[name][3]].detailed_coverage]
 
     def sample(self, count: int = 1, *, crosses: Iterable[str] | None = None,
                points: bool = True, **values) -> None:
         """Count one observation: ``point=bin`` or ``point={bins}`` for some or all points.
 
-        Crosses whose points all have values count every combination of them (only the
-        crosses named in ``crosses`` if given; the points themselves unless ``points`` is
-        false)."""
+        Parameters
+        ----------
+        count : int, optional
+            How many observations this one stands for.
+        crosses : iterable of str, optional
+            Count only these crosses (default: every cross all of whose points have values).
+        points : bool, optional
+            Whether to count the points themselves (else only the crosses).
+        **values : str or set of str
+            A bin, or a set of bins, per point.
+
+        Raises
+        ------
+        KeyError
+            If a keyword is no point of the group.
+        """
         only = None if crosses is None else set(crosses)
-        sets: dict[str, tuple[str, ...]] = {}
+        sets: dict[str, frozenset] = {}
         for point, value in values.items():
             if point not in self.points:
                 raise KeyError(f"{self.name} has no point {point!r}")
-            vals = (value,) if isinstance(value, str) else tuple(sorted(set(value)))
-            good = []
-            for v in vals:
-                if v in self._sets[point]:
-                    good.append(v)
-                else:
-                    self.unknown[f"{point}={v}"] += count
+            vals = {value} if isinstance(value, str) else set(value)
+            for v in sorted(vals - self._sets[point]):
+                self.unknown[f"{point}={v}"] += count
+            sets[point] = frozenset(vals & self._sets[point])
             if points:
-                for v in good:
-                    self.point_counts[point][v] += count
-            sets[point] = tuple(good)
+                sampler, item = self._points[point]
+                sampler(sets[point])
+                _add_hits(cc.coverage_db[item], count)
         for name, c in self.crosses.items():
             if (only is not None and name not in only) or not all(p in sets for p in c.points):
                 continue
-            for combo in itertools.product(*(sets[p] for p in c.points)):
-                key = _key(combo)
-                if c.exclude is not None and c.exclude(dict(zip(c.points, combo, strict=True))):
-                    self.illegal[f"{name}:{key}"] += count
-                else:
-                    self.cross_counts[name][key] += count
+            cross, samplers, items, item = self._crosses[name]
+            for sampler, p in zip(samplers, c.points, strict=True):
+                sampler(sets[p])
+            cross()
+            _add_hits(cc.coverage_db[item], count)
+            counted = set(cc.coverage_db[item].new_hits)
+            for combo in itertools.product(*(sorted(sets[p]) for p in c.points)):
+                if combo not in counted:
+                    self.illegal[f"{name}:{_key(combo)}"] += count
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Every bin's hits, from cocotb-coverage.
+
+        Returns
+        -------
+        dict of str to dict of str to int
+            Per point and cross, bin (``a|b`` for a cross) -> hits, every bin listed.
+        """
+        out = {p: dict(cc.coverage_db[item].detailed_coverage)
+               for p, (_, item) in self._points.items()}
+        for x, (*_, item) in self._crosses.items():
+            out[x] = {_key(b): n for b, n in cc.coverage_db[item].detailed_coverage.items()}
+        return out
 
     def empty(self) -> bool:
-        return not (any(self.point_counts.values()) or self.unknown or self.illegal)
+        """Whether nothing was counted.
+
+        Returns
+        -------
+        bool
+            True when no point has a hit and no value was unknown or illegal.
+        """
+        counts = self.counts()
+        return not (any(any(counts[p].values()) for p in self.points) or self.unknown
+                    or self.illegal)
 
     def to_dict(self) -> dict:
-        """The counts (hit bins only), as written to a run's JSON."""
-        return {"points": {p: dict(c) for p, c in self.point_counts.items() if c},
-                "crosses": {x: dict(c) for x, c in self.cross_counts.items() if c},
+        """The counts, hit bins only.
+
+        Returns
+        -------
+        dict
+            ``points`` and ``crosses`` (name -> bin -> hits), ``unknown`` and ``illegal``.
+        """
+        counts = self.counts()
+        hit = {name: {b: n for b, n in c.items() if n} for name, c in counts.items()}
+        return {"points": {p: hit[p] for p in self.points if hit[p]},
+                "crosses": {x: hit[x] for x in self.crosses if hit[x]},
                 "unknown": dict(self.unknown), "illegal": dict(self.illegal)}
 
+    def _export(self) -> dict:
+        """This group's items in cocotb-coverage's ``coverage_db``, without the root prefix
+        and the crosses' own copies of the points."""
+        prefix = f"{self.root}."
+        return {k[len(prefix):]: v for k, v in cc.coverage_db.items()
+                if k.startswith(prefix + self.name)}
+
+    def _hits(self, name: str) -> dict:
+        """The live bin -> hits dict of a point or cross in ``coverage_db`` ({} if none)."""
+        if name in self.points:
+            return cc.coverage_db[self._points[name][1]].detailed_coverage
+        if name in self.crosses:
+            return cc.coverage_db[self._crosses[name][3]].detailed_coverage
+        return {}
+
     def merge(self, data: dict) -> None:
-        """Add the counts of :meth:`to_dict`'s ``data`` (bins this group does not define are
-        counted as unknown)."""
-        for p, bins in data.get("points", {}).items():
+        """Add counts: the bins of a (merged) cocotb-coverage export, and the ``unknown`` and
+        ``illegal`` counts of :func:`dump`'s JSON.
+
+        Everything is judged again against this group's definitions: a bin it does not define
+        counts as unknown (of a point) or illegal (of a cross), and an unknown or illegal value
+        that is a bin here counts in it.
+
+        Parameters
+        ----------
+        data : dict
+            ``{"items": {name: {bin: hits}}, "unknown": {key: n}, "illegal": {key: n}}``: the
+            items named without the group (``s_fmt``), a cross's bins as cocotb-coverage's
+            export writes them (``"('bf16', 'overwrite')"``); the keys as :meth:`report`'s.
+        """
+        for name, bins in data.get("items", {}).items():
+            hits = self._hits(name)
             for b, n in bins.items():
-                if p in self.points and b in self._sets[p]:
-                    self.point_counts[p][b] += n
+                if name in self.points:
+                    key = b
+                    self.unknown[f"{name}={b}"] += 0 if b in hits else n
                 else:
-                    self.unknown[f"{p}={b}"] += n
-        for x, bins in data.get("crosses", {}).items():
-            known = set(self.cross_bins(x)) if x in self.crosses else set()
-            for b, n in bins.items():
-                if b in known:
-                    self.cross_counts[x][b] += n
+                    key = tuple(ast.literal_eval(b) if b.startswith("(") else b.split("|"))
+                    self.illegal[f"{name}:{_key(key)}"] += 0 if key in hits else n
+                if key in hits:
+                    hits[key] += n
+        for what, sep in (("unknown", "="), ("illegal", ":")):
+            for key, n in data.get(what, {}).items():
+                name, _, b = key.partition(sep)
+                hits = self._hits(name)
+                b = b if sep == "=" else tuple(b.split("|"))
+                if b in hits:
+                    hits[b] += n
                 else:
-                    self.illegal[f"{x}:{b}"] += n
-        # Recorded against the definitions of the run: judged again against these.
-        for key, n in data.get("unknown", {}).items():
-            p, _, b = key.partition("=")
-            if p in self.points and b in self._sets[p]:
-                self.point_counts[p][b] += n
-            else:
-                self.unknown[key] += n
-        for key, n in data.get("illegal", {}).items():
-            x, _, b = key.partition(":")
-            if x in self.crosses and b in self.cross_bins(x):
-                self.cross_counts[x][b] += n
-            else:
-                self.illegal[key] += n
+                    getattr(self, what)[key] += n
+        self.unknown, self.illegal = +self.unknown, +self.illegal  # drop the zero counts
 
     def report(self) -> dict:
-        """Per point and cross: bins hit, total, the holes; the group's totals."""
-        items = {}
-        for p, pt in self.points.items():
-            items[p] = {"kind": "point", "bins": list(pt.bins), "counts": self.point_counts[p]}
-        for x in self.crosses:
-            items[x] = {"kind": "cross", "bins": self.cross_bins(x),
-                        "counts": self.cross_counts[x]}
+        """Per point and cross: bins hit, total, the holes; the group's totals.
+
+        Returns
+        -------
+        dict
+            ``hit``, ``total``, ``percent``, ``items`` (name -> kind, hit, total, holes),
+            ``unknown`` and ``illegal``.
+        """
+        counts = self.counts()
         out, hit_all, total_all = {}, 0, 0
-        for name, it in items.items():
-            holes = [b for b in it["bins"] if not it["counts"].get(b)]
-            total = len(it["bins"])
-            out[name] = {"kind": it["kind"], "hit": total - len(holes), "total": total,
-                         "holes": holes}
+        for name in [*self.points, *self.crosses]:
+            bins = list(self.points[name].bins) if name in self.points \
+                else self.cross_bins(name)
+            holes = [b for b in bins if not counts[name].get(b)]
+            total = len(bins)
+            out[name] = {"kind": "point" if name in self.points else "cross",
+                         "hit": total - len(holes), "total": total, "holes": holes}
             hit_all += total - len(holes)
             total_all += total
         return {"hit": hit_all, "total": total_all,
@@ -437,22 +601,42 @@ GROUPS: dict[str, CoverGroup] = new_groups()
 
 
 def dump(directory: str | os.PathLike | None = None) -> Path | None:
-    """Write this process's counts to a fresh JSON file in ``directory`` (default: the
-    :data:`ENV_DIR` directory); nothing if no group was sampled. Returns the path."""
+    """Write this process's counts to fresh files in a directory.
+
+    ``<pid>-<random>.yml`` is cocotb-coverage's YAML export of :data:`GROUPS` (``coverage_db``
+    holds every group made in this process, fresh ones of tests too, each under a root of its
+    own: only these groups are written, named without the root); ``<pid>-<random>.json``
+    beside it holds the unknown and illegal values and which run it was.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike, optional
+        Where to write (default: the :data:`ENV_DIR` directory).
+
+    Returns
+    -------
+    Path or None
+        The YAML file; None, and no file, if no group was sampled or there is no directory.
+    """
     _sru_flush()
     directory = directory or os.environ.get(ENV_DIR)
     if not directory or all(g.empty() for g in GROUPS.values()):
         return None
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
+    path = out / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.yml"
     meta = {"simulator": os.environ.get("NCLITE_SIMULATOR"),
             "params": os.environ.get("NCLITE_PARAMS"),
             "module": os.environ.get("COCOTB_TEST_MODULES")}
-    data = {"meta": meta, "groups": {n: g.to_dict() for n, g in GROUPS.items() if not g.empty()}}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
+    extra = {"meta": meta, "groups": {n: {"unknown": dict(g.unknown), "illegal": dict(g.illegal)}
+                                      for n, g in GROUPS.items()}}
+    path.with_suffix(".json").write_text(json.dumps(extra))
+    export = {}
+    for g in GROUPS.values():
+        export.update(g._export())
+    tmp = path.with_suffix(".yml.tmp")
+    cc.CoverageDB.export_to_yaml(export, str(tmp))  # the method, on a part of coverage_db
+    tmp.replace(path)  # the YAML last: merge_dir reads the files that have one
     return path
 
 
@@ -465,24 +649,72 @@ atexit.register(_dump_at_exit)
 
 
 def merge_files(paths: Iterable[str | os.PathLike]) -> tuple[dict[str, CoverGroup], int]:
-    """Fresh groups with the counts of every JSON file of ``paths`` added; and how many."""
-    groups, n = new_groups(), 0
+    """Add up the files of many processes (:func:`dump`).
+
+    The YAML files are merged by cocotb-coverage's ``merge_coverage``; the JSON beside each
+    adds its unknown and illegal values.
+
+    Parameters
+    ----------
+    paths : iterable of str or os.PathLike
+        The YAML files.
+
+    Returns
+    -------
+    tuple of (dict of str to CoverGroup, int)
+        Fresh groups (:func:`new_groups`) with the counts of every file added, and how many
+        files there were.
+    """
+    paths = [Path(p) for p in paths]
+    groups = new_groups()
+    if not paths:
+        return groups, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        merged = Path(tmp) / "merged.yml"
+        cc.merge_coverage(lambda _msg: None, str(merged), *map(str, paths))
+        data = yaml.safe_load(merged.read_text()) or {}
+    for name, g in groups.items():
+        prefix = f"{name}."
+        g.merge({"items": {k[len(prefix):]: v["bins:_hits"] for k, v in data.items()
+                           if k.startswith(prefix) and "bins:_hits" in v}})
     for path in paths:
-        data = json.loads(Path(path).read_text())
-        for name, counts in data.get("groups", {}).items():
+        side = path.with_suffix(".json")
+        extra = json.loads(side.read_text()) if side.exists() else {}
+        for name, counts in extra.get("groups", {}).items():
             if name in groups:
                 groups[name].merge(counts)
-        n += 1
-    return groups, n
+    return groups, len(paths)
 
 
 def merge_dir(directory: str | os.PathLike) -> tuple[dict[str, CoverGroup], int]:
-    """:func:`merge_files` over every ``*.json`` in ``directory``."""
-    return merge_files(sorted(Path(directory).glob("*.json")))
+    """:func:`merge_files` over every ``*.yml`` in a directory.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        A :data:`ENV_DIR` directory.
+
+    Returns
+    -------
+    tuple of (dict of str to CoverGroup, int)
+        As :func:`merge_files`.
+    """
+    return merge_files(sorted(Path(directory).glob("*.yml")))
 
 
 def summary(groups: dict[str, CoverGroup]) -> dict:
-    """Every group's :meth:`CoverGroup.report`, by name."""
+    """Every group's :meth:`CoverGroup.report`, by name.
+
+    Parameters
+    ----------
+    groups : dict of str to CoverGroup
+        The groups.
+
+    Returns
+    -------
+    dict
+        Group name -> its report.
+    """
     return {name: g.report() for name, g in groups.items()}
 
 

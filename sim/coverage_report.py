@@ -10,7 +10,8 @@ NeuronCore's programs) in Verilator with line and toggle coverage (``NCLITE_COVE
   ``build/coverage/coverage.dat`` and an lcov ``coverage.info``, with annotated Verilog
   under ``build/coverage/annotated/`` (each line prefixed with the smallest count of the
   points on it, ``%`` where one is 0, as ``verilator_coverage --annotate`` does);
-* the functional coverage JSON of every run,
+* the functional coverage files of every run (cocotb-coverage's YAML, merged by its
+  ``merge_coverage``; see :func:`sim.coverage.merge_dir`),
 
 and writes ``build/coverage/report.md`` and ``report.json``: per design and per module the
 line (statement block), branch and toggle points hit, the totals, and per functional group the

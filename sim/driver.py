@@ -1,7 +1,7 @@
 """The host driver of one NeuronCore, on any bus: registers, programs, memories.
 
 :class:`CoreDriver` drives ``hdl.core.NeuronCore`` only through its register block
-(``hdl.cmdqueue.REGISTERS``) and DRAM, the way software drives the hardware. Programs are
+(``golden.isa.REGISTER_MAP``) and DRAM, the way software drives the hardware. Programs are
 lists of descriptors (``golden.isa``, e.g. from ``sim.programs``); :meth:`CoreDriver.run`
 pushes them while the queue has room and waits until the core is idle.
 :meth:`CoreDriver.read_sbuf` and :meth:`CoreDriver.read_psum` read every word back through the
@@ -19,15 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from golden.isa import ErrorCode
-from hdl.cmdqueue import CORE_ID, DEBUG_ADDR_FIELDS, REGISTERS
+from golden.isa import CORE_ID, REGISTER_MAP, REGISTERS, Ctrl, DebugSpace, ErrorCode, Status
 
 __all__ = ["CoreDriver", "CoreTimeout", "RunResult", "STATUS_BITS"]
 
 R = REGISTERS
-_BUSY, _ERROR, _FULL, _DEBUG_TIMEOUT = 1, 2, 4, 16  # STATUS bits
-STATUS_BITS = {"busy": _BUSY, "error": _ERROR, "full": _FULL, "debug_timeout": _DEBUG_TIMEOUT}
-_PAUSE = 4  # CTRL bit 2
+#: STATUS bits the driver reads (``golden.isa.Status``), by name.
+STATUS_BITS = {m.name.lower(): int(m) for m in (Status.BUSY, Status.ERROR, Status.FULL,
+                                                Status.DEBUG_TIMEOUT)}
 
 
 class CoreTimeout(AssertionError):
@@ -44,8 +43,7 @@ class RunResult:
 
 
 def _debug_addr(space: int, part: int, word: int, bank: int = 0) -> int:
-    v = {"space": space, "part": part, "word": word, "bank": bank}
-    return sum(v[k] << off for k, (off, _) in DEBUG_ADDR_FIELDS.items())
+    return REGISTER_MAP["DBG_ADDR"].pack(space=space, part=part, word=word, bank=bank)
 
 
 class CoreDriver:
@@ -93,17 +91,17 @@ class CoreDriver:
         return await self.read("STATUS")
 
     async def error(self) -> tuple[ErrorCode, int]:
-        v = await self.read("ERROR")
-        return ErrorCode(v & 0xF), v >> 8
+        v, reg = await self.read("ERROR"), REGISTER_MAP["ERROR"]
+        return ErrorCode(reg.get(v, "code")), reg.get(v, "index")
 
     async def perf(self) -> dict[str, int]:
         return {name: await self.read("PERF0", i) for i, name in enumerate(self.perf_names)}
 
     async def clear_error(self) -> None:
-        await self.write("CTRL", 0b10)
+        await self.write("CTRL", Ctrl.CLEAR_ERROR)
 
     async def soft_reset(self, timeout: int = 100_000) -> None:
-        await self.write("CTRL", 0b01)
+        await self.write("CTRL", Ctrl.SOFT_RESET)
         await self.wait_idle(timeout)
 
     # --- programs ----------------------------------------------------------------------------
@@ -111,7 +109,7 @@ class CoreDriver:
     async def push(self, words, timeout: int = 1_000_000) -> None:
         """Queue one descriptor, waiting while the queue is full."""
         waited, poll = 0, max(8, self.poll_cycles)
-        while await self.status() & _FULL:
+        while await self.status() & Status.FULL:
             await self._wait(poll)
             waited += poll
             if waited > timeout:
@@ -130,7 +128,7 @@ class CoreDriver:
     async def wait_idle(self, timeout: int = 1_000_000, poll: int | None = None) -> int:
         """Poll STATUS until the core is not busy; returns the cycles waited."""
         waited, poll = 0, poll or self.poll_cycles
-        while await self.status() & _BUSY:
+        while await self.status() & Status.BUSY:
             if self._until_idle is not None:
                 waited += await self._until_idle(max(timeout + 1 - waited, 1), poll)
             else:
@@ -145,15 +143,15 @@ class CoreDriver:
         """Push every descriptor of ``program`` and wait until the core is idle. A program
         that fails stops the queue: its later descriptors are dropped by the core.
 
-        With ``burst`` the queue is paused (CTRL bit 2) while it is filled, so the first
+        With ``burst`` the queue is paused (``Ctrl.PAUSE``) while it is filled, so the first
         descriptors reach the sequencer back to back, as from a host faster than this bus."""
         start = await self.read("EXECUTED")
         t0 = self._now()
         program = list(program)
         i = 0
         if burst:
-            await self.write("CTRL", _PAUSE)
-            while i < len(program) and not await self.status() & _FULL:
+            await self.write("CTRL", Ctrl.PAUSE)
+            while i < len(program) and not await self.status() & Status.FULL:
                 await self.push(program[i], timeout)
                 i += 1
             await self.write("CTRL", 0)
@@ -188,12 +186,12 @@ class CoreDriver:
         out = np.zeros((c.n, c.sbuf_words), dtype=np.uint32)
         for p in range(c.n):
             for w in range(c.sbuf_words):
-                out[p, w] = await self.debug_read(0, p, w)
+                out[p, w] = await self.debug_read(DebugSpace.SBUF, p, w)
         await self._check_debug()
         return out
 
     async def _check_debug(self) -> None:
-        if await self.status() & _DEBUG_TIMEOUT:
+        if await self.status() & Status.DEBUG_TIMEOUT:
             raise CoreTimeout("a debug read timed out: the port stayed busy (STATUS bit 4)")
 
     async def read_psum(self) -> np.ndarray:
@@ -202,6 +200,6 @@ class CoreDriver:
         for p in range(c.n):
             for b in range(c.psum_banks):
                 for w in range(c.psum_words):
-                    out[p, b, w] = await self.debug_read(1, p, w, b)
+                    out[p, b, w] = await self.debug_read(DebugSpace.PSUM, p, w, b)
         await self._check_debug()
         return out

@@ -2,8 +2,8 @@
 
 ``C = A.T @ B`` with A K×M (stationary) and B K×F (moving), tiled by
 ``golden.tensor.gemm_schedule``, sent by ``sim/tb_tensor_engine.py`` (test ``gemm``), every PSUM
-word drained and compared bit for bit with the golden model. Used by ``nclite gemm``,
-``nclite demo`` and the benchmarks.
+word drained and compared bit for bit with the golden model. Used by ``nclite gemm`` and the
+benchmarks.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The host driver in a cocotb simulation: :class:`sim.driver.CoreDriver` on the core's buses.
 
 :class:`CoreHost` talks to a NeuronCore only through its buses: the registers
-(``hdl.cmdqueue.REGISTERS``) through cocotbext-axi's ``AxiLiteMaster`` on the ``axil`` port,
+(``golden.isa.REGISTER_MAP``) through cocotbext-axi's ``AxiLiteMaster`` on the ``axil`` port,
 and DRAM, which is one of two things (``dram=``):
 
 * ``"axiram"``: cocotbext-axi's ``AxiRam`` on the core's AXI4 master port (``hdl.core.NeuronCore``,

@@ -22,8 +22,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from golden.activation import ActivationFunc
-from golden.isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Opcode, encode
+from golden.isa import (
+    DTYPE_BYTES,
+    DTYPE_NAMES,
+    OPERAND_DTYPES,
+    ActivationFunc,
+    CollectiveOp,
+    Dtype,
+    ErrorCode,
+    Opcode,
+    Rounding,
+    encode,
+)
 from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
 from golden.tensor import LoadStationary, gemm_schedule
@@ -32,7 +42,9 @@ __all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_progra
            "FP32",
            "BF16"]
 
-BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = range(5)
+#: The dtype codes (``golden.isa.Dtype``), by their short names.
+BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = (Dtype.BF16, Dtype.FP8_E4M3, Dtype.FP8_E5M2, Dtype.FP16,
+                                        Dtype.FP32)
 _ONE = 0x3F800000  # fp32 1.0
 
 
@@ -95,7 +107,7 @@ class ProgramBuilder:
 
 def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | None, *,
          func: int = ActivationFunc.IDENTITY, bias: DramTensor | None = None,
-         dtype: int = FP32, mode: int = 0, saturate: bool | None = None,
+         dtype: int = FP32, mode: int = Rounding.RNE, saturate: bool | None = None,
          keep_in_sbuf: bool = False) -> None:
     """``out = cast(f(A.T @ B + bias))``: A (K x M, bf16/fp8) stationary, B (K x F) moving,
     ``bias`` an M x 1 fp32 column (one value per output row), ``out`` M x F of ``dtype``.
@@ -149,7 +161,7 @@ def collective(b: ProgramBuilder, op: int, part: int, rows: int, sbuf_addr: int,
 
 
 def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor, bias: DramTensor, *,
-          dtype: int, mode: int = 0, saturate: bool | None = None,
+          dtype: int, mode: int = Rounding.RNE, saturate: bool | None = None,
           func: int = ActivationFunc.RELU) -> DramTensor:
     """A dense layer ``Y = cast(relu(W.T @ X + bias))`` into a new DRAM tensor (M x F)."""
     y = b.alloc(w.cols, x.cols, dtype)
@@ -163,11 +175,11 @@ def mlp(b: ProgramBuilder, x: DramTensor, layers: list[dict]) -> DramTensor:
     of the next (its dtype must be an operand format: bf16 or fp8). Returns the last output."""
     h = x
     for i, layer in enumerate(layers):
-        if i and h.dtype not in (BF16, FP8_E4M3, FP8_E5M2):
+        if i and h.dtype not in OPERAND_DTYPES:
             raise ValueError(f"layer {i - 1} writes dtype {h.dtype}, which the next layer's "
                              f"MATMUL cannot take (bf16 or fp8 only)")
         h = dense(b, layer["w"], h, layer["bias"], dtype=layer["dtype"],
-                  func=layer.get("func", ActivationFunc.RELU), mode=layer.get("mode", 0),
+                  func=layer.get("func", ActivationFunc.RELU), mode=layer.get("mode", Rounding.RNE),
                   saturate=layer.get("saturate"))
     return h
 
@@ -178,12 +190,12 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
     ring ("collective alone" is BAD_FIELD there). Needs n >= 3 and link_width < n."""
     n = cfg.n
     ok = encode(Opcode.BARRIER)
-    ls2 = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0)
+    ls2 = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0)
     dma = {"dtype": FP32, "part": 0, "rows": 1, "sbuf_addr": 0, "cols": 4, "dram_addr": 0,
            "dram_stride": 0}
-    act = {"func": 0, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2, "src_bank": 0,
-           "src_addr": 0, "bias_en": 0, "bias_addr": 0, "scale": 0x3F800000, "dtype": FP32,
-           "mode": 0, "saturate": 0, "dst_addr": 0}
+    act = {"func": ActivationFunc.IDENTITY, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2,
+           "src_bank": 0, "src_addr": 0, "bias_en": 0, "bias_addr": 0, "scale": _ONE,
+           "dtype": FP32, "mode": Rounding.RNE, "saturate": 0, "dst_addr": 0}
     cases = [
         ("opcode 0", np.zeros(8, np.uint32), ErrorCode.BAD_OPCODE),
         ("opcode 12", np.array([12, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
@@ -196,11 +208,11 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
          ErrorCode.BAD_RANGE),
         ("dma unaligned", encode(Opcode.DMA_LOAD, **{**dma, "dram_addr": 2}),
          ErrorCode.BAD_ALIGN),
-        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=3, part=0, k=1, m=1, sbuf_addr=0),
+        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=FP16, part=0, k=1, m=1, sbuf_addr=0),
          ErrorCode.BAD_DTYPE),
-        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=n + 1, m=1, sbuf_addr=0),
+        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n + 1, m=1, sbuf_addr=0),
          ErrorCode.BAD_SHAPE),
-        ("mm before ls", encode(Opcode.MATMUL, fmt=0, part=0, k=1, f=1, sbuf_addr=0, bank=0,
+        ("mm before ls", encode(Opcode.MATMUL, fmt=BF16, part=0, k=1, f=1, sbuf_addr=0, bank=0,
                                 psum_addr=0, accumulate=0), ErrorCode.BAD_SHAPE),
         ("act func 3", encode(Opcode.ACTIVATE, **{**act, "func": 3}), ErrorCode.BAD_FIELD),
         ("act mode 3", encode(Opcode.ACTIVATE, **{**act, "mode": 3}), ErrorCode.BAD_FIELD),
@@ -212,15 +224,16 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
          ErrorCode.BAD_RANGE),
         ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=cfg.link_width,
                              sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
-        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=cfg.link_width,
-                                    sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
-        ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=0, part=n - 2, k=3, m=1,
+        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0,
+                                    rows=cfg.link_width, sbuf_addr=0, cols=1),
+         ErrorCode.BAD_FIELD),
+        ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=n - 2, k=3, m=1,
                                 sbuf_addr=0),
          ErrorCode.BAD_RANGE),
-        ("mm k mismatch", [ls2, encode(Opcode.MATMUL, fmt=0, part=0, k=3, f=1, sbuf_addr=0,
+        ("mm k mismatch", [ls2, encode(Opcode.MATMUL, fmt=BF16, part=0, k=3, f=1, sbuf_addr=0,
                                        bank=0, psum_addr=0, accumulate=0)],
          ErrorCode.BAD_SHAPE),
-        ("mm past PSUM", [ls2, encode(Opcode.MATMUL, fmt=0, part=0, k=2, f=3, sbuf_addr=0,
+        ("mm past PSUM", [ls2, encode(Opcode.MATMUL, fmt=BF16, part=0, k=2, f=3, sbuf_addr=0,
                                       bank=0, psum_addr=cfg.psum_words - 2, accumulate=1)],
          ErrorCode.BAD_RANGE),
         ("act bias word", encode(Opcode.ACTIVATE, **{**act, "bias_en": 1,
@@ -233,11 +246,13 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("dma huge stride", encode(Opcode.DMA_LOAD, **{**dma, "rows": 2,
                                                        "dram_stride": (1 << 32) - 4}),
          ErrorCode.BAD_RANGE),
-        ("coll rows not the link width", encode(Opcode.COLLECTIVE, coll_op=0, part=0,
+        ("coll rows not the link width", encode(Opcode.COLLECTIVE,
+                                                coll_op=CollectiveOp.ALL_REDUCE, part=0,
                                                 rows=cfg.link_width + 1, sbuf_addr=0, cols=1),
          ErrorCode.BAD_SHAPE),
-        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=cfg.link_width,
-                                  sbuf_addr=cfg.sbuf_words - 4, cols=5), ErrorCode.BAD_RANGE),
+        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0,
+                                  rows=cfg.link_width, sbuf_addr=cfg.sbuf_words - 4, cols=5),
+         ErrorCode.BAD_RANGE),
         ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
                                                                "rows": 0}),
          ErrorCode.BAD_FIELD),

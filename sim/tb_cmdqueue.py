@@ -39,12 +39,22 @@ from cocotb.triggers import (
 from cocotb.utils import get_sim_time
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from golden.isa import FIELDS, Opcode, encode
-from hdl.cmdqueue import CORE_ID, REGISTERS
+from golden.isa import (
+    CORE_ID,
+    DESCRIPTOR_WORDS,
+    FIELDS,
+    REGISTER_MAP,
+    REGISTERS,
+    Ctrl,
+    Opcode,
+    Status,
+    encode,
+)
 from sim import streams, tbutil
 from sim.streams import StreamSink, StreamSource
 
 R = REGISTERS
+_STATUS, _ERROR = REGISTER_MAP["STATUS"], REGISTER_MAP["ERROR"]
 
 
 class QueueTB:
@@ -126,7 +136,7 @@ class QueueTB:
         await self.host.write_dword(R["PUSH"], 0)
 
     def random_descriptor(self, rng):
-        op = Opcode(int(rng.integers(1, 9)))
+        op = Opcode(int(rng.integers(min(Opcode), max(Opcode) + 1)))
         fields = {n: int(rng.integers(0, 1 << min(w, 62))) for n, w in FIELDS[op]}
         words = encode(op, **fields)
         return words, sum(int(w) << (32 * i) for i, w in enumerate(words))
@@ -153,7 +163,7 @@ async def registers_and_queue(dut):
     words, _ = tb.random_descriptor(rng)
     for i, w in enumerate(words):
         await tb.host.write_dword(R["DESC0"] + 4 * i, int(w))
-    assert [await tb.host.read_dword(R["DESC0"] + 4 * i) for i in range(8)] == \
+    assert [await tb.host.read_dword(R["DESC0"] + 4 * i) for i in range(DESCRIPTOR_WORDS)] == \
         [int(w) for w in words]
 
     # A full queue: the extra PUSH is dropped and flagged; the first `depth` come out.
@@ -165,12 +175,13 @@ async def registers_and_queue(dut):
         await tb.push(words)
         want.append(value)
     status = await tb.host.read_dword(R["STATUS"])
-    assert status & 0b1100 == 0b1100 and (status >> 8) == tb.depth, hex(status)
+    full = Status.FULL | Status.OVERFLOW
+    assert status & full == full and _STATUS.get(status, "level") == tb.depth, hex(status)
     tb.ready_p = 1.0
     await ClockCycles(dut.clk, tb.depth + 5)
     assert tb.got == want[:tb.depth], f"full-queue behaviour (seed {seed})"
-    await tb.host.write_dword(R["CTRL"], 0b10)
-    assert (await tb.host.read_dword(R["STATUS"])) & 0b1000 == 0, "overflow not cleared"
+    await tb.host.write_dword(R["CTRL"], Ctrl.CLEAR_ERROR)
+    assert (await tb.host.read_dword(R["STATUS"])) & Status.OVERFLOW == 0, "overflow not cleared"
     assert tb.pulses["clear_error"] == 1
 
     # Registers show the sequencer's inputs.
@@ -181,9 +192,11 @@ async def registers_and_queue(dut):
     dut.perf.value = sum(v << (32 * i) for i, v in enumerate(perf))
     dut.status_flags.value = 0b1010
     status = await tb.host.read_dword(R["STATUS"])
-    assert status & 0b11 == 0b11 and (status >> 4) & 0xF == 0b1010, hex(status)
+    busy_error = Status.BUSY | Status.ERROR
+    assert status & busy_error == busy_error and _STATUS.get(status, "flags") == 0b1010, \
+        hex(status)
     dut.status_flags.value = 0
-    assert await tb.host.read_dword(R["ERROR"]) == 4 | 0x1234 << 8
+    assert await tb.host.read_dword(R["ERROR"]) == _ERROR.pack(code=4, index=0x1234)
     assert await tb.host.read_dword(R["EXECUTED"]) == 77
     counters = tbutil.params().get("perf_counters", 4)
     for i in range(counters):
@@ -191,14 +204,14 @@ async def registers_and_queue(dut):
 
     # Pause (CTRL bit 2, a level): nothing leaves the queue until it is cleared.
     tb.ready_p, tb.got = 1.0, []
-    await tb.host.write_dword(R["CTRL"], 0b100)
+    await tb.host.write_dword(R["CTRL"], Ctrl.PAUSE)
     want = []
     for _ in range(2):
         words, value = tb.random_descriptor(rng)
         await tb.push(words)
         want.append(value)
     await ClockCycles(dut.clk, 20)
-    assert tb.got == [] and await tb.host.read_dword(R["CTRL"]) == 0b100, "pause ignored"
+    assert tb.got == [] and await tb.host.read_dword(R["CTRL"]) == Ctrl.PAUSE, "pause ignored"
     await tb.host.write_dword(R["CTRL"], 0)
     await ClockCycles(dut.clk, 10)
     assert tb.got == want and await tb.host.read_dword(R["CTRL"]) == 0, "pause not released"
@@ -216,7 +229,7 @@ async def registers_and_queue(dut):
     for _ in range(3):
         await tb.push(tb.random_descriptor(rng)[0])
     tb.desc.check_rules = False
-    await tb.host.write_dword(R["CTRL"], 0b01)
+    await tb.host.write_dword(R["CTRL"], Ctrl.SOFT_RESET)
     await ClockCycles(dut.clk, 10)
     tb.ready_p = 1.0
     await ClockCycles(dut.clk, 10)
@@ -254,11 +267,12 @@ async def stall_everything(dut):
         want.append(value)
         if rng.random() < 0.3:
             status = await tb.host.read_dword(R["STATUS"])
-            assert status & 0b1000 == 0, f"overflow under back-pressure (seed {tbutil.seed()})"
-            if status & 0b100:  # full: let the consumer catch up
+            assert status & Status.OVERFLOW == 0, \
+                f"overflow under back-pressure (seed {tbutil.seed()})"
+            if status & Status.FULL:  # full: let the consumer catch up
                 await _wait_for(tb, want[:len(want) - tb.depth + 1], 200, "under stalls")
-        assert [await tb.host.read_dword(R["DESC0"] + 4 * i) for i in range(8)] == \
-            [int(w) for w in words]
+        assert [await tb.host.read_dword(R["DESC0"] + 4 * i)
+                for i in range(DESCRIPTOR_WORDS)] == [int(w) for w in words]
     await _wait_for(tb, want, 500, "under stalls on every channel")
     for _ in range(3):
         addr = int(rng.integers(0, 1 << 32))
@@ -276,12 +290,13 @@ async def reset_midway(dut):
     rng = tbutil.rng(4)
     for rnd in range(3):
         tb.ready_p, tb.got = 0.0, []
-        await tb.host.write_dword(R["CTRL"], 0b100)  # pause: a level the reset must clear
+        await tb.host.write_dword(R["CTRL"], Ctrl.PAUSE)  # a level the reset must clear
         for _ in range(tb.depth + 1):  # full, and the extra PUSH sets overflow
             await tb.push(tb.random_descriptor(rng)[0])
         for i, w in enumerate(tb.random_descriptor(rng)[0]):
             await tb.host.write_dword(R["DESC0"] + 4 * i, int(w))
-        assert (await tb.host.read_dword(R["STATUS"])) & 0b1100 == 0b1100
+        full = Status.FULL | Status.OVERFLOW
+        assert (await tb.host.read_dword(R["STATUS"])) & full == full
 
         async def more():
             while True:
@@ -298,7 +313,8 @@ async def reset_midway(dut):
         assert tb.got == [], f"round {rnd}: a descriptor left the queue after the reset"
         assert await tb.host.read_dword(R["STATUS"]) == 0, "STATUS not clear after the reset"
         assert await tb.host.read_dword(R["CTRL"]) == 0, "pause survived the reset"
-        assert [await tb.host.read_dword(R["DESC0"] + 4 * i) for i in range(8)] == [0] * 8
+        assert [await tb.host.read_dword(R["DESC0"] + 4 * i)
+                for i in range(DESCRIPTOR_WORDS)] == [0] * DESCRIPTOR_WORDS
         tb.ready_p = 0.5
         want = []
         for _ in range(tb.depth):

@@ -19,8 +19,9 @@ Tests (the runner picks one per pytest case with ``testcase``):
 * ``gemm_tiled`` - tiled GEMMs with K > N (PSUM accumulation over K tiles), M and F not
   multiples of N or the bank, bf16 and fp8 operands with special values, fp32 results.
 * ``dense_sr`` - dense layers ``cast(relu(W.T @ X + b))`` with SR output after SET_SEED
-  (bf16, and fp8-e4m3 with saturation), then RNE and RTZ.
-* ``mlp`` - a 2-layer MLP forward pass (bf16 hidden layer, fp8 output with SR).
+  (bf16, and fp8-e4m3 with saturation), then bf16 with RNE and fp8-e5m2 with RTZ.
+* ``mlp_forward`` - a 2-layer MLP forward pass after SET_SEED (bf16 relu hidden layer,
+  fp8-e4m3 output with SR).
 * ``random_commands`` - random legal commands at random partitions and addresses (DMA with
   strides, LOAD_STATIONARY / MATMUL with ``part`` != 0, ACTIVATE from PSUM and from SBUF,
   in place, with bias, SET_SEED, BARRIER), so consecutive commands often touch the same
@@ -35,6 +36,9 @@ Tests (the runner picks one per pytest case with ``testcase``):
   DMA_STORE): ERROR = BUS_ERROR with the index of the first DMA command touching that word,
   the queue stopped (a program pushed then is dropped); after CTRL clear-error (the last
   case: a soft reset) the same program on good DRAM is bit-exact with the ISS.
+* ``hazards`` - each ordering the sequencer enforces (DMA load / MATMUL / ACTIVATE against the
+  SBUF words and PSUM banks of a command in flight), in a program where breaking it changes
+  the result (each of the six rules was once removed from the sequencer: this test caught it).
 """
 
 from __future__ import annotations
@@ -43,16 +47,26 @@ import cocotb
 import numpy as np
 from cocotbext.axi import AxiResp
 
-from golden.activation import ActivationFunc
-from golden.isa import DTYPE_BYTES, ErrorCode, Opcode, decode, encode
+from golden.isa import (
+    DTYPE_BYTES,
+    OPERAND_DTYPES,
+    ActivationFunc,
+    Dtype,
+    ErrorCode,
+    Opcode,
+    Rounding,
+    decode,
+    encode,
+)
 from golden.iss import CommandError, NeuronCoreISS
 from hdl.core import PERF_COUNTERS, NeuronCore
 from sim import coverage, tbutil, vectors
 from sim import programs as pg
 from sim.host import CoreHost
-from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder
+from sim.programs import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, ProgramBuilder
 
-_FMT_NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2"}
+_FMT_NAMES = {d: d.golden_name for d in OPERAND_DTYPES}
+_RNE, _RTZ, _SR = Rounding.RNE, Rounding.RTZ, Rounding.SR
 
 
 class CoreTB:
@@ -171,8 +185,8 @@ async def gemm_tiled(dut):
 async def dense_sr(dut):
     tb = await _started(dut)
     n = tb.cfg.n
-    for dtype, mode, seed in ((BF16, 2, 0x5EED), (FP8_E4M3, 2, 12345), (BF16, 0, None),
-                              (FP8_E5M2, 1, None)):
+    for dtype, mode, seed in ((BF16, _SR, 0x5EED), (FP8_E4M3, _SR, 12345), (BF16, _RNE, None),
+                              (FP8_E5M2, _RTZ, None)):
         pb = ProgramBuilder(tb.cfg)
         k, m, f = n + 3, n + 1, 9
         wt, x = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
@@ -183,7 +197,8 @@ async def dense_sr(dut):
         if seed is not None:
             pb.emit(Opcode.SET_SEED, seed=seed)
         pg.dense(pb, wt, x, bias, dtype=dtype, mode=mode)
-        await tb.run(pb.program, f"dense layer to {dtype=} {mode=} seed {seed}")
+        await tb.run(pb.program, f"dense layer to {dtype.golden_name} {mode.golden_name} "
+                                 f"seed {seed}")
 
 
 @cocotb.test(**tbutil.timeout(20))
@@ -201,7 +216,7 @@ async def mlp_forward(dut):
         tb.put(t, bits)
     pb.emit(Opcode.SET_SEED, seed=2026)
     pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
-                dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=2, func=ActivationFunc.IDENTITY)])
+                dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=_SR, func=ActivationFunc.IDENTITY)])
     await tb.run(pb.program, "2-layer MLP")
 
 
@@ -221,8 +236,8 @@ def _random_command(tb, rng, stat_k, hot, probe):
     kind = rng.choice(["load", "store", "ls", "mm", "act", "seed", "barrier"],
                       p=[.22, .1, .12, .28, .22, .03, .03])
     if kind in ("load", "store"):
-        dtype = int(rng.choice([BF16, FP8_E4M3, FP32, 3]))
-        size = {BF16: 2, FP8_E4M3: 1, FP32: 4, 3: 2}[dtype]
+        dtype = int(rng.choice([BF16, FP8_E4M3, FP32, FP16]))
+        size = DTYPE_BYTES[dtype]
         cols = int(rng.integers(1, 13))
         stride = size * int(rng.choice([0, cols, cols + int(rng.integers(0, 9))]))
         op = Opcode.DMA_LOAD if kind == "load" else Opcode.DMA_STORE
@@ -231,13 +246,15 @@ def _random_command(tb, rng, stat_k, hot, probe):
     elif kind == "ls" or (kind == "mm" and stat_k is None):
         k = int(rng.integers(1, n - part + 1))
         m = int(rng.integers(1, n + 1))
-        op, f = Opcode.LOAD_STATIONARY, dict(fmt=int(rng.integers(0, 3)), part=part, k=k, m=m,
+        op, f = Opcode.LOAD_STATIONARY, dict(fmt=int(rng.integers(0, len(OPERAND_DTYPES))),
+                                             part=part, k=k, m=m,
                                              sbuf_addr=addr(m))
     elif kind == "mm":
         k = stat_k
         part = int(rng.integers(0, n - k + 1))
         fcols = int(rng.integers(1, c.psum_words + 1))
-        op, f = Opcode.MATMUL, dict(fmt=int(rng.integers(0, 3)), part=part, k=k, f=fcols,
+        op, f = Opcode.MATMUL, dict(fmt=int(rng.integers(0, len(OPERAND_DTYPES))), part=part,
+                                    k=k, f=fcols,
                                     sbuf_addr=addr(fcols), bank=bank,
                                     psum_addr=int(rng.integers(0, c.psum_words - fcols + 1)),
                                     accumulate=int(rng.integers(0, 2)))
@@ -247,10 +264,12 @@ def _random_command(tb, rng, stat_k, hot, probe):
         src = addr(cols) if src_sbuf else int(rng.integers(0, c.psum_words - cols + 1))
         dst = src if src_sbuf and rng.random() < 0.5 else addr(cols)
         op, f = Opcode.ACTIVATE, dict(
-            func=int(rng.integers(0, 2)), src_sbuf=src_sbuf, part=part, rows=rows, cols=cols,
+            func=int(rng.integers(0, len(ActivationFunc))), src_sbuf=src_sbuf, part=part,
+            rows=rows, cols=cols,
             src_bank=bank, src_addr=src, bias_en=int(rng.integers(0, 2)),
             bias_addr=addr(1), scale=int(tb.fp32(1, 2.0)[0]) if rng.random() < 0.5
-            else 0x3F800000, dtype=int(rng.integers(0, 5)), mode=int(rng.integers(0, 3)),
+            else 0x3F800000, dtype=int(rng.integers(0, len(Dtype))),
+            mode=int(rng.integers(0, len(Rounding))),
             saturate=int(rng.integers(0, 2)), dst_addr=dst)
     elif kind == "seed":
         op, f = Opcode.SET_SEED, dict(seed=int(rng.integers(0, 1 << 63)))
@@ -323,8 +342,9 @@ async def errors(dut):
     tb.iss.soft_reset()
     await tb.host.soft_reset()
     assert await tb.host.read("EXECUTED") == 0 and (await tb.host.error())[0] == ErrorCode.OK
-    sr = encode(Opcode.ACTIVATE, func=0, src_sbuf=1, part=0, rows=tb.cfg.n, cols=6, src_bank=0,
-                src_addr=0, bias_en=0, bias_addr=0, scale=0x3F800000, dtype=BF16, mode=2,
+    sr = encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=1, part=0,
+                rows=tb.cfg.n, cols=6, src_bank=0, src_addr=0, bias_en=0, bias_addr=0,
+                scale=0x3F800000, dtype=BF16, mode=_SR,
                 saturate=0, dst_addr=20)
     await tb.run([sr], "SR after soft reset (seed 0 stream)")
     mm = encode(Opcode.MATMUL, fmt=BF16, part=0, k=2, f=1, sbuf_addr=0, bank=0, psum_addr=0,
@@ -347,7 +367,7 @@ async def hazards(dut):
     tb.dram(fp32, 0)  # fp32 values at DRAM 0 (row stride 4 * sbuf_words)
 
     def load(addr, cols, dram=0, dtype=FP32):
-        size = {FP32: 4, BF16: 2}[dtype]
+        size = DTYPE_BYTES[dtype]
         return encode(Opcode.DMA_LOAD, dtype=dtype, part=0, rows=n, sbuf_addr=addr, cols=cols,
                       dram_addr=dram, dram_stride=size * c.sbuf_words)
 
@@ -358,10 +378,10 @@ async def hazards(dut):
         return encode(Opcode.MATMUL, fmt=BF16, part=0, k=n, f=f, sbuf_addr=addr, bank=bank,
                       psum_addr=0, accumulate=acc)
 
-    def act(src, dst, cols=w, src_sbuf=0, bank=0, mode=0):
-        return encode(Opcode.ACTIVATE, func=0, src_sbuf=src_sbuf, part=0, rows=n, cols=cols,
-                      src_bank=bank, src_addr=src, bias_en=0, bias_addr=0,
-                      scale=0x3F800000, dtype=FP32 if mode == 0 else BF16, mode=mode,
+    def act(src, dst, cols=w, src_sbuf=0, bank=0, mode=_RNE):
+        return encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=src_sbuf, part=0,
+                      rows=n, cols=cols, src_bank=bank, src_addr=src, bias_en=0, bias_addr=0,
+                      scale=0x3F800000, dtype=FP32 if mode == _RNE else BF16, mode=mode,
                       saturate=0, dst_addr=dst)
 
     bf16_at = 4 * n * c.sbuf_words  # bf16 operands after the fp32 block
@@ -382,7 +402,7 @@ async def hazards(dut):
         # A MATMUL may not overwrite a PSUM bank an ACTIVATE (stalled while the PRNG lanes
         # seed) is still reading.
         "MATMUL after ACTIVATE reads": [encode(Opcode.SET_SEED, seed=7),
-                                        act(0, 40, bank=1, mode=2), mm(24, 1)],
+                                        act(0, 40, bank=1, mode=_SR), mm(24, 1)],
         # An ACTIVATE may not write words a MATMUL (stalled behind its LOAD_STATIONARY) has
         # not read yet.
         "ACTIVATE after MATMUL reads": [ls(0), mm(8, 2), act(2, 8 + w - 3, cols=3,

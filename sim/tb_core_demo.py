@@ -26,7 +26,7 @@ import cocotb
 import numpy as np
 
 from golden.activation import ActivationFunc
-from golden.isa import ErrorCode
+from golden.isa import ErrorCode, Rounding
 from sim import programs as pg
 from sim import tbutil, vectors
 from sim.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
@@ -67,7 +67,7 @@ async def mlp_demo(dut):
     tb.put(b2, tb.fp32((d_out, 1), 0.1))
     pb.emit(pg.Opcode.SET_SEED, seed=tb.seed)
     y = pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
-                       dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=2,
+                       dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=Rounding.SR,
                             func=ActivationFunc.IDENTITY)])
     code = tb.iss.run(pb.program)
     res = await tb.host.run(pb.program)

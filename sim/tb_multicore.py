@@ -29,7 +29,16 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
-from golden.isa import ErrorCode, Opcode, decode, encode
+from golden.isa import (
+    DTYPE_NAMES,
+    CollectiveOp,
+    DebugSpace,
+    ErrorCode,
+    Opcode,
+    Status,
+    decode,
+    encode,
+)
 from golden.iss import NeuronCoreISS, RingISS
 from hdl.core import DEBUG_TIMEOUT, PERF_COUNTERS
 from hdl.multicore import CoreRing
@@ -107,14 +116,13 @@ class RingTB:
         """Programs in which core r computes ``C_r = A_r.T @ B_r`` (K x M, K x F, random
         operands of the formats given) in SBUF, all-reduces it over the ring and stores it:
         (programs, the DRAM tensor C of each core)."""
-        names = {BF16: "bf16", FP8_E4M3: "fp8_e4m3"}
         programs, outs = [], []
         for r in range(self.P):
             pb = ProgramBuilder(self.cfg)
             a, b = pb.alloc(k, m, a_fmt), pb.alloc(k, f, b_fmt)
             c = pb.alloc(m, f, FP32)
-            self.put(r, a, vectors.operands(names[a_fmt], self.rng, (k, m), specials))
-            self.put(r, b, vectors.operands(names[b_fmt], self.rng, (k, f), specials))
+            self.put(r, a, vectors.operands(DTYPE_NAMES[a_fmt], self.rng, (k, m), specials))
+            self.put(r, b, vectors.operands(DTYPE_NAMES[b_fmt], self.rng, (k, f), specials))
             pg.gemm(pb, a, b, None, keep_in_sbuf=True)
             pg.collective(pb, 0, 0, m, pb.out_addr, f)
             pb.store(c, 0, m, 0, f, pb.out_addr)
@@ -165,7 +173,8 @@ async def hung_collective(dut):
     await tb.start()
     W, P, T = tb.cfg.link_width, tb.P, tb.top.watchdog_cycles
     assert T > DEBUG_TIMEOUT + 1000, "the watchdog must outlast the debug read's timeout"
-    coll = encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=4)
+    coll = encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0, rows=W,
+                  sbuf_addr=0, cols=4)
     want = RingISS(tb.iss).run([[coll]] * (P - 1) + [[]])
     assert want == [ErrorCode.LINK_TIMEOUT] * (P - 1) + [ErrorCode.OK], want
     for r in range(P - 1):
@@ -179,12 +188,15 @@ async def hung_collective(dut):
     tb.iss[reset].soft_reset()
     assert await tb.hosts[reset].error() == (ErrorCode.OK, 0), "the soft reset left an error"
     hung, free = tb.hosts[0], tb.hosts[P - 1]
-    assert await hung.status() & 1, "the COLLECTIVE finished without core P-1"
-    assert await hung.debug_read(0, 0, 0) == 0
+    assert await hung.status() & Status.BUSY, "the COLLECTIVE finished without core P-1"
+    assert await hung.debug_read(DebugSpace.SBUF, 0, 0) == 0
     status = await hung.status()
-    assert status & 0b1_0001 == 0b1_0001, f"STATUS 0x{status:x}: still busy, timeout flagged"
+    busy_timeout = Status.BUSY | Status.DEBUG_TIMEOUT
+    assert status & busy_timeout == busy_timeout, \
+        f"STATUS 0x{status:x}: still busy, timeout flagged"
     await hung.clear_error()
-    assert not await hung.status() & 0b1_0000, "CTRL bit 1 did not clear the timeout flag"
+    assert not await hung.status() & Status.DEBUG_TIMEOUT, \
+        "CTRL bit 1 did not clear the timeout flag"
     res = await free.run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
                                  cols=4, dram_addr=0, dram_stride=0)])
     assert res.error == ErrorCode.OK and res.executed == 1

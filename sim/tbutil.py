@@ -13,7 +13,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Timer
 
-from hdl.formats import Fmt
+from golden.isa import FORMAT_CODES
 
 __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "start_clock",
            "reset", "hexs", "mismatch", "StallMonitor", "CLOCK_PERIOD_NS", "reset_midway",
@@ -22,9 +22,8 @@ __all__ = ["FORMAT_CODES", "params", "seed", "rng", "simulator", "has_clock", "s
 #: The testbenches' clock period.
 CLOCK_PERIOD_NS = 10
 
-
-#: Format name (as golden/ spells it) -> the 2-bit tag the hardware takes.
-FORMAT_CODES = {f.golden_name: f.value for f in Fmt}
+# FORMAT_CODES (format name as golden/ spells it -> the 2-bit tag the hardware takes) is
+# golden.isa's, re-exported for the testbenches.
 
 
 def params() -> dict:

@@ -20,22 +20,32 @@ module, Verilator through its own FST writer (VCD where ``liblz4-dev`` is missin
 * a name used twice in one module gets a ``$<number>`` suffix (``result$93``); Yosys' own
   wires are ``$<number>`` or ``$auto$…``: skip those.
 
-:func:`signals` lists a dump's signals (VCD header or FST hierarchy block, read here without
-any other tool); :func:`write_gtkw` writes ``docs/waves/tensor_engine.gtkw`` from a dump
-(``python -m sim.waves DUMP [OUT]``); :func:`gtkwave_command` says how to open a dump.
+pywellen reads a 1-bit VCD variable named ``x[i]`` as bit i of a vector ``x`` (how some
+simulators dump a vector bit by bit), so in a VCD a 1-bit array element loses its index; wider
+elements and FST dumps keep their names. The dumps of the tensor engine, SRU, PE column and
+collective ring have no 1-bit array elements.
+
+:func:`signals` lists a dump's signals, :func:`changes` and :func:`rising_edges` read their
+values; the dumps are read with pywellen (the Rust ``wellen`` reader behind the Surfer viewer:
+FST, VCD). :func:`write_gtkw` writes ``docs/waves/tensor_engine.gtkw`` from a dump with pyvcd's
+``GTKWSave`` (``python -m sim.waves DUMP [OUT]``); :func:`gtkwave_command` says how to open a
+dump.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
+import itertools
 import re
 import shlex
-import struct
 import sys
 from pathlib import Path
 
-__all__ = ["TENSOR_ENGINE_GTKW", "wave_format", "signals", "verilog_fields", "find_verilog",
+import pywellen
+from vcd.gtkw import GTKWSave
+
+__all__ = ["TENSOR_ENGINE_GTKW", "open_dump", "wave_format", "signals", "changes",
+           "rising_edges", "verilog_fields", "find_verilog",
            "engine_scope", "tensor_engine_traces", "gtkw_text", "write_gtkw", "gtkw_signals",
            "missing_signals", "save_file_for", "gtkwave_command"]
 
@@ -44,180 +54,182 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 TENSOR_ENGINE_GTKW = REPO_ROOT / "docs" / "waves" / "tensor_engine.gtkw"
 
 
-# --- What is in a dump ---------------------------------------------------------------------
+# --- What is in a dump: read with pywellen (the wellen reader behind the Surfer viewer) -----
+
+
+def open_dump(path: Path | str) -> pywellen.Waveform:
+    """Open a dump (FST, VCD or GHW) with pywellen.
+
+    Parameters
+    ----------
+    path : Path or str
+        The dump.
+
+    Returns
+    -------
+    pywellen.Waveform
+        Its hierarchy; the values are read on demand.
+
+    Raises
+    ------
+    ValueError
+        If the file is no dump pywellen can read, or is incomplete (was the simulation ended
+        cleanly?).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    try:
+        return pywellen.Waveform(str(path))
+    except RuntimeError as exc:  # pywellen's one error type
+        raise ValueError(f"{path}: not a readable FST or VCD dump: {exc}") from exc
 
 
 def wave_format(path: Path | str) -> str:
-    """``fst`` or ``vcd``, from the file's first bytes (not its name)."""
-    with open(path, "rb") as f:
-        head = f.read(9)
-    if len(head) == 9 and (head[0] == _FST_ZWRAPPER or (
-            head[0] == _FST_HDR and struct.unpack(">Q", head[1:])[0] == _FST_HDR_LENGTH)):
-        return "fst"
-    if head.lstrip()[:1] == b"$":
-        return "vcd"
-    raise ValueError(f"{path}: neither an FST nor a VCD file")
+    """The format of a dump, from its contents (not its name).
+
+    Parameters
+    ----------
+    path : Path or str
+        The dump.
+
+    Returns
+    -------
+    str
+        ``"fst"`` or ``"vcd"`` (``"ghw"`` for GHDL's format, which no simulator here writes).
+    """
+    return open_dump(path).file_format.lower()
+
+
+def _dump_vars(dump: pywellen.Waveform) -> dict[str, pywellen.Var]:
+    """Every variable of ``dump`` by full dotted name, as the simulator wrote it.
+
+    wellen turns an array element ``x[0]`` into a variable ``[0]`` of a scope ``x`` of type
+    ``vhdl_array`` (and ``x[0].data`` into ``[0].data``); its ``full_name`` then reads
+    ``x.[0]``. The names are joined here without that dot, as in the dump.
+    """
+    out: dict[str, pywellen.Var] = {}
+
+    def walk(scope, prefix: str) -> None:
+        name = prefix + scope.name
+        sep = "" if scope.scope_type == "vhdl_array" else "."
+        for var in scope.vars():
+            out[name + sep + var.name] = var
+        for sub in scope.scopes():
+            walk(sub, name + sep)
+
+    for var in dump.vars():
+        out[var.name] = var
+    for scope in dump.scopes():
+        walk(scope, "")
+    return out
 
 
 def signals(path: Path | str) -> dict[str, int]:
-    """Every signal of a dump: full dotted name (``tensor_engine.array.pe_0_0.x_in.data``,
-    without the bit range) → width in bits. Reads only the VCD header or the FST hierarchy."""
-    return _fst_signals(path) if wave_format(path) == "fst" else _vcd_signals(path)
+    """Every signal of a dump and its width.
+
+    Parameters
+    ----------
+    path : Path or str
+        The dump (FST or VCD).
+
+    Returns
+    -------
+    dict of str to int
+        Full dotted name (``tensor_engine.array.pe_0_0.x_in.data``, without the bit range) →
+        width in bits.
+    """
+    return {name: var.bitwidth for name, var in _dump_vars(open_dump(path)).items()}
 
 
-_VCD_VAR = re.compile(r"\$var\s+\S+\s+(\d+)\s+\S+\s+(.+?)\s+\$end")
+#: A value as pywellen reads it: an int when every bit is 0 or 1, else a string of the bits
+#: (``"x"``, ``"z"``, ``"xx01"``), msb first.
+Value = int | str
 
 
-def _vcd_signals(path) -> dict[str, int]:
-    out: dict[str, int] = {}
-    scope: list[str] = []
-    with open(path, errors="replace") as f:
-        for line in f:
-            if "$scope" in line:
-                scope.append(line.split()[2])
-            elif "$upscope" in line:
-                scope.pop()
-            elif "$var" in line and (m := _VCD_VAR.search(line)):
-                out[".".join([*scope, _strip_range(m[2])])] = int(m[1])
-            elif "$enddefinitions" in line:
-                break
+def _lookup(vars_: dict[str, pywellen.Var], names) -> list[pywellen.Var]:
+    missing = [n for n in names if n not in vars_]
+    if missing:
+        raise KeyError(f"no signal {missing} in the dump")
+    return [vars_[n] for n in names]
+
+
+def _changes(dump: pywellen.Waveform, vars_: dict[str, pywellen.Var],
+             names: list[str]) -> dict[str, list[tuple[int, Value]]]:
+    wanted = _lookup(vars_, names)
+    by_signal: dict[str, list[str]] = {}  # aliases (two names, one signal) share an id
+    for name, var in zip(names, wanted, strict=True):
+        by_signal.setdefault(str(var.signal_ref), []).append(name)
+    out: dict[str, list[tuple[int, Value]]] = {name: [] for name in names}
+
+    def record(time: int, signal, value: Value) -> None:
+        for name in by_signal.get(str(signal), ()):
+            out[name].append((time, value))
+
+    dump.stream_changes(record, wanted)
     return out
 
 
-def _strip_range(name: str) -> str:
-    """``cmd__payload [17:0]`` → ``cmd__payload``; ``wr__data[0] [31:0]`` → ``wr__data[0]``."""
-    return re.sub(r"\s+\[\d+(:\d+)?\]$", "", name.strip())
+def changes(path: Path | str, names) -> dict[str, list[tuple[int, Value]]]:
+    """Every change of some signals of a dump.
+
+    Parameters
+    ----------
+    path : Path or str
+        The dump.
+    names : iterable of str
+        Full dotted names, as :func:`signals` gives them.
+
+    Returns
+    -------
+    dict of str to list of (int, Value)
+        Per name, its (time, new value) pairs in time order, the time in the dump's own
+        unit (``open_dump(path).timescale``: 1 ps for this project's dumps), the first at
+        the time the signal is first dumped.
+
+    Raises
+    ------
+    KeyError
+        If a name is not in the dump.
+    """
+    dump = open_dump(path)
+    return _changes(dump, _dump_vars(dump), list(names))
 
 
-# FST (gtkwave's fstapi.h): a sequence of blocks, each a type byte and a big-endian u64 length
-# that counts itself. The hierarchy block holds the scopes and variables as tagged records.
-_FST_HDR, _FST_HIER, _FST_HIER_LZ4, _FST_HIER_LZ4DUO, _FST_ZWRAPPER = 0, 4, 6, 7, 254
-_FST_HDR_LENGTH = 329
-_FST_SCOPE, _FST_UPSCOPE, _FST_ATTRBEGIN, _FST_ATTREND = 254, 255, 252, 253
-_FST_MAX_VARTYPE = 29  # FST_VT_SV_SHORTREAL; tags 0..29 are variables
+def rising_edges(path: Path | str, clock: str, names) -> list[tuple[int, dict[str, Value]]]:
+    """What the flip-flops clocked by ``clock`` see: some signals at each rising edge.
 
+    Parameters
+    ----------
+    path : Path or str
+        The dump.
+    clock : str
+        The clock's full name (``tensor_engine.clk``).
+    names : iterable of str
+        The signals to read.
 
-def _fst_hierarchy(path) -> bytes:
-    """The decompressed hierarchy block; the value blocks before it are skipped, not read."""
-    with open(path, "rb") as f:
-        while len(head := f.read(9)) == 9:
-            kind, length = head[0], struct.unpack(">Q", head[1:])[0]
-            if length < 8:
-                raise ValueError(f"{path}: FST block of length {length}: the file is "
-                                 "incomplete (was the simulation ended cleanly?)")
-            if kind == _FST_ZWRAPPER:  # the whole file gzipped (fstWriterSetPackType)
-                f.seek(8, io.SEEK_CUR)
-                with gzip.GzipFile(fileobj=io.BytesIO(f.read(length - 16))) as inner:
-                    return _fst_hierarchy_block(path, io.BytesIO(inner.read()))
-            if kind in (_FST_HIER, _FST_HIER_LZ4, _FST_HIER_LZ4DUO):
-                f.seek(-9, io.SEEK_CUR)
-                return _fst_hierarchy_block(path, f)
-            f.seek(length - 8, io.SEEK_CUR)
-    raise ValueError(f"{path}: no hierarchy block (was the simulation ended cleanly?)")
+    Returns
+    -------
+    list of (int, dict of str to Value)
+        Per rising edge of ``clock`` (a change to 1 from 0, ``x`` or ``z``, as Verilog's
+        ``posedge``; not its first value), its time and each signal's value one time unit
+        before it: the value the edge samples, not the one it, or a testbench reacting to it,
+        sets.
 
-
-def _fst_hierarchy_block(path, f) -> bytes:
-    while len(head := f.read(9)) == 9:
-        kind, length = head[0], struct.unpack(">Q", head[1:])[0]
-        if kind not in (_FST_HIER, _FST_HIER_LZ4, _FST_HIER_LZ4DUO):
-            f.seek(length - 8, io.SEEK_CUR)
-            continue
-        body = f.read(length - 8)
-        if kind == _FST_HIER:
-            return gzip.GzipFile(fileobj=io.BytesIO(body[8:])).read()
-        if kind == _FST_HIER_LZ4:
-            (size,) = struct.unpack_from(">Q", body)
-            return _lz4_block(body[8:], size)
-        if kind == _FST_HIER_LZ4DUO:
-            (size,) = struct.unpack_from(">Q", body)
-            mid, pos = _varint(body, 8)
-            return _lz4_block(_lz4_block(body[pos:], mid), size)
-    raise ValueError(f"{path}: no hierarchy block (was the simulation ended cleanly?)")
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, pos
-
-
-def _lz4_length(src: bytes, pos: int, count: int) -> tuple[int, int]:
-    """A length of 15 goes on in the next bytes, each added, until one is not 255."""
-    while True:
-        count += src[pos]
-        pos += 1
-        if src[pos - 1] != 255:
-            return count, pos
-
-
-def _lz4_block(src: bytes, size: int) -> bytes:
-    """Decompress one raw LZ4 block (no frame) of ``size`` bytes."""
-    out = bytearray()
-    pos = 0
-    while pos < len(src):
-        token = src[pos]
-        pos += 1
-        count = token >> 4
-        if count == 15:
-            count, pos = _lz4_length(src, pos, count)
-        out += src[pos:pos + count]
-        pos += count
-        if pos >= len(src):
-            break
-        offset = src[pos] | src[pos + 1] << 8
-        pos += 2
-        count = token & 15
-        if count == 15:
-            count, pos = _lz4_length(src, pos, count)
-        count += 4
-        start = len(out) - offset
-        if offset >= count:
-            out += out[start:start + count]
-        else:
-            for i in range(count):  # overlapping copy: a repeated pattern
-                out.append(out[start + i])
-    if len(out) != size:
-        raise ValueError(f"LZ4 block gave {len(out)} bytes, {size} expected")
-    return bytes(out)
-
-
-def _cstring(data: bytes, pos: int) -> tuple[str, int]:
-    end = data.index(0, pos)
-    return data[pos:end].decode(errors="replace"), end + 1
-
-
-def _fst_signals(path) -> dict[str, int]:
-    hier = _fst_hierarchy(path)
-    out: dict[str, int] = {}
-    scope: list[str] = []
-    pos = 0
-    while pos < len(hier):
-        tag = hier[pos]
-        pos += 1
-        if tag == _FST_SCOPE:
-            name, pos = _cstring(hier, pos + 1)  # after the scope type
-            _, pos = _cstring(hier, pos)  # the component (module) name
-            scope.append(name)
-        elif tag == _FST_UPSCOPE:
-            scope.pop()
-        elif tag == _FST_ATTRBEGIN:
-            _, pos = _cstring(hier, pos + 2)  # after attribute type and subtype
-            _, pos = _varint(hier, pos)
-        elif tag == _FST_ATTREND:
-            pass
-        elif tag <= _FST_MAX_VARTYPE:
-            name, pos = _cstring(hier, pos + 1)  # after the direction
-            width, pos = _varint(hier, pos)
-            _, pos = _varint(hier, pos)  # alias of an earlier variable, or 0
-            out[".".join([*scope, _strip_range(name)])] = width
-        else:
-            raise ValueError(f"{path}: unknown FST hierarchy tag {tag} at byte {pos - 1}")
-    return out
+    Raises
+    ------
+    KeyError
+        If a name is not in the dump.
+    """
+    dump = open_dump(path)
+    vars_ = _dump_vars(dump)
+    names = list(names)
+    edges = [t for (_, before), (t, now) in itertools.pairwise(_changes(dump, vars_,
+                                                                        [clock])[clock])
+             if now == 1 and before != 1]
+    sigs = [var.signal for var in _lookup(vars_, names)]
+    return [(t, {n: s.value_at(t - 1) for n, s in zip(names, sigs, strict=True)})
+            for t in edges]
 
 
 # --- Struct fields: slices of plain vectors, the same in every simulator ------------------
@@ -391,8 +403,6 @@ def gtkw_text(names: dict[str, int], fields: dict[str, tuple[str, int, int]],
               scope: str | None = None) -> str:
     """The save file's text for a dump whose signals (name → width) are ``names``, with the
     design's struct fields ``fields`` (:func:`verilog_fields`)."""
-    from vcd.gtkw import GTKWSave
-
     scope = _engine_scope(names, scope)
     groups = tensor_engine_traces(names, scope)
     n = _array_size(names, scope)

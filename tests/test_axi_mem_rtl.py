@@ -32,19 +32,19 @@ def test_memory_edge_sizes_elaborate(kwargs):
     assert "module m" in verilog.convert(AxiMemory(**kwargs), name="m", emit_src=False)
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    ({"size_bytes": 3000}, "size_bytes"),
-    ({"size_bytes": 2}, "size_bytes"),
-    ({"size_bytes": 4.0}, "size_bytes"),
-    ({"size_bytes": 4096, "addr_width": 11}, "addr_width"),
-    ({"size_bytes": 4, "addr_width": 1}, "addr_width"),
-    ({"size_bytes": 4096, "addr_width": 65}, "addr_width"),
-    ({"size_bytes": 4096, "axil_addr_width": 11}, "axil_addr_width"),
+@pytest.mark.parametrize("kwargs, exc, param", [
+    ({"size_bytes": 3000}, ValueError, "size_bytes"),
+    ({"size_bytes": 2}, ValueError, "size_bytes"),
+    ({"size_bytes": 4.0}, TypeError, "size_bytes"),
+    ({"size_bytes": 4096, "addr_width": 11}, ValueError, "addr_width"),
+    ({"size_bytes": 4, "addr_width": 1}, ValueError, "addr_width"),
+    ({"size_bytes": 4096, "addr_width": 65}, ValueError, "addr_width"),
+    ({"size_bytes": 4096, "axil_addr_width": 11}, ValueError, "axil_addr_width"),
 ])
-def test_memory_bad_parameters(kwargs, param):
+def test_memory_bad_parameters(kwargs, exc, param):
     from hdl.axi_mem import AxiMemory
 
-    with pytest.raises(ValueError, match=param):
+    with pytest.raises(exc, match=param):
         AxiMemory(**kwargs)
 
 
@@ -62,7 +62,9 @@ def test_decoder_bad_parameters(kwargs):
     from hdl.axil_decoder import AxiLiteDecoder
 
     param = "addr_width" if kwargs["addr_width"] == 1 else "windows"
-    with pytest.raises(ValueError, match=param):
+    exc = TypeError if len(kwargs["windows"]) == 1 and len(kwargs["windows"][0]) != 2 \
+        else ValueError  # a window that is not a (base, size) pair
+    with pytest.raises(exc, match=param):
         AxiLiteDecoder(**kwargs)
 
 

@@ -156,16 +156,19 @@ def test_ring_allreduce_pysim(ranks, link_width, words):
     assert not bad.size, f"{len(bad)} words differ (seed {SEED}); first (rank, word): {bad[:4]}"
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    ({"ranks": 1}, "ranks"), ({"ranks": 0}, "ranks"), ({"ranks": True}, "ranks"),
-    ({"ranks": 4, "link_width": 3}, "link_width"), ({"ranks": 4, "link_width": 8}, "link_width"),
-    ({"ranks": 4, "link_width": 2.0}, "link_width"), ({"ranks": 65}, "ranks"),
-    ({"ranks": 4, "depth": 0}, "depth"), ({"ranks": 4, "add_stages": 8}, "add_stages"),
+@pytest.mark.parametrize("kwargs, exc, param", [
+    ({"ranks": 1}, ValueError, "ranks"), ({"ranks": 0}, ValueError, "ranks"),
+    ({"ranks": True}, TypeError, "ranks"), ({"ranks": 65}, ValueError, "ranks"),
+    ({"ranks": 4, "link_width": 3}, ValueError, "link_width"),
+    ({"ranks": 4, "link_width": 8}, ValueError, "link_width"),
+    ({"ranks": 4, "link_width": 2.0}, TypeError, "link_width"),
+    ({"ranks": 4, "depth": 0}, ValueError, "depth"),
+    ({"ranks": 4, "add_stages": 8}, ValueError, "add_stages"),
 ])
-def test_bad_parameters_fail_at_elaboration(kwargs, param):
-    with pytest.raises(ValueError, match=param):
+def test_bad_parameters_fail_at_elaboration(kwargs, exc, param):
+    with pytest.raises(exc, match=param):
         CollectiveEngine(**kwargs)
-    with pytest.raises(ValueError, match=param):
+    with pytest.raises(exc, match=param):
         CollectiveRing(**kwargs)
 
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import yaml
 
 from golden.isa import ErrorCode, Opcode, encode
 from golden.rounding import round_fp32
@@ -69,6 +70,33 @@ def test_merging_runs(tmp_path):
     assert r["op"]["hit"] == 2 and "MATMUL" not in r["op"]["holes"]
     assert r["prev x op"]["hit"] == 2 and "idle|SET_SEED" in r["prev x op"]["holes"]
     assert groups["tensor_engine"].report()["hit"] == 0
+
+
+def test_files_are_cocotb_coverage_exports_merged_by_it(tmp_path, monkeypatch):
+    """Each process writes cocotb-coverage's YAML export (the design's groups only, counts per
+    bin) and a JSON of the values that are no bin; merging adds the hits of every file."""
+    for _ in range(2):
+        groups = cov.new_groups()
+        monkeypatch.setattr(cov, "GROUPS", groups)
+        seq = groups["sequencer"]
+        seq.sample(5, op="MATMUL", prev="idle", gap="after_idle")  # 5 observations at once
+        seq.sample(op="NOP", prev="idle")  # NOP is no opcode: unknown
+        seq.sample(fail_op="MATMUL", error="BAD_FIELD")  # an excluded combination: illegal
+        path = cov.dump(tmp_path)
+        data = yaml.safe_load(path.read_text())
+        assert data["sequencer.op"]["bins:_hits"]["MATMUL"] == 5
+        assert data["sequencer.prev x op"]["bins:_hits"]["('idle', 'MATMUL')"] == 5
+        assert not any(k.startswith("nclite") or "~" in k for k in data)
+        assert json.loads(path.with_suffix(".json").read_text())["groups"]["sequencer"] == {
+            "unknown": {"op=NOP": 1}, "illegal": {"fail_op x error:MATMUL|BAD_FIELD": 1}}
+    merged, n = cov.merge_dir(tmp_path)
+    assert n == 2
+    seq = merged["sequencer"]
+    assert seq.counts()["op"]["MATMUL"] == 10 and seq.counts()["prev"]["idle"] == 12
+    assert seq.counts()["prev x op"]["idle|MATMUL"] == 10
+    r = seq.report()
+    assert r["unknown"] == {"op=NOP": 2} and r["illegal"] == {"fail_op x error:MATMUL|BAD_FIELD": 2}
+    assert r["items"]["op"]["hit"] == 1 and r["items"]["fail_op x error"]["hit"] == 0
 
 
 def test_hooks_are_noops_when_off():

@@ -2,7 +2,7 @@
 """FpMultiplier in amaranth.sim, bit-exact against numpy float32 multiplication.
 
 Reference: each operand is widened to float32 with ml_dtypes, multiplied in float32, and any
-NaN is replaced by the canonical 0x7FC00000 (ARCHITECTURE.md §4).
+NaN is replaced by the canonical 0x7FC00000 (docs/contract.md §4).
 
 Coverage: all 256 x 256 pairs of every fp8 format combination combinationally (stages=0;
 pysim needs ~50 us a vector, so the exhaustive runs at stages 1, 3 and FP_MUL_MAX_CUTS are

@@ -2,7 +2,7 @@
 
 References: a per-element Python loop over golden.fp32's scalar ``fp32_add``/``widen_mul`` and
 a second one in plain ``np.float32`` arithmetic on ml_dtypes-widened operands (contract order,
-ARCHITECTURE.md §4); the padded N-term column sum the array computes; a symbolic replay of the
+docs/contract.md §4); the padded N-term column sum the array computes; a symbolic replay of the
 GEMM schedule; and float64 (``math.fsum``) for the GEMM error bound.
 Seed: ``NCLITE_SEED`` (default 1); failure messages name it and the shapes.
 """

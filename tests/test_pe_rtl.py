@@ -36,9 +36,10 @@ def test_pe_bad_parameters_name_the_parameter(kwargs, param):
         PEColumn(rows=2, **kwargs)
 
 
-@pytest.mark.parametrize("rows", [0, -3, 2.0, True])
-def test_pe_column_bad_rows(rows):
+@pytest.mark.parametrize("rows, exc", [(0, ValueError), (-3, ValueError), (2.0, TypeError),
+                                       (True, TypeError)])
+def test_pe_column_bad_rows(rows, exc):
     from hdl.pe import PEColumn
 
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(exc, match="rows"):
         PEColumn(rows=rows)

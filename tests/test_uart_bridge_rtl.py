@@ -21,13 +21,14 @@ def test_uart_bridge_narrow_bus(simulator):
                simulator, run_tag="d5-a16")
 
 
-@pytest.mark.parametrize("kwargs, param", [
-    ({"divisor": 3}, "divisor"), ({"divisor": 4.0}, "divisor"), ({"divisor": True}, "divisor"),
-    ({"divisor": 8, "addr_width": 1}, "addr_width"),
-    ({"divisor": 8, "addr_width": 33}, "addr_width"),
-    ({"divisor": 8, "timeout": 19}, "timeout")])
-def test_bad_parameters(kwargs, param):
+@pytest.mark.parametrize("kwargs, exc, param", [
+    ({"divisor": 3}, ValueError, "divisor"), ({"divisor": 4.0}, TypeError, "divisor"),
+    ({"divisor": True}, TypeError, "divisor"),
+    ({"divisor": 8, "addr_width": 1}, ValueError, "addr_width"),
+    ({"divisor": 8, "addr_width": 33}, ValueError, "addr_width"),
+    ({"divisor": 8, "timeout": 19}, ValueError, "timeout")])
+def test_bad_parameters(kwargs, exc, param):
     from hdl.uart_bridge import UartAxiLiteBridge
 
-    with pytest.raises(ValueError, match=param):
+    with pytest.raises(exc, match=param):
         UartAxiLiteBridge(**kwargs)

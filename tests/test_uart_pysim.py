@@ -175,7 +175,8 @@ def test_crc8_network():
 
 
 @pytest.mark.parametrize("cls", [UartTx, UartRx])
-@pytest.mark.parametrize("divisor", [3, 0, 4.0, True, None])
-def test_bad_divisor(cls, divisor):
-    with pytest.raises(ValueError, match="divisor"):
+@pytest.mark.parametrize("divisor, exc", [(3, ValueError), (0, ValueError), (4.0, TypeError),
+                                          (True, TypeError), (None, TypeError)])
+def test_bad_divisor(cls, divisor, exc):
+    with pytest.raises(exc, match="divisor"):
         cls(divisor=divisor)

@@ -6,26 +6,29 @@ What the simulation test checks, per simulator, on the dump of a 2x2 tensor engi
 
 * the file exists and is FST (first bytes, not the name); VCD from Verilator only where
   ``liblz4-dev`` is missing (then the runner says so);
-* its names and widths, read from the FST hierarchy block (or VCD header) by ``sim.waves``
-  without any other tool: the top scope is ``tensor_engine`` with the ports as Amaranth names
-  them, the PEs are ``tensor_engine.array.pe_<k>_<m>``;
+* its names and widths, read by ``sim.waves`` with pywellen: the top scope is
+  ``tensor_engine`` with the ports as Amaranth names them, the PEs are
+  ``tensor_engine.array.pe_<k>_<m>``;
+* its values, read back with pywellen: the PSUM rows drained (``drain_resp`` handshakes at
+  rising clock edges) are the golden model's result, column by column, and a struct field's
+  own signal equals the bits of the plain vector that the save file shows instead;
 * every signal the save file names is in the dump with the width the save file expects;
 * the committed save file is what ``sim/waves.py`` writes for this dump (both simulators give
   the same file);
 * where GTKWave and Xvfb are installed: GTKWave itself opens the dump with the save file and
   finds every trace (it drops the ones it cannot find without a word).
 
-Signal values are not read from the FST here: sim.waves reads only an FST's hierarchy (its
-value blocks need a real FST reader). The save file's struct-field slices were compared by hand,
-value by value, with the fields Verilator dumps under their own names.
+A truncated dump is refused with a ValueError (gtkwave_command then names the dump alone).
 """
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sim import gemm, runner, toolchain, waves
@@ -51,9 +54,39 @@ def _gtkwave_traces(dump: Path, save: Path, tmp_path: Path) -> int:
     return int(out.read_text())
 
 
-def test_tensor_engine_waves(simulator, tmp_path):
-    r = gemm.run_gemm(m=2, k=2, f=2, n=2, simulator=simulator, waves=True,
-                      error_vs_float64=False)
+def _check_values(dump: Path, golden: np.ndarray, escape: str) -> None:
+    """The dump's values, read back with pywellen, against the golden model's result."""
+    t = "tensor_engine."
+    edges = waves.rising_edges(dump, t + "clk", [t + s for s in (
+        "drain_resp__valid", "drain_resp__ready", "drain_resp__payload", "cmd__payload",
+        f"{escape}cmd__payload.op", f"{escape}cmd__payload.k")])
+    assert len(edges) > 20 and all(b - a == 10_000 for (a, _), (b, _) in itertools.pairwise(edges))
+    drained = [v[t + "drain_resp__payload"] for _, v in edges
+               if v[t + "drain_resp__valid"] == 1 and v[t + "drain_resp__ready"] == 1]
+    m, f = golden.shape  # PSUM word f holds column f of C, row m in bits 32m..32m+31
+    assert drained == [sum(int(golden[i, j]) << (32 * i) for i in range(m)) for j in range(f)]
+    # The save file shows a struct field as bits of the plain vector (verilog_fields).
+    fields = waves.verilog_fields(waves.find_verilog(dump))
+    checked = 0
+    for _, v in edges:
+        vec = v[t + "cmd__payload"]
+        if not isinstance(vec, int):  # x before the first command (Icarus)
+            continue
+        for field in ("op", "k"):
+            whole, hi, lo = fields[f"{t}cmd__payload.{field}"]
+            assert whole == t + "cmd__payload"
+            assert v[f"{t}{escape}cmd__payload.{field}"] == (vec >> lo) & ((2 << (hi - lo)) - 1)
+        checked += 1
+    assert checked > 20
+
+
+def test_tensor_engine_waves(simulator, tmp_path, monkeypatch):
+    golden = []
+    golden_gemm = gemm.golden_gemm
+    monkeypatch.setattr(gemm, "golden_gemm",
+                        lambda *a, **kw: golden.append(np.asarray(golden_gemm(*a, **kw)))
+                        or golden[-1])
+    r = gemm.run_gemm(m=2, k=2, f=2, n=2, simulator=simulator, waves=True)
     assert r["bit_exact"], r.get("error")
     dump = Path(r["waves"])
     fmt = _expected_format(simulator)
@@ -70,6 +103,7 @@ def test_tensor_engine_waves(simulator, tmp_path):
     assert waves.engine_scope(names) == "tensor_engine"
     assert {f"tensor_engine.array.pe_{k}_{m}.psum_out" for k in (0, 1) for m in (0, 1)} <= set(
         names)
+    _check_values(dump, golden[0], escape)
 
     assert waves.missing_signals(waves.TENSOR_ENGINE_GTKW, names) == []
     generated = waves.gtkw_text(names, waves.verilog_fields(waves.find_verilog(dump)))
@@ -79,6 +113,12 @@ def test_tensor_engine_waves(simulator, tmp_path):
     command = waves.gtkwave_command(dump).split()
     assert command[0] == "gtkwave" and Path(command[1]).resolve() == dump.resolve()
     assert Path(command[2]).resolve() == waves.TENSOR_ENGINE_GTKW
+
+    truncated = tmp_path / dump.name
+    truncated.write_bytes(dump.read_bytes()[:dump.stat().st_size // 2])
+    with pytest.raises(ValueError):
+        waves.signals(truncated)
+    assert waves.gtkwave_command(truncated).split()[1:] == [str(truncated)]
 
     if shutil.which("gtkwave") and shutil.which("xvfb-run"):
         groups = waves.tensor_engine_traces(names)
@@ -119,12 +159,42 @@ def test_vcd_names(tmp_path):
                                   "top.cmd__payload.op": 1, "top.sub.wr__data[0]": 32}
 
 
-def test_lz4_block():
-    # "ab", then 6 bytes copied from 2 back (an overlapping match), then the literal "c".
-    block = bytes([0x22, ord("a"), ord("b"), 2, 0, 0x10, ord("c")])
-    assert waves._lz4_block(block, 9) == b"ababababc"
-    with pytest.raises(ValueError):
-        waves._lz4_block(block, 10)
+def test_vcd_values(tmp_path):
+    vcd = tmp_path / "dump.vcd"
+    vcd.write_text("$timescale 1ps $end\n$scope module top $end\n$var wire 1 ! clk $end\n"
+                   "$var wire 4 \" data [3:0] $end\n$var wire 1 # en $end\n"
+                   "$upscope $end\n$enddefinitions $end\n"
+                   "#0\nx!\nbxx01 \"\nz#\n#5\n1!\nb101 \"\n#10\n0!\n1#\n#15\n1!\n"
+                   "b1100 \"\n#20\n0!\n#25\n1!\n")
+    assert waves.signals(vcd) == {"top.clk": 1, "top.data": 4, "top.en": 1}
+    assert waves.changes(vcd, ["top.data", "top.en"]) == {
+        "top.data": [(0, "xx01"), (5, 5), (15, 12)], "top.en": [(0, "z"), (10, 1)]}
+    # x -> 1 is a rising edge (Verilog's posedge); each edge sees the values from before it.
+    assert waves.rising_edges(vcd, "top.clk", ["top.data", "top.en"]) == [
+        (5, {"top.data": "xx01", "top.en": "z"}), (15, {"top.data": 5, "top.en": 1}),
+        (25, {"top.data": 12, "top.en": 1})]
+    with pytest.raises(KeyError):
+        waves.changes(vcd, ["top.nothing"])
+
+
+def test_vcd_one_bit_elements_are_bits(tmp_path):
+    # wellen reads 1-bit VCD variables named x[i] as bits of one vector x (the way some
+    # simulators dump a vector bit by bit): a 1-bit array element loses its index. Wider
+    # elements (wr__data[0] [31:0]) keep their names, and FST is not affected.
+    vcd = tmp_path / "dump.vcd"
+    vcd.write_text("$timescale 1ps $end\n$scope module top $end\n$var wire 1 ! x[0] $end\n"
+                   "$var wire 1 # x[1] $end\n$var wire 8 $ y[0] [7:0] $end\n$upscope $end\n"
+                   "$enddefinitions $end\n#0\n0!\n1#\nb11 $\n")
+    assert waves.signals(vcd) == {"top.x": 2, "top.y[0]": 8}
+
+
+def test_unreadable_dump(tmp_path):
+    bad = tmp_path / "dump.fst"
+    bad.write_bytes(b"\x00" * 64)
+    for read in (waves.wave_format, waves.signals):
+        with pytest.raises(ValueError):
+            read(bad)
+    assert waves.gtkwave_command(bad).split() == ["gtkwave", str(bad)]
 
 
 def test_gtkw_names_plain_vectors_only():

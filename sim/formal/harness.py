@@ -8,7 +8,7 @@ tying reset low loses no reachable state), instantiates the device under test, d
 input of the DUT from a free port (so inputs added to a component later are covered, free,
 without editing the harness), and finds every ``stream.Signature`` port of the DUT.
 
-Stream rules (the Amaranth ``lib.stream`` contract, ARCHITECTURE.md §5): once ``valid`` is high
+Stream rules (the Amaranth ``lib.stream`` contract, docs/contract.md §5): once ``valid`` is high
 and ``ready`` low, in the next cycle ``valid`` is still high and ``payload`` is unchanged. They
 are *assumed* on the streams the DUT consumes and *asserted* on those it produces (see
 :func:`stream_rule`). Amaranth 0.5 has no ``Past()``: every "previous cycle" value here is an

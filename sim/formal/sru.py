@@ -1,6 +1,6 @@
 """The SRU's RNE and RTZ casts fp32 -> bf16 against a reference written on the bits.
 
-The reference (:func:`bf16_reference`) is written here from ARCHITECTURE.md §4, not from
+The reference (:func:`bf16_reference`) is written here from docs/contract.md §4, not from
 ``hdl/sru.py`` nor ``golden/rounding.py``. bf16 has fp32's sign and 8-bit exponent with the
 same bias and 7 of its 23 fraction bits, so bf16's normal and subnormal binades are exactly
 fp32's, and a cast is a rounding of the 31-bit magnitude ``x[0:31]`` to a multiple of 2^16:
