@@ -1,8 +1,9 @@
-"""``nclite demo``: dot products through a column of PEs in RTL simulation, checked by golden.
+"""``nclite pe-chain``: dot products through a column of PEs in RTL simulation, checked by golden.
 
-Until the tensor engine exists this is the main job: a column of ``length`` PEs (the heart of
-one systolic-array column) loads a weight vector and streams ``vectors`` input vectors, one
-per cycle; every fp32 result is compared bit for bit with ``golden.fp32.dot``.
+A column of ``length`` PEs (the heart of one systolic-array column) loads a weight vector and
+streams ``vectors`` input vectors, one per cycle; every fp32 result is compared bit for bit
+with ``golden.fp32.dot``. The column runs inside ``hdl.sim_batch.CycleReplay``, so that the
+testbench wakes once per batch of cycles, not once per cycle.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ import json
 from . import runner
 
 __all__ = ["run_pe_chain_demo", "format_result"]
+
+#: Cycles of inputs per batch of the replay top (``hdl.sim_batch.CycleReplay``) that drives
+#: the column: one testbench wake-up per this many cycles.
+REPLAY_BATCH = 64
 
 
 def run_pe_chain_demo(*, simulator: str = "verilator", length: int = 8, vectors: int = 256,
@@ -24,7 +29,9 @@ def run_pe_chain_demo(*, simulator: str = "verilator", length: int = 8, vectors:
     env = {"NCLITE_DEMO_VECTORS": str(vectors), "NCLITE_DEMO_DTYPE": dtype,
            "NCLITE_DEMO_OUT": str(out)}
     try:
-        result = runner.run("hdl.pe:PEColumn", params, "sim.tb_demo", simulator, seed=seed,
+        result = runner.run("hdl.sim_batch:CycleReplay",
+                            {"design": "hdl.pe:PEColumn", "params": params, "k": REPLAY_BATCH},
+                            "sim.tb_demo", simulator, seed=seed,
                             extra_env=env, waves=waves, run_tag=tag, quiet=True)
     except runner.SimulationFailed:
         if not out.exists():

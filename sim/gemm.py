@@ -23,6 +23,12 @@ __all__ = ["engine_params", "ideal_cycles", "run_gemm", "format_gemm",
            "error_vs_float64_text"]
 
 
+#: The engine's input streams that a full-rate GEMM feeds from batches
+#: (``hdl.sim_batch.PlayedStreams``), and the beats per batch.
+PLAYED_STREAMS = ("cmd", "weights", "moving", "drain_req")
+PLAYED_BATCH = 32
+
+
 def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None) -> dict:
     return {"n": n, "psum_banks": psum_banks, "psum_words": psum_words or 4 * n}
 
@@ -45,19 +51,32 @@ def _check_shape(m, k, f, n, a_fmt, b_fmt, formats):
 def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16", n: int = 8,
              simulator: str = "verilator", seed: int = 1, gaps: float = 0.0,
              psum_banks: int = 8, psum_words: int | None = None, waves: bool = False,
-             error_vs_float64: bool = True) -> dict:
-    """Simulate one GEMM; return its figures (cycles, utilization, bit_exact, errors)."""
+             error_vs_float64: bool = True, played: bool | None = None) -> dict:
+    """Simulate one GEMM; return its figures (cycles, utilization, bit_exact, errors).
+
+    ``played``: feed the engine's input streams from batches (``hdl.sim_batch.PlayedStreams``,
+    :data:`PLAYED_STREAMS`) instead of beat by beat from Python; the same beats reach the
+    engine in the same cycles, only faster. Default: at full rate (``gaps`` = 0) only.
+    """
     params = engine_params(n, psum_banks=psum_banks, psum_words=psum_words)
     cfg = EngineConfig.from_params(params)
+    played = not gaps if played is None else played
+    if played and gaps:
+        raise ValueError(f"played streams run at full rate: gaps must be 0, not {gaps!r}")
     _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
-    tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}"
+    tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}" + ("-played" if played else "")
     out = runner.result_file("gemm", f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}")
     spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,
             "return_data": error_vs_float64}
     env = {"NCLITE_GEMM": json.dumps(spec), "NCLITE_GEMM_OUT": str(out)}
     result = None
     try:
-        result = runner.run("hdl.tensor_engine:TensorEngine", params, "sim.tb_tensor_engine",
+        factory, top = "hdl.tensor_engine:TensorEngine", params
+        if played:  # the input streams played from batches: no Python per beat
+            factory = "hdl.sim_batch:PlayedStreams"
+            top = {"design": "hdl.tensor_engine:TensorEngine", "params": params,
+                   "played": list(PLAYED_STREAMS), "k": PLAYED_BATCH}
+        result = runner.run(factory, top, "sim.tb_tensor_engine",
                             simulator, testcase="gemm", seed=seed, extra_env=env, waves=waves,
                             run_tag=tag, quiet=True)
     except runner.SimulationFailed:

@@ -114,6 +114,10 @@ class _Stream:
         if self.count >= self._until:
             self._got.set()
 
+    def stop(self) -> None:
+        """Stop driving or watching the stream for good (another driver may take it over)."""
+        self._task.cancel()
+
     async def wait_count(self, count: int) -> None:
         """Until ``count`` beats have been transferred in all (:attr:`count`); returns at the
         clock edge of the last of them. One waiter at a time."""

@@ -1,9 +1,11 @@
 """cocotb testbench: ``hdl.tensor_engine.TensorEngine`` against ``golden.tensor``, bit for bit.
 
-One coroutine drives every stream once per cycle (inputs change on the falling edge, handshakes
-are read in the ReadOnly phase after it), so the per-cycle Python work stays small. Each input
-stream gets random valid gaps and the drain response random back-pressure (``NCLITE_GAPS`` =
-probability, default 0.2; 0 for throughput runs). Programs are built by ``sim.te_driver`` and
+The streams are driven by ``sim.streams``' sources and sink. Each input stream gets random
+valid gaps and the drain response random back-pressure (``NCLITE_GAPS`` = probability, default
+0.2; 0 for throughput runs). On a :class:`hdl.sim_batch.PlayedStreams` top (``nclite gemm`` at
+full rate) the played input streams are fed ``k`` beats per batch (``sim.batches``), so that
+Python does not run for every moving column; the engine sees the same beats in the same
+cycles. Programs are built by ``sim.te_driver`` and
 run phase by phase: send the phase's commands and data, wait until the engine is idle, drain
 PSUM words and compare them with the golden model's.
 
@@ -46,6 +48,7 @@ from cocotb.triggers import (
 
 from golden.formats import to_bits
 from sim import coverage, streams, tbutil, vectors
+from sim.batches import BatchSource
 from sim.streams import StreamSink, StreamSource
 from sim.te_driver import EngineConfig, TensorEngineProgram, gemm_program
 
@@ -66,7 +69,12 @@ class TensorEngineTB:
         def pause(salt):
             return streams.pauses(tbutil.rng(0x7E0 + salt), gaps) if gaps else None
 
-        self.sources = {name: StreamSource(dut, name, pause=pause(i))
+        top = tbutil.params()
+        played = top.get("played", []) if "design" in top else []
+        if played and gaps:
+            raise ValueError("a PlayedStreams top runs its played streams at full rate: gaps 0")
+        self.sources = {name: BatchSource(dut, name, k=top["k"]) if name in played
+                        else StreamSource(dut, name, pause=pause(i))
                         for i, name in enumerate(self.INPUTS)}
         self.drain_resp = StreamSink(dut, "drain_resp", pause=pause(len(self.INPUTS)))
         self.cycles = 0
@@ -156,8 +164,14 @@ class TensorEngineTB:
                                  f"(seed {tbutil.seed()}):\n  " + "\n  ".join(errors))
 
 
+def _engine_params() -> dict:
+    """The engine's parameters, also inside a ``PlayedStreams`` top."""
+    top = tbutil.params()
+    return top["params"] if "design" in top else top
+
+
 def _config() -> EngineConfig:
-    return EngineConfig.from_params(tbutil.params())
+    return EngineConfig.from_params(_engine_params())
 
 
 def _gaps(default: float = 0.2) -> float:
@@ -332,7 +346,7 @@ def _gemm_timeout_ms() -> float:
     """gemm's limit: 50 ns (five cycles) for every N multiply-accumulates of NCLITE_GEMM's
     shape (N times the time of N² a cycle, the engine's full rate), plus 5 ms."""
     spec = json.loads(os.environ.get("NCLITE_GEMM", "{}"))
-    n = tbutil.params().get("n", 4)
+    n = _engine_params().get("n", 4)
     m, k, f = spec.get("m", 2 * n), spec.get("k", 2 * n), spec.get("f", 4 * n)
     return 5 + 50e-6 * m * k * f / n
 
@@ -394,7 +408,7 @@ async def reset_midway(dut):
     cfg = _config()
     rng = tbutil.rng(10)
     n, fmts, words, banks = cfg.n, list(cfg.formats), cfg.words, cfg.psum_banks
-    latency = TensorEngine(**tbutil.params()).latency
+    latency = TensorEngine(**_engine_params()).latency
     tb = TensorEngineTB(dut, _gaps())
     await tb.start()
     for rnd, where in enumerate(("moving columns", "pipeline tail", "PSUM drain")):

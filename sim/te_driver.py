@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from amaranth.hdl import Const
 
 from golden.tensor import LoadStationary, TensorEngineModel, gemm_schedule
 from hdl.formats import Fmt
@@ -62,11 +61,25 @@ class Phase:
     macs: int = 0  # useful multiply-accumulates of the phase's commands
 
 
-def _pack(values, width: int) -> int:
-    out = 0
-    for i, v in enumerate(values):
-        out |= (int(v) & ((1 << width) - 1)) << (width * i)
-    return out
+def _pack16(values) -> int:
+    """Lanes of 16 bits (lane i at bits 16i..16i+15), each value's low 16 bits."""
+    lanes = (np.asarray(values, dtype=np.int64) & 0xFFFF).astype("<u2")
+    return int.from_bytes(lanes.tobytes(), "little")
+
+
+def _struct_encoder(layout):
+    """A fast ``Const.cast(layout.const(values)).value`` for a flat ``StructLayout`` whose
+    fields are integers or enums (each value's low bits, as Amaranth's ``const`` keeps
+    them)."""
+    fields = [(name, f.offset, (1 << f.width) - 1) for name, f in layout]
+
+    def encode(values: dict) -> int:
+        word = 0
+        for name, offset, mask in fields:
+            value = values[name]
+            word |= (int(getattr(value, "value", value)) & mask) << offset
+        return word
+    return encode
 
 
 _JUNK16 = np.array([0x7F80, 0xFF80, 0x7FC0, 0x007F, 0x00FF, 0x007C, 0x00FC, 0x7E00, 0x3F80],
@@ -84,6 +97,8 @@ class TensorEngineProgram:
         self.model = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.words)
         self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words)
         self._drain_layout = drain_request_layout(cfg.psum_banks, cfg.words)
+        self._encode_cmd = _struct_encoder(self._cmd_layout)
+        self._encode_drain = _struct_encoder(self._drain_layout)
         self.phases: list[Phase] = [Phase()]
         self._stationary_k: int | None = None
         self._written = np.zeros((cfg.n, cfg.psum_banks, cfg.words), dtype=bool)
@@ -97,7 +112,20 @@ class TensorEngineProgram:
             specials = self.junk.random(pad.size) < 0.5
             pad[specials] = self.junk.choice(_JUNK16, int(specials.sum()))
             values += pad.tolist()
-        return _pack(values, 16)
+        return _pack16(values)
+
+    def _beats(self, rows) -> list[int]:
+        """One beat per row of the 2-D array ``rows``, as :meth:`_beat` makes it (packed
+        all at once where no junk is to be drawn)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        n = self.cfg.n
+        if self.junk is not None and rows.shape[1] < n:
+            return [self._beat(row) for row in rows]
+        lanes = np.zeros((rows.shape[0], n), dtype="<u2")
+        lanes[:, :rows.shape[1]] = rows & 0xFFFF
+        buf, size = lanes.tobytes(), 2 * n
+        return [int.from_bytes(buf[i * size:(i + 1) * size], "little")
+                for i in range(rows.shape[0])]
 
     @property
     def _phase(self) -> Phase:
@@ -112,7 +140,7 @@ class TensorEngineProgram:
     def _cmd(self, **fields) -> int:
         base = {"op": Opcode.LOAD_STATIONARY, "fmt": Fmt.BF16, "k": 0, "m": 0, "f": 0,
                 "bank": 0, "addr": 0, "accumulate": 0}
-        return Const.cast(self._cmd_layout.const(base | fields)).value
+        return self._encode_cmd(base | fields)
 
     def raw_command(self, **fields) -> int:
         """Encode a command without any check (for tests of the engine's own error path).
@@ -126,7 +154,7 @@ class TensorEngineProgram:
 
     def raw_drain(self, bank: int, addr: int) -> int:
         """Encode a drain request without any check."""
-        return Const.cast(self._drain_layout.const({"bank": bank, "addr": addr})).value
+        return self._encode_drain({"bank": bank, "addr": addr})
 
     def load_stationary(self, tile, fmt: str) -> None:
         """LOAD_STATIONARY of a K×M tile of ``fmt`` bit patterns."""
@@ -141,7 +169,7 @@ class TensorEngineProgram:
         k, m = tile.shape
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
-        ph.weights += [self._beat(row) for row in tile]
+        ph.weights += self._beats(tile)
         self._stationary_k = k
 
     def multiply_moving(self, moving, fmt: str, *, bank: int, addr: int,
@@ -168,7 +196,7 @@ class TensorEngineProgram:
         ph = self._phase
         ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
                                  addr=addr, accumulate=int(accumulate)))
-        ph.moving += [self._beat(col) for col in moving.T]
+        ph.moving += self._beats(moving.T)
         ph.macs += k * f * self.model.stationary_shape[1]
         self._written[:self.model.stationary_shape[1], bank, addr:addr + f] = True
 

@@ -26,6 +26,7 @@ from hdl.params import check_int, check_one_of, check_power_of_two
 from hdl.pe import PE, PEColumn
 from hdl.ring import CollectiveRing, LinkModel
 from hdl.sequencer import Sequencer
+from hdl.sim_batch import BeatPlayer, BeatRecorder, CycleReplay, PlayedStreams
 from hdl.sim_top import AxiStalls, CoreWithDram, RingWithDram
 from hdl.sru import SRU_MAX_STAGES, StochasticRounder
 from hdl.systolic import SystolicArray
@@ -168,6 +169,9 @@ _BAD_NEURON_CORE = [
 ]
 
 # (constructor, the legal keyword arguments, [(bad keyword arguments, exception, parameter)])
+_PLAYED = {"design": "sim.selftest_design:StreamRegister", "params": {}, "played": ["i"],
+           "k": 4}
+
 COMPONENTS = [
     (ActivationEngine, {"lanes": 2}, [
         ({"lanes": "2"}, T, "lanes"), ({"lanes": 0}, V, "lanes"), ({"lanes": 257}, V, "lanes"),
@@ -250,6 +254,16 @@ COMPONENTS = [
         ({"dram_bytes": 1.0}, T, "dram_bytes"), ({"dram_bytes": 0}, V, "dram_bytes"),
         ({"link_width": 1.0}, T, "link_width"), ({"link_width": 0}, V, "link_width"),
         ({"link_width": 5}, V, "link_width")]),
+    (BeatPlayer, {"shape": 16, "k": 4}, [
+        ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"k": 1025}, V, "k")]),
+    (BeatRecorder, {"shape": 16, "k": 4}, [
+        ({"k": 4.0}, T, "k"), ({"k": 0}, V, "k")]),
+    (PlayedStreams, _PLAYED, [
+        ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"design": "StreamRegister"}, V, "design"),
+        ({"played": ["o"]}, V, "played"), ({"played": ["nope"]}, V, "played")]),
+    (CycleReplay, {"design": "hdl.pe:PEColumn", "params": {"rows": 2}}, [
+        ({"k": None}, T, "k"), ({"k": 2000}, V, "k"),
+        ({"design": "sim.selftest_design:StreamRegister", "params": {}}, V, "design")]),
     (AxiStalls, {}, [
         ({"addr_width": 32.0}, T, "addr_width"), ({"addr_width": 0}, V, "addr_width"),
         ({"addr_width": 65}, V, "addr_width")]),
