@@ -60,7 +60,7 @@ demo: setup
 	$(NCLITE) doctor --quiet
 	$(NCLITE) demo
 
-# The suite includes docs-check's tests (tests/test_docs.py, test_labs.py, test_readme.py).
+# The suite includes docs-check's tests (tests/tools/test_docs.py, test_labs.py, test_readme.py).
 test: setup
 	$(NCLITE) doctor --quiet
 	$(PY) -m ruff check .
@@ -75,10 +75,10 @@ bench: setup
 	$(NCLITE) bench
 
 docs-check: setup
-	$(PYTEST) tests/test_docs.py tests/test_labs.py tests/test_readme.py
+	$(PYTEST) tests/tools/test_docs.py tests/tools/test_labs.py tests/tools/test_readme.py
 
 readme: setup
-	$(PY) -m sim.readme
+	$(PY) -m sim.tools.readme
 
 # No `setup` here: in a lab's scratch copy .venv is the main tree's (make setup runs there).
 lab%-check:
@@ -87,21 +87,21 @@ lab%-check:
 	$(NCLITE) lab check $* --dir . --jobs $(JOBS) $(LAB_ARGS)
 
 # ruff on the Python; verilator --lint-only -Wall on every top-level's Verilog (reviewed
-# waivers: sim/verilator_waivers.vlt, sim/verilator_lint.vlt). make test runs both.
+# waivers: sim/verilator_waivers.vlt, sim/verify/verilator_lint.vlt). make test runs both.
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m sim.lint
+	$(PY) -m sim.verify.lint
 
-# Every formal property (sim/formal/): proofs by k-induction, or bounded checks of a stated
-# depth. make test runs the fast subset (tests/test_formal.py). --summary: README's figures.
+# Every formal property (sim/verify/formal/): proofs by k-induction, or bounded checks of a stated
+# depth. make test runs the fast subset (tests/verify/test_formal.py). --summary: README's figures.
 formal: setup
-	$(PY) -m sim.formal --summary docs/formal.json
+	$(PY) -m sim.verify.formal --summary docs/formal.json
 
 # Verilator line/toggle coverage and functional coverage of the NeuronCore, tensor engine and
-# SRU runs (sim/coverage_report.py; about 7 min on 2 cores) -> build/coverage/report.md;
+# SRU runs (sim/verify/coverage_report.py; about 7 min on 2 cores) -> build/coverage/report.md;
 # --summary: README's figures.
 coverage: setup
-	$(PY) -m sim.coverage_report --summary docs/coverage.json
+	$(PY) -m sim.verify.coverage_report --summary docs/coverage.json
 
 # The bitstream first: the report includes its figures.
 synth: bitstream

@@ -22,7 +22,7 @@ This module is the one source of every encoding the hardware and the software sh
 opcodes, error codes, dtypes, rounding modes, activation functions and collective ops, and the
 register block (:data:`REGISTER_MAP`: offsets, access, fields; the :class:`Ctrl` and
 :class:`Status` bits; :data:`CORE_ID`). ``hdl/`` takes them from here or declares Amaranth
-enums that ``tests/test_isa.py`` checks against them.
+enums that ``tests/golden/test_isa.py`` checks against them.
 
 numpy only.
 """

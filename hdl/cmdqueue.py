@@ -111,7 +111,7 @@ class CommandQueue(wiring.Component):
         overflow = Signal()
         pause = Signal()
         # Pause stops the next descriptor, not one already offered: a descriptor on ``desc``
-        # stays valid until taken (the stream rule; sim/formal's stream_cmdqueue_strict).
+        # stays valid until taken (the stream rule; sim/verify/formal's stream_cmdqueue_strict).
         offered = Signal()
         m.d.comb += [self.desc.valid.eq(queue.r_rdy & (~pause | offered)),
                      self.desc.payload.eq(queue.r_data),

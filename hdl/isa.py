@@ -3,7 +3,8 @@
 A descriptor is 256 bits: a 4-bit :class:`Opcode` at bit 0, then the opcode's fields packed
 upwards (:data:`DESCRIPTOR_LAYOUTS`), the rest zero. ``golden/isa.py`` documents the fields'
 meaning and ``golden/iss.py`` executes them; :class:`Opcode` and :class:`ErrorCode` are its
-enums as Amaranth enums, and ``tests/test_isa.py`` checks that every field has the same offset
+enums as Amaranth enums, and ``tests/golden/test_isa.py`` checks that every field has the same
+offset
 and width here and there, and that the enums of the fields (``hdl.formats``, ``hdl.activation``,
 ``hdl.collective``) have ``golden.isa``'s codes.
 """

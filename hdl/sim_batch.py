@@ -9,10 +9,10 @@ cycle; outputs come back the same way, ``k`` samples per batch.
 * :class:`BeatPlayer` — a batch stream in, a stream of beats out, no bubble between batches;
 * :class:`BeatRecorder` — a stream of beats in, batches out;
 * :class:`PlayedStreams` — a design whose chosen input streams are fed by players, every other
-  port passed through unchanged (``hdl.tensor_engine`` in ``sim/tb_tensor_engine.py``);
+  port passed through unchanged (``hdl.tensor_engine`` in ``sim/tb/tensor_engine.py``);
 * :class:`CycleReplay` — a design with plain ports only, whose inputs are played one set per
   cycle from batches and whose outputs are recorded every such cycle (``hdl.pe.PEColumn`` in
-  ``sim/tb_demo.py``).
+  ``sim/tb/pe_chain.py``).
 
 They exist for simulation only (a testbench on the other side of the wide ports); the designs
 inside them are the ones the tests check, unchanged.

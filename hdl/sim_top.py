@@ -16,7 +16,7 @@ memory takes one burst at a time (an N-beat burst in N + 2 cycles, ``AxiMemory``
 
 **The backdoor.** The testbench loads and reads DRAM by writing and reading the words of the
 memory array ``mem.ram`` (``mem<r>.ram`` in :class:`RingWithDram`) through VPI
-(``sim.host.MemoryPort``), in zero simulated time. Verilator's models are ports-only, so the
+(``sim.host.core.MemoryPort``), in zero simulated time. Verilator's models are ports-only, so the
 runner must be told that signal: ``sim.runner.run(..., public=top.public)``. Why VPI and not a
 backdoor port into the memory's second port, measured on this top (64 KiB of DRAM, of which
 the tests compare every byte after each program): through VPI a 32-bit word costs about 2 µs

@@ -10,13 +10,13 @@ One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the
    the waveform variant) in its own build directory, reused while the Verilog is unchanged.
 3. The cocotb module runs in a test directory of its own (so parallel runs never share a
    results file, cf. cocotb issue 5544); the parameters reach the testbench as JSON in
-   ``NCLITE_PARAMS`` and the random seed as ``NCLITE_SEED`` (see :mod:`sim.tbutil`).
+   ``NCLITE_PARAMS`` and the random seed as ``NCLITE_SEED`` (see :mod:`sim.tb.tbutil`).
 
 ``WAVES=1`` in the environment (or ``waves=True``) dumps every signal to FST (both simulators;
 Verilator falls back to VCD, saying why, where ``liblz4-dev`` is missing) and prints the file's
 path. The dump's top scope is the component's name (``tensor_engine``), its sub-scopes the
 Amaranth submodules (``array.pe_0_1``), the signals keep Amaranth's names (see
-:mod:`sim.waves`).
+:mod:`sim.verify.waves`).
 
 Verilator models are **ports-only**: cocotb's runner builds with ``--public-flat-rw``, which makes
 every internal signal a VPI object and stops Verilator from optimising (the 8×8 tensor engine
@@ -29,7 +29,8 @@ still see every signal: tracing and coverage do not depend on what is public.
 ``NCLITE_COVERAGE=1`` (Verilator only; Icarus runs are unchanged) builds the model with line and
 toggle coverage in a build directory of its own (suffix ``-cov``) and makes each run write its
 ``coverage.dat`` to a fresh file in ``NCLITE_COVERAGE_DAT_DIR`` (default
-``build/coverage/dat/``), which :mod:`sim.coverage_report` merges. Without the variable nothing
+``build/coverage/dat/``), which :mod:`sim.verify.coverage_report` merges. Without the variable
+nothing
 changes.
 """
 
@@ -48,9 +49,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import toolchain
+from sim import toolchain
 
-__all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "elaborate", "run"]
+__all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "build_root", "locked",
+           "hdl_source_digest", "elaborate", "build", "run"]
 
 SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +82,7 @@ def build_root() -> Path:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):
+def locked(path: Path):
     """An exclusive file lock, so pytest-xdist workers never build the same thing at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as f:
@@ -91,7 +93,7 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _hdl_source_digest() -> str:
+def hdl_source_digest() -> str:
     import importlib.metadata
 
     import amaranth
@@ -148,10 +150,10 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     # The component's own module counts too when it lives outside hdl/ (tests' designs).
     source = inspect.getsourcefile(cls)
     own = Path(source).read_text() if source else ""
-    digest = hashlib.sha256((key + _hdl_source_digest() + own).encode()).hexdigest()[:12]
+    digest = hashlib.sha256((key + hdl_source_digest() + own).encode()).hexdigest()[:12]
     out_dir = build_root() / "sim" / f"{name}-{digest}"
     out = out_dir / f"{name}.v"
-    with _locked(out_dir / ".lock"):
+    with locked(out_dir / ".lock"):
         if not out.exists():
             component = cls(**params)
             text = verilog.convert(component, name=name, emit_src=False)
@@ -218,8 +220,8 @@ def public_control_file(toplevel: str, public: tuple[str, ...] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
-           coverage: bool = False, public: tuple[str, ...] = ()):
+def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
+          coverage: bool = False, public: tuple[str, ...] = ()):
     """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant.
 
     Returns the runner, the build directory and the waveform format (None without waves).
@@ -252,7 +254,7 @@ def _build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
                 build_args += ["--trace-fst"]  # after cocotb's --trace: the last one wins
         if coverage:
             build_args += list(COVERAGE_BUILD_ARGS)
-    with _locked(verilog_file.parent / f".{simulator}.lock"):
+    with locked(verilog_file.parent / f".{simulator}.lock"):
         runner.build(
             sources=sources,
             hdl_toplevel=toplevel,
@@ -311,15 +313,15 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     verilog_file = elaborate(factory, params, name=name)
     toplevel = verilog_file.stem
     coverage = coverage_enabled(simulator)
-    runner, build_dir, wave_format = _build(simulator, verilog_file, toplevel, waves, coverage,
-                                            tuple(public))
+    runner, build_dir, wave_format = build(simulator, verilog_file, toplevel, waves, coverage,
+                                           tuple(public))
 
     tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
     test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
     test_dir.mkdir(parents=True, exist_ok=True)
     # One run at a time in a run directory: two identical runs (pytest-xdist workers,
     # docs-check) would otherwise share results.xml, the log and the dump.
-    with _locked(test_dir / ".run.lock"):
+    with locked(test_dir / ".run.lock"):
         results_xml = test_dir / "results.xml"
         # cocotb's verilator.cpp names the file dump.fst or dump.vcd, in the test directory.
         wave_file = (test_dir / (f"dump.{wave_format}" if simulator == "verilator"

@@ -2,7 +2,7 @@
 
 :data:`BOARDS` says, per board, which amaranth-boards platform it is, the clock, the UART baud
 rate and the configuration of the :class:`hdl.board.BoardTop` it carries. The host tool
-(``sim.board``) reads the same entry, so it knows the core it talks to.
+(``sim.host.board``) reads the same entry, so it knows the core it talks to.
 
 The build elaborates ``BoardTop`` inside :class:`BoardPlatformTop` (pins: the board's FTDI UART
 and LEDs; clock: the board's oscillator; reset: the platform's power-on reset), and runs the
@@ -92,7 +92,7 @@ def _yowasp_env() -> dict[str, str]:
 
 def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) -> dict:
     """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
-    from sim.runner import _hdl_source_digest, _locked, build_root
+    from sim.runner import build_root, hdl_source_digest, locked
 
     from .fpga import tool_versions
 
@@ -101,10 +101,10 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
     versions = tool_versions()
     key = hashlib.sha256(json.dumps({"cfg": cfg, "versions": versions, "seed": SEED,
                                      "flow": Path(__file__).read_text(),
-                                     "hdl": _hdl_source_digest()}, sort_keys=True).encode()
+                                     "hdl": hdl_source_digest()}, sort_keys=True).encode()
                          ).hexdigest()[:16]
     report_file = out_dir / "report.json"
-    with _locked(out_dir / ".lock"):
+    with locked(out_dir / ".lock"):
         if report_file.exists():
             report = json.loads(report_file.read_text())
             if report.get("key") == key and (out_dir / report["bitstream"]).exists():

@@ -214,7 +214,7 @@ def fpga_synth(factory: str, params: dict | None = None, *, device: str = "ecp5-
     design's own cells do not fit the part, so place-and-route is not tried), ``tools``
     (versions), ``cached`` (bool).
     """
-    from sim.runner import _locked, build_root, elaborate
+    from sim.runner import build_root, elaborate, locked
 
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
@@ -232,7 +232,7 @@ def fpga_synth(factory: str, params: dict | None = None, *, device: str = "ecp5-
                             + key_src.encode()).hexdigest()[:16]
     out_dir = build_root() / "synth" / f"{top}-{device}-{digest}"
     result_file = out_dir / "result.json"
-    with _locked(out_dir / ".lock"):
+    with locked(out_dir / ".lock"):
         if result_file.exists():
             return {**json.loads(result_file.read_text()), "cached": True}
         with tempfile.TemporaryDirectory(prefix=".synth-", dir=verilog.parent) as tmp:

@@ -127,7 +127,7 @@ def _run(job: Job) -> dict:
 
 def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None = None) -> dict:
     """Run every job (``workers`` at a time, cached ones instantly); return the results."""
-    from sim.progress import bar
+    from sim.cli.progress import bar
 
     todo = selected if selected is not None else jobs(quick=quick)
     results = []

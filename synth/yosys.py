@@ -79,7 +79,7 @@ def generic_cells(factory: str, params: dict | None = None, *, name: str | None 
     Returns ``{"cells": total, "by_type": {"$_AND_": n, ...}, "by_class": {"logic": n,
     "mux": n, "ff": n}, "yosys_version": "...", "verilog": path}``.
     """
-    from sim.runner import _locked, elaborate
+    from sim.runner import elaborate, locked
 
     verilog = elaborate(factory, params or {}, name=name)
     top = verilog.stem
@@ -87,7 +87,7 @@ def generic_cells(factory: str, params: dict | None = None, *, name: str | None 
     key = hashlib.sha256(verilog.read_bytes() + b"\0" + version.encode()
                          + b"\0" + _script(Path("v"), top, Path("j")).encode()).hexdigest()[:16]
     cache = verilog.parent / f"yosys-cells-{key}.json"
-    with _locked(verilog.parent / ".yosys.lock"):
+    with locked(verilog.parent / ".yosys.lock"):
         if cache.exists():
             return json.loads(cache.read_text())
         # Yosys runs in the Verilog's directory on relative paths: the YoWASP runtime mounts a

@@ -2,49 +2,50 @@
 
 import pytest
 
-from sim import runner, waves
+from sim import runner
+from sim.verify import waves
 
 
 def test_comb_defined_at_time_zero(simulator):
-    runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", simulator)
+    runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator)
 
 
 def test_icarus_rewrite():
     """Icarus gets a copy whose always @* blocks are kicked at time 0; Verilator the original."""
     from amaranth.back import verilog
 
-    from sim.selftest_design import InitialisedComb
+    from sim.tb.selftest_design import InitialisedComb
 
     raw = verilog.convert(InitialisedComb(), name="t", emit_src=False)
     assert "always @*" in raw and "initial #0" not in raw
     fixed = runner._icarus_safe(raw)
     assert fixed.count("initial #0") == 1
-    path = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_rewrite")
+    path = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {}, name="selftest_rewrite")
     assert "initial #0" not in path.read_text()
     assert "initial #0" in path.with_suffix(".icarus.v").read_text()
 
 
 def test_elaborate_is_cached_and_keyed_by_params():
-    a = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_a")
-    b = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_a")
-    c = runner.elaborate("sim.selftest_design:InitialisedComb", {}, name="selftest_c")
+    a = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {}, name="selftest_a")
+    b = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {}, name="selftest_a")
+    c = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {}, name="selftest_c")
     assert a == b and a != c
     assert "/home/" not in a.read_text() and "/work/" not in a.read_text()
 
 
 def test_failing_cocotb_test_is_reported(simulator):
     with pytest.raises(runner.SimulationFailed, match="seed 7"):
-        runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest_fails", simulator,
+        runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest_fails", simulator,
                    seed=7)
 
 
 def test_unknown_simulator():
     with pytest.raises(ValueError, match="simulator"):
-        runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", "modelsim")
+        runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", "modelsim")
 
 
 def test_waves_written_and_path_reported(simulator, capfd):
-    r = runner.run("sim.selftest_design:InitialisedComb", {}, "sim.tb_selftest", simulator,
+    r = runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator,
                    waves=True, run_tag="waves")
     assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
     assert str(r.waves) in capfd.readouterr().err
@@ -58,16 +59,16 @@ def test_testcase_names_match_exactly():
     import re
 
     pattern = re.compile(runner._exact_filter("errors, reset_midway"))
-    assert pattern.search("sim.tb_core.errors") and pattern.search("sim.tb_x.reset_midway")
-    assert not pattern.search("sim.tb_core.bus_errors")
-    assert not pattern.search("sim.tb_core.errors_more")
+    assert pattern.search("sim.tb.core.errors") and pattern.search("sim.tb_x.reset_midway")
+    assert not pattern.search("sim.tb.core.bus_errors")
+    assert not pattern.search("sim.tb.core.errors_more")
     assert runner._exact_filter(None) is None
 
 
 def test_ports_only_models_with_named_internal_signals(simulator):
     """Verilator makes public the top's signals and the internal ones a testbench names;
     Icarus sees every signal."""
-    runner.run("sim.selftest_design:WithSubmodule", {}, "sim.tb_selftest_public", simulator,
+    runner.run("sim.tb.selftest_design:WithSubmodule", {}, "sim.tb.selftest_public", simulator,
                public=["inner.count"])
 
 
@@ -85,7 +86,7 @@ def test_public_control_file():
 def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
     """Tracing does not depend on what is public: the dump of a ports-only build holds the
     submodule's internal signals."""
-    r = runner.run("sim.selftest_design:WithSubmodule", {}, "sim.tb_selftest", simulator,
+    r = runner.run("sim.tb.selftest_design:WithSubmodule", {}, "sim.tb.selftest", simulator,
                    waves=True, run_tag="waves-internal")
     names = waves.signals(r.waves)
     assert "with_submodule.inner.held" in names, sorted(names)
@@ -93,5 +94,5 @@ def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
 
 
 def test_stream_library(simulator):
-    """sim/streams.py's source, sink (with back-pressure), monitor and wait_until."""
-    runner.run("sim.selftest_design:StreamRegister", {}, "sim.tb_streams", simulator)
+    """sim/tb/streams.py's source, sink (with back-pressure), monitor and wait_until."""
+    runner.run("sim.tb.selftest_design:StreamRegister", {}, "sim.tb.streams_selftest", simulator)

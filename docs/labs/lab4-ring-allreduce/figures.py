@@ -39,7 +39,7 @@ sys.path.insert(0, str(LAB))
 from golden.collectives import CollectiveOp, ring_bound_cycles, ring_steps  # noqa: E402
 from hdl.collective import setup_cycles  # noqa: E402
 from schedule import contents  # noqa: E402
-from sim.allreduce import ring_params  # noqa: E402
+from sim.cli.allreduce import ring_params  # noqa: E402
 
 _SAVE = {"dpi": 110, "metadata": {"Software": None}}
 

@@ -1,0 +1,5 @@
+"""``python -m sim.cli``: the ``nclite`` command."""
+
+from sim.cli import entry
+
+entry()

@@ -1,0 +1,135 @@
+"""Run ring collectives on a simulated ring of collective engines; check them; measure them.
+
+A ring of P :class:`~hdl.collective.CollectiveEngine` s (``hdl.ring:CollectiveRing``) runs
+all-reduces (or the other collectives) of the given sizes through ``sim/tb/collectives.py``
+(test ``allreduce_runs``), which checks every word of every rank bit for bit against
+``golden.collectives``. Each run reports its cycles beside the bandwidth-optimal ring bound
+``2·(P − 1)/P · n / W`` (all-reduce; half of it for the others) as ``efficiency = bound /
+cycles``, and the result's error against the float64 sum of the inputs. Used by
+``nclite allreduce`` and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from golden.collectives import CollectiveOp, ring_bound_cycles
+from hdl.collective import check_link_width, check_ranks, setup_cycles
+from sim import runner
+from sim.cli.gemm import error_vs_float64_text
+
+__all__ = ["MAX_WORDS", "ring_params", "run_collectives", "format_collectives"]
+
+#: The largest n the driver builds a ring for (memories of 2^18 rows of W words).
+MAX_WORDS = 1 << 18
+
+
+def ring_params(ranks: int, link_width: int, max_words: int, *, max_latency: int = 16) -> dict:
+    """Build parameters of a ring whose memories hold ``max_words`` words (depth rounded up to
+    a power of two, at least 64 rows, so that nearby sizes share one build)."""
+    rows = -(-max_words // link_width)
+    depth = max(64, 1 << (rows - 1).bit_length())
+    return {"ranks": ranks, "link_width": link_width, "depth": depth, "max_latency": max_latency}
+
+
+def _check(ranks, link_width, sizes, latency, stall_rate, max_latency):
+    check_ranks(ranks)
+    check_link_width(link_width)
+    if not sizes:
+        raise ValueError("sizes must name at least one n")
+    for n in sizes:
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_WORDS:
+            raise ValueError(f"n (words per rank) must be an integer between 1 and "
+                             f"{MAX_WORDS}, not {n!r}")
+    if (not isinstance(latency, int) or isinstance(latency, bool)
+            or not 1 <= latency <= max_latency):
+        raise ValueError(f"latency must be an integer between 1 and {max_latency}, "
+                         f"not {latency!r}")
+    if (not isinstance(stall_rate, int) or isinstance(stall_rate, bool)
+            or not 0 <= stall_rate <= 255):
+        raise ValueError(f"stall_rate must be an integer between 0 and 255 (/256), "
+                         f"not {stall_rate!r}")
+
+
+def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
+                    op: str = "ALL_REDUCE", simulator: str = "verilator", latency: int = 1,
+                    stall_rate: int = 0, seed: int = 1, waves: bool = False,
+                    error_vs_float64: bool = True, max_latency: int = 16) -> dict:
+    """Simulate collectives of each size in ``sizes`` on one ring (one build); return figures.
+
+    Raises ``ValueError`` for bad input (ranks < 2, n < 1, an unsupported link width, ...)
+    before anything is simulated, and :class:`runner.SimulationFailed` if a result differs
+    from golden or the ring hangs.
+    """
+    _check(ranks, link_width, sizes, latency, stall_rate, max_latency)
+    op_code = CollectiveOp[op.upper()] if isinstance(op, str) else CollectiveOp(op)
+    params = ring_params(ranks, link_width, max(sizes), max_latency=max_latency)
+    tag = f"{op_code.name.lower()}-{'_'.join(map(str, sizes))[:60]}-l{latency}-s{stall_rate}-{seed}"
+    out = runner.result_file("allreduce", f"{simulator}-p{ranks}-w{link_width}-{tag}")
+    spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate,
+            "op": op_code.name, "return_data": error_vs_float64}
+    result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb.collectives", simulator,
+                        testcase="allreduce_runs", seed=seed, waves=waves, run_tag=tag,
+                        quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
+                                               "NCLITE_AR_OUT": str(out)})
+    r = json.loads(out.read_text())
+    out.unlink()
+    setup = setup_cycles(ranks, params["depth"])
+    for run in r["runs"]:
+        n = run["words"]
+        run["bound_cycles"] = ring_bound_cycles(op_code, n, ranks, link_width)
+        run["efficiency"] = run["bound_cycles"] / run["cycles"]
+        run["overhead_cycles"] = run["cycles"] - run["bound_cycles"]
+        inputs, res = run.pop("inputs"), run.pop("result")
+        if error_vs_float64 and inputs is not None and op_code == CollectiveOp.ALL_REDUCE:
+            run.update(_error_vs_float64(np.array(inputs, dtype=np.uint32),
+                                         np.array(res, dtype=np.uint32)))
+    r.update({"simulator": simulator, "seed": seed, "depth": params["depth"],
+              "setup_cycles": setup, "waves": str(result.waves) if result.waves else None})
+    return r
+
+
+def _error_vs_float64(inputs: np.ndarray, result: np.ndarray) -> dict:
+    """Largest error of the all-reduce against the exact sum, as a fraction of the bound
+    gamma_{P-1} * sum|x| (u = 2^-24); non-finite sums are counted, not compared."""
+    x = inputs.view(np.float32).astype(np.float64)
+    ranks = x.shape[0]
+    got = result.view(np.float32).astype(np.float64)
+    exact = np.array([math.fsum(col) for col in x.T])
+    mag = np.abs(x).sum(axis=0)
+    u = 2.0 ** -24
+    gamma = (ranks - 1) * u / (1 - (ranks - 1) * u)
+    ok = np.isfinite(got) & np.isfinite(exact) & np.all(np.isfinite(x), axis=0)
+    err = np.abs(got - exact)[ok]
+    bound = gamma * mag[ok]
+    ratio = err / np.maximum(bound, np.finfo(np.float64).tiny)
+    return {"max_abs_error": float(err.max()) if err.size else 0.0,
+            "max_error_over_bound": float(ratio.max()) if err.size else 0.0,
+            "nonfinite_outputs": int((~ok).sum())}
+
+
+def format_collectives(r: dict) -> str:
+    op = r["op"].replace("_", "-").lower()
+    bound = "2(P-1)/P*n/W" if op == "all-reduce" else "(P-1)/P*n/W"
+    lines = [f"nclite allreduce: {op} on a ring of {r['ranks']} engines, {r['link_width']} fp32 "
+             f"word(s) per beat, link latency {r['latency']}, stall rate "
+             f"{r['stall_rate']}/256 ({r['simulator']}, seed {r['seed']})"]
+    for run in r["runs"]:
+        lines += [
+            f"  n = {run['words']} words per rank",
+            "    result      : every word of every rank bit-exact with golden, ranks identical"
+            if op != "reduce-scatter" else
+            "    result      : every word of every rank bit-exact with golden",
+            f"    cycles      : {run['cycles']} (ring bound {bound} = "
+            f"{run['bound_cycles']:.0f}; setup {r['setup_cycles']})",
+            f"    efficiency  : {run['efficiency']:.3f} of the bandwidth-optimal ring",
+        ]
+        if "max_abs_error" in run:
+            lines.append("    vs float64  : " + error_vs_float64_text(
+                run, "gamma_(P-1) * sum|x|", "sums"))
+    if r.get("waves"):
+        lines.append(f"  waveform      : {r['waves']}")
+    return "\n".join(lines)

@@ -1,0 +1,605 @@
+"""The ``nclite`` command line: one entry point for the main jobs.
+
+Errors are one clear line (exit status 1) unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from sim import toolchain
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"nclite: error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=_Group)
+@click.option("--debug", is_flag=True, help="Show full Python tracebacks on errors.")
+@click.pass_context
+def main(ctx, debug):
+    """nclite: an open, simplified NeuronCore in Amaranth HDL, checked against numpy."""
+    ctx.obj = {"debug": debug}
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--quiet", is_flag=True, help="Print only problems (exit status still says).")
+def doctor(as_json, quiet):
+    """Check every tool nclite uses: version, where it comes from, whether it is good enough.
+
+    Exits with status 1 if a required tool is missing or too old.
+    """
+    tools = toolchain.check_tools()
+    bad = [t for t in tools if t.required and not t.ok]
+    if as_json:
+        click.echo(json.dumps([t.as_dict() for t in tools], indent=2))
+    else:
+        for t in tools:
+            if quiet and (t.ok or not t.required):
+                continue
+            status = "ok " if t.ok else ("BAD" if t.required else "-- ")
+            click.echo(f"[{status}] {t.name:<20} {t.version or 'missing':<14} "
+                       f"{t.source:<26} {t.path or ''}" + (f"  ({t.note})" if t.note else ""))
+        if not quiet or bad:
+            click.echo(f"{len(tools) - len(bad)} of {len(tools)} tools usable; " + (
+                "missing or too old: " + ", ".join(t.name for t in bad) if bad
+                else "everything required is present."))
+    if bad:
+        sys.exit(1)
+
+
+_waves_option = click.option(
+    "--waves", is_flag=True,
+    help="Dump waveforms and print the file's path (same as WAVES=1, or `nclite waves CMD`).")
+_DTYPES = click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"])
+_SIMS = click.Choice(["verilator", "icarus"])
+
+
+def _gemm_options(f):
+    for opt in reversed([
+        click.option("--m", "m", type=click.IntRange(1), default=64, show_default=True,
+                     help="Rows of C = columns of the stationary A (K x M)."),
+        click.option("--k", "k", type=click.IntRange(1), default=64, show_default=True,
+                     help="Contraction length: rows of A and B."),
+        click.option("--n", "f", type=click.IntRange(1), default=64, show_default=True,
+                     help="Columns of C = columns of the moving B (K x N)."),
+        click.option("--dtype", type=_DTYPES, default="bf16", show_default=True,
+                     help="Format of A and B."),
+        click.option("--a-dtype", type=_DTYPES, default=None,
+                     help="Format of A (stationary) if it differs from --dtype."),
+        click.option("--b-dtype", type=_DTYPES, default=None,
+                     help="Format of B (moving) if it differs from --dtype."),
+        click.option("--array", "n", type=click.IntRange(1, 16), default=8, show_default=True,
+                     help="Tensor-engine array size N (N x N PEs)."),
+        click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+                     help="Simulator to run the RTL in."),
+        click.option("--seed", type=int, default=1, show_default=True, help="Random seed."),
+        click.option("--gaps", type=click.FloatRange(0, 0.9), default=0.0, show_default=True,
+                     help="Probability of a gap on each input stream per cycle (and of "
+                          "back-pressure on the drain)."),
+        _waves_option,
+        click.option("--json", "as_json", is_flag=True, help="Print the result as JSON."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _run_gemm(m, k, f, dtype, a_dtype, b_dtype, n, simulator, seed, gaps, waves, as_json):
+    from sim.cli import gemm as gemm_mod
+
+    result = gemm_mod.run_gemm(m=m, k=k, f=f, a_fmt=a_dtype or dtype, b_fmt=b_dtype or dtype,
+                               n=n, simulator=simulator, seed=seed, gaps=gaps, waves=waves or None)
+    click.echo(json.dumps(result, indent=2) if as_json else gemm_mod.format_gemm(result))
+    if not result["bit_exact"]:
+        sys.exit(1)
+
+
+@main.command()
+@_gemm_options
+def gemm(**kw):
+    """Run C = A.T @ B through the tensor engine in RTL simulation, bit-exact against golden.
+
+    A is K x M (the stationary operand), B is K x N (moving); the GEMM is tiled to the array
+    and PSUM exactly as golden/tensor.py's schedule says. Prints cycles, utilization
+    (useful MACs / (N_array^2 x cycles)) and the error against float64.
+    """
+    _run_gemm(**kw)
+
+
+@main.command()
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator to run the RTL in.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (data, SR).")
+@click.option("--only", type=click.Choice(["mlp", "ring"]), default=None,
+              help="Run only the one-core MLP or only the four-core all-reduce.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def demo(simulator, seed, only, waves, as_json):
+    """The main job: whole NeuronCore programs in RTL simulation, checked against the ISS.
+
+    1. A 2-layer MLP forward pass on one NeuronCore: the host writes the commands through
+    AXI4-Lite, the DMA reads and writes DRAM over AXI4, the tensor engine multiplies, the
+    activation engine adds the bias, applies relu and rounds (SR for the fp8 output).
+    2. Four NeuronCores in a ring: each computes a partial product, an all-reduce sums them.
+
+    After each program every byte of DRAM and every SBUF and PSUM word is compared with the
+    golden instruction-level simulator; the per-engine busy cycles come from the core's
+    performance counters. (`nclite gemm` runs a GEMM on the tensor engine alone.)
+    """
+    from sim.cli import demo as core_demo
+    from sim.cli.progress import bar
+
+    mlp = ring = None
+    with bar("nclite demo", None) as progress:
+        if only in (None, "mlp"):
+            progress.status(f"program 1: an MLP on one NeuronCore ({simulator}; the first run "
+                            "builds the model)")
+            mlp = core_demo.run_mlp_demo(simulator=simulator, seed=seed, waves=waves or None)
+        if only in (None, "ring"):
+            progress.status(f"program 2: four NeuronCores in a ring ({simulator})")
+            ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves or None)
+    if as_json:
+        click.echo(json.dumps({"mlp": mlp, "ring": ring}, indent=2))
+    else:
+        click.echo(core_demo.format_demo(mlp, ring))
+    if not all(r["bit_exact"] for r in (mlp, ring) if r is not None):
+        sys.exit(1)
+
+
+@main.command("pe-chain")
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator to run the RTL in.")
+@click.option("-k", "length", type=click.IntRange(1, 64), default=8, show_default=True,
+              help="Dot-product length = number of PEs in the chain.")
+@click.option("--vectors", type=click.IntRange(1, 100000), default=256, show_default=True,
+              help="How many dot products to stream through the chain.")
+@click.option("--dtype", type=_DTYPES, default="bf16", show_default=True,
+              help="Format of weights and inputs.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def pe_chain(simulator, length, vectors, dtype, seed, waves, as_json):
+    """Stream dot products through a chain of PEs (one array column); check against golden."""
+    from sim.cli import pe_chain as demo_mod
+
+    result = demo_mod.run_pe_chain_demo(simulator=simulator, length=length, vectors=vectors,
+                                        dtype=dtype, seed=seed, waves=waves or None)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(demo_mod.format_result(result))
+    if not result["bit_exact"]:
+        sys.exit(1)
+
+
+@main.command("sr-demo")
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator.")
+@click.option("--steps", type=click.IntRange(1, 100_000), default=2000, show_default=True,
+              help="Number of additions.")
+@click.option("--start", type=float, default=1.0, show_default=True, help="Initial value.")
+@click.option("--increment", type=float, default=1e-3, show_default=True,
+              help="Added at every step (rounded to fp32 first).")
+@click.option("--dtype", "fmt", type=click.Choice(["bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]),
+              default="bf16", show_default=True, help="Format the sum is kept in.")
+@click.option("--lanes", type=click.IntRange(1, 16), default=4, show_default=True,
+              help="SRU lanes: one SR sum per lane, each with its own random stream.")
+@click.option("--seed", type=click.IntRange(0, (1 << 64) - 1), default=0, show_default=True,
+              help="PRNG seed (0 is the value after reset, as on Neuron).")
+@click.option("--random-bits", type=click.IntRange(1, 32), default=16, show_default=True,
+              help="r, random bits per SR decision.")
+@click.option("--out", "png", default="sr-demo.png", show_default=True,
+              help="Where to write the PNG.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the result (trajectories included) as JSON.")
+def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, png, waves,
+            as_json):
+    """Stochastic rounding vs round-to-nearest: a running sum rounded by the SRU's RTL.
+
+    Repeats acc = cast(acc + increment): the fp32 add in the testbench, the cast (RNE, and SR
+    in every lane) by the simulated StochasticRounder, each checked bit for bit against
+    golden/. RNE stops growing once the increment is below half an ulp; SR follows the fp32
+    sum. Writes a PNG of the three and prints the final values.
+    """
+    from sim.cli import sr_demo as sr_mod
+
+    result = sr_mod.run_sr_demo(simulator=simulator, steps=steps, start=start,
+                                increment=increment, lanes=lanes, fmt=fmt, seed=seed,
+                                random_bits=random_bits, png=png, waves=waves or None)
+    click.echo(json.dumps(result, indent=2) if as_json else sr_mod.format_sr_demo(result))
+
+
+@main.command()
+@click.option("--ranks", "-p", type=int, default=4, show_default=True,
+              help="P, cores in the ring (>= 2).")
+@click.option("--n", "sizes", type=int, multiple=True,
+              help="Words per rank (fp32); repeat for several runs on one build. "
+                   "[default: 4096]")
+@click.option("--link-width", "-w", type=int, default=1, show_default=True,
+              help="fp32 words per link beat: 1, 2 or 4.")
+@click.option("--op", type=click.Choice(["all-reduce", "reduce-scatter", "all-gather"]),
+              default="all-reduce", show_default=True, help="The collective.")
+@click.option("--latency", type=int, default=1, show_default=True,
+              help="Link latency in cycles (1..16).")
+@click.option("--stall-rate", type=int, default=0, show_default=True,
+              help="Random link stalls: probability x 256 per cycle (0..255).")
+@click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
+              help="Simulator to run the RTL in.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed, waves,
+              as_json):
+    """Run a ring all-reduce (or reduce-scatter / all-gather) on P simulated collective engines.
+
+    Every word of every rank is checked bit for bit against golden/collectives.py; prints the
+    cycles beside the bandwidth-optimal ring bound 2(P-1)/P * n / W as an efficiency ratio,
+    and the error of the sum against float64.
+    """
+    from sim.cli import allreduce as ar
+
+    result = ar.run_collectives(ranks=ranks, sizes=list(sizes) or [4096],
+                                link_width=link_width, op=op.replace("-", "_"),
+                                simulator=simulator, latency=latency, stall_rate=stall_rate,
+                                seed=seed, waves=waves or None)
+    click.echo(json.dumps(result, indent=2) if as_json else ar.format_collectives(result))
+
+
+@main.command()
+@click.option("--out", default="bench", show_default=True, help="Output directory.")
+@click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")
+@click.option("--only", multiple=True,
+              type=click.Choice(["gemm", "pe-chain", "sim-speed", "synth", "core",
+                                 "collectives", "sru"]),
+              help="Run only this section (repeatable); `make readme` refuses such results.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON (the content of results.json).")
+def bench(out, quick, only, as_json):
+    """Run the benchmarks; write <out>/results.json and <out>/results.md.
+
+    GEMM cycles and utilization per array size, dtype and shape; simulation speed (the model
+    alone and with its testbench, build times); Yosys cell counts; SRU area and throughput;
+    all-reduce efficiency; GEMM programs on a whole core. A progress bar shows the runs (on
+    stderr).
+    """
+    from sim.tools import bench as bench_mod
+
+    path_json, path_md = bench_mod.run_all(out, quick=quick, only=only or None)
+    if as_json:
+        click.echo(path_json.read_text())
+        return
+    click.echo(path_md.read_text())
+    click.echo(f"wrote {path_json} and {path_md}")
+
+
+@main.group()
+def synth():
+    """FPGA synthesis with Yosys and nextpnr from PyPI (ECP5 25F/85F, iCE40 UP5K).
+
+    Results are cached under build/synth/, keyed by the design's Verilog, the tool versions
+    and the options: re-running with nothing changed is instant.
+    """
+
+
+def _parse_params(items) -> dict:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"expected KEY=VALUE, not {item!r}", param_hint="--param")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+@synth.command("component")
+@click.argument("design")
+@click.option("--param", "-p", "params", multiple=True, metavar="KEY=VALUE",
+              help="A constructor parameter, VALUE as JSON (e.g. -p n=4 -p formats='[\"bf16\"]').")
+@click.option("--device", type=click.Choice(["ecp5-25f", "ecp5-85f", "ice40-up5k"]),
+              default="ecp5-85f", show_default=True, help="Target part.")
+@click.option("--seed", type=int, default=1, show_default=True, help="nextpnr placement seed.")
+@click.option("--freq", type=float, default=100.0, show_default=True,
+              help="Target clock for nextpnr, MHz.")
+@click.option("--area-only", is_flag=True, help="Skip place-and-route (no Fmax).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+def synth_component(design, params, device, seed, freq, area_only, as_json):
+    """Area and Fmax of one component, DESIGN given as hdl.module:Class (e.g. hdl.pe:PE)."""
+    from sim.cli.progress import bar
+    from synth.fpga import fpga_synth
+
+    with bar(f"synthesis of {design} on {device}", None) as progress:
+        progress.status("Yosys" + ("" if area_only else ", then nextpnr in the timing harness"))
+        r = fpga_synth(design, _parse_params(params), device=device, seed=seed, freq=freq,
+                       timing=not area_only)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    a, t = r["area"], r["timing"] or {}
+    click.echo(f"{design} {r['params']} on {r['part']}{' (cached)' if r['cached'] else ''}")
+    click.echo(f"  area: {a['luts']} LUTs, {a['ffs']} FFs, {a['dsps']} DSPs, {a['brams']} BRAMs")
+    if "skipped" in t:
+        click.echo(f"  timing: skipped, {t['skipped']}")
+    elif t:
+        cp = t["critical_path"] or {}
+        click.echo(f"  Fmax: {t['fmax_mhz']} MHz (target {t['target_mhz']:g}, seed {t['seed']})")
+        if cp:
+            click.echo(f"  critical path: {cp['from']} -> {cp['to']}: {cp['delay_ns']} ns, "
+                       f"{cp['logic_levels']} logic levels ({cp['logic_ns']} ns logic, "
+                       f"{cp['routing_ns']} ns routing)")
+
+
+@synth.command("report")
+@click.option("--quick", is_flag=True, help="Components and N = 2, 4 only.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Syntheses run at once.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default: synth/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def synth_report(quick, jobs, out, as_json):
+    """Synthesize every design of the report; write report.md, report.json and PNG plots."""
+    from pathlib import Path
+
+    from synth import report as rep
+
+    data = rep.collect(quick=quick, workers=jobs)
+    paths = rep.write_report(data, Path(out) if out else rep.REPORT_DIR)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo("wrote " + ", ".join(str(p) for p in paths))
+    failed = [r["label"] for r in data["results"] if "error" in r]
+    if failed:
+        raise click.ClickException("synthesis failed for: " + "; ".join(failed))
+
+
+@main.group()
+def board():
+    """The FPGA board: build its bitstream, run a GEMM on it through the UART bridge."""
+
+
+_BOARDS = click.Choice(["ulx3s-85f"])
+
+
+@board.command("build")
+@click.option("--board", "board_name", type=_BOARDS, default="ulx3s-85f", show_default=True,
+              help="Which board (its platform and core configuration: synth/board.py).")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def board_build(board_name, as_json):
+    """Build the bitstream (build/board/<board>/nclite.bit) with Yosys, nextpnr and ecppack
+    from PyPI; reused while nothing changed."""
+    from sim.cli.progress import bar
+    from synth.board import build_bitstream
+
+    with bar(f"bitstream {board_name}", None) as progress:
+        r = build_bitstream(board_name, progress=progress.status)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    from sim.runner import build_root
+
+    util = ", ".join(f"{c} {v['used']}/{v['available']}" for c, v in r["utilization"].items())
+    click.echo(f"{build_root() / 'board' / board_name / r['bitstream']}: "
+               f"{r['bitstream_bytes']} bytes{' (cached)' if r['cached'] else ''}")
+    click.echo(f"  core {r['core']}, UART {r['baud']} baud")
+    click.echo("  Fmax: " + ", ".join(f"{k} {v} MHz" for k, v in r["fmax_mhz"].items())
+               + f" (board clock {r['clock_hz'] / 1e6:g} MHz)")
+    click.echo(f"  utilization: {util}")
+
+
+@board.command("gemm")
+@click.option("--port", required=True, help="The board's serial port, e.g. /dev/ttyUSB0.")
+@click.option("--board", "board_name", type=_BOARDS, default="ulx3s-85f", show_default=True,
+              help="Which board (tells the core's configuration).")
+@click.option("--baud", type=int, default=None,
+              help="UART baud rate (default: the one the bitstream was built for).")
+@click.option("-m", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Rows of C (columns of A).")
+@click.option("-k", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="The reduction dimension.")
+@click.option("-f", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Columns of B and C.")
+@click.option("--a-dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
+              show_default=True, help="Format of A (stationary).")
+@click.option("--b-dtype", type=click.Choice(["bf16", "fp8_e4m3", "fp8_e5m2"]), default="bf16",
+              show_default=True, help="Format of B (moving).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def board_gemm(port, board_name, baud, m, k, f, a_dtype, b_dtype, seed, as_json):
+    """Run C = A.T @ B on the board's NeuronCore and check it bit for bit against golden."""
+    from sim.host.board import run_on_board
+
+    r = run_on_board(port, board=board_name, baud=baud, m=m, k=k, f=f, a_dtype=a_dtype,
+                     b_dtype=b_dtype, seed=seed,
+                     log=None if as_json else (lambda msg: click.echo(msg, err=True)))
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+    else:
+        verdict = "bit-exact with golden" if r["ok"] else f"{r['mismatches']} MISMATCHES"
+        click.echo(f"GEMM {m}x{k}x{f} {a_dtype} x {b_dtype} on {board_name} ({port}): "
+                   f"{verdict}; {r['commands']} commands, {r['cycles']} busy cycles, "
+                   f"{r['seconds']} s")
+    if not r["ok"]:
+        raise click.ClickException(f"{r['mismatches']} elements differ from golden: "
+                                   f"{r['first_mismatches']}")
+
+
+# Commands that run simulations, and so can dump waveforms.
+_SIM_COMMANDS = ("gemm", "demo", "pe-chain", "sr-demo", "allreduce")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                "help_option_names": []})
+@click.argument("command", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def waves(ctx, command, args):
+    """Run COMMAND (gemm, demo, pe-chain, sr-demo, allreduce, lab check) with waveform dumps.
+
+    \b
+    nclite waves gemm --array 2 --m 2 --k 2 --n 4 --sim icarus
+    Every simulation of the run writes its waveform (FST) and prints the file's path; for the
+    tensor engine, open it with the save file that shows the systolic wavefront:
+    gtkwave <dump> docs/waves/tensor_engine.gtkw   (or: surfer <dump>)
+    Same as WAVES=1 in the environment, which also works for pytest and make.
+    """
+    import os
+
+    if command is None or command in ("-h", "--help"):
+        click.echo(ctx.get_help())
+        return
+    if command == "lab":
+        sub_args = list(args)
+    elif command in _SIM_COMMANDS:
+        sub_args = [*args, "--waves"]
+    else:
+        raise click.UsageError(f"{command!r} runs no simulation; waveforms come from "
+                               + ", ".join(_SIM_COMMANDS) + " and `lab check`")
+    cmd = main.get_command(ctx, command)
+    saved = os.environ.get("WAVES")
+    os.environ["WAVES"] = "1"  # for `lab check`'s pytest, and every simulation of the run
+    try:
+        with cmd.make_context(command, sub_args, parent=ctx.parent) as sub_ctx:
+            cmd.invoke(sub_ctx)
+    finally:
+        if saved is None:
+            os.environ.pop("WAVES", None)
+        else:
+            os.environ["WAVES"] = saved
+
+
+@main.group()
+def lab():
+    """Hardware-course labs (docs/labs/): list them, start one in a scratch copy, check it.
+
+    \b
+    nclite lab list
+    nclite lab start 3            # build/labs/lab3: the repository with lab 3's exercise stubbed
+    cd build/labs/lab3 && make lab3-check
+    """
+
+
+@lab.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the labs as JSON.")
+def lab_list(as_json):
+    """The labs, their texts, exercises and checks."""
+    from sim.tools import labs
+
+    all_labs = labs.labs()
+    if as_json:
+        click.echo(json.dumps([lab.as_dict() for lab in all_labs.values()], indent=2))
+        return
+    for n, lab in all_labs.items():
+        click.echo(f"lab {n}: {lab.title}  ({lab.path / 'README.md'})")
+        for e in lab.exercises:
+            click.echo(f"    exercise: {e.file}, region `{e.region}`")
+
+
+@lab.command("start")
+@click.argument("number", type=int)
+@click.option("--dir", "dest", type=click.Path(file_okay=False), default=None,
+              help="Where to put the scratch copy (default: build/labs/lab<N>).")
+@click.option("--force", is_flag=True,
+              help="Replace an existing scratch copy (its edits are lost).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+def lab_start(number, dest, force, as_json):
+    """Copy the repository to a scratch directory with lab NUMBER's exercise stubbed out.
+
+    The main tree keeps the reference solution; in the copy, the marked regions
+    (`# lab<N> begin: ...` to `# lab<N> end: ...`) hold stubs for you to fill in. The copy
+    shares the main tree's .venv.
+    """
+    from pathlib import Path
+
+    from sim.tools import labs
+
+    r = labs.start(number, Path(dest) if dest else None, force=force)
+    if as_json:
+        click.echo(json.dumps(r, indent=2))
+        return
+    click.echo(f"lab {number} ({r['title']}) started in {r['dir']}")
+    click.echo(f"  read    : {r['text']}")
+    for region in r["regions"]:
+        click.echo(f"  edit    : {region}")
+    click.echo(f"  check   : {r['check']}")
+
+
+@lab.command("check")
+@click.argument("number", type=int)
+@click.option("--dir", "tree", type=click.Path(file_okay=False, exists=True), default=".",
+              show_default=True, help="The tree to check: a scratch copy, or the main tree.")
+@click.option("--fast", is_flag=True, help="Only the checks that need no simulator build.")
+@click.option("--jobs", "-n", default="auto", show_default=True,
+              help="pytest-xdist workers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+def lab_check(number, tree, fast, jobs, as_json):
+    """Run lab NUMBER's tests (pytest, both simulators) against the code in --dir."""
+    import subprocess
+    from pathlib import Path
+
+    from sim.tools import labs
+
+    tree = Path(tree).resolve()
+    if not (tree / "docs" / "labs").is_dir() or not (tree / "hdl").is_dir():
+        raise click.ClickException(f"{tree} is not an nclite tree (run from the scratch copy "
+                                   "that `nclite lab start` made, or give --dir)")
+    args = labs.check_args(number, tree, fast=fast, jobs=jobs)
+    proc = subprocess.run(args, cwd=tree, capture_output=as_json, text=True)
+    ok = proc.returncode == 0
+    if as_json:
+        click.echo(json.dumps({"lab": number, "dir": str(tree), "passed": ok,
+                               "command": args, "returncode": proc.returncode,
+                               "output_tail": (proc.stdout or "").splitlines()[-20:]}, indent=2))
+    elif ok:
+        click.echo(f"lab {number}: every check passes in {tree}")
+    if not ok:
+        raise click.ClickException(f"lab {number}: checks failed in {tree} (see above)")
+
+
+def _lab_copy_root():
+    """The root of the lab scratch copy the working directory is in (``nclite lab start``
+    marks it), or None."""
+    from pathlib import Path
+
+    from sim.tools.labs import MARKER
+
+    here = Path.cwd().resolve()
+    for d in (here, *here.parents):
+        if (d / MARKER).is_file():
+            return d
+    return None
+
+
+def entry():
+    """The ``nclite`` console script. Inside a lab's scratch copy it runs the copy's code (the
+    student's), not the main tree's that the script was installed from."""
+    import os
+    from pathlib import Path
+
+    lab_root = _lab_copy_root()
+    if lab_root is not None and Path(__file__).resolve().parents[2] != lab_root \
+            and not os.environ.get("NCLITE_IN_LAB_COPY"):
+        env = {**os.environ, "NCLITE_IN_LAB_COPY": str(lab_root),
+               "PYTHONPATH": os.pathsep.join([str(lab_root), os.environ.get("PYTHONPATH", "")])}
+        os.execve(sys.executable, [sys.executable, "-m", "sim.cli", *sys.argv[1:]], env)
+    main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""``nclite demo``: a 2-layer MLP on one NeuronCore and a data-parallel all-reduce on four,
+in RTL simulation, every memory checked against the golden ISS.
+
+The cocotb side is ``sim/tb/demo.py``; these functions build and run it and return its
+figures (a dict, also what ``--json`` prints). The cores' DRAM is RTL (``hdl.sim_top``: the
+block-RAM memory the FPGA board uses, loaded and read through a VPI backdoor), so the DMA's
+AXI4 traffic runs without Python; the host's register accesses (descriptors, STATUS, the debug
+reads that compare SBUF and PSUM) still run through cocotbext-axi's AXI4-Lite master.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hdl.sim_top import CoreWithDram, RingWithDram
+from sim import runner
+
+__all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_gemm_bench",
+           "format_demo"]
+
+#: The single core of the demo (the same build as tests/hdl/test_core_rtl.py's programs on
+#: hdl.sim_top.CoreWithDram).
+CORE_CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
+#: The ring of the demo (the same build as tests/hdl/test_multicore_rtl.py): its subject is the
+#: collectives, so its cores keep shallow PE pipelines (a smaller, faster four-core model).
+#: Its link watchdog is short, so that the test of a COLLECTIVE a core never joins ends soon,
+#: yet above a debug read's timeout (4095 cycles, which that test also sees) and far above
+#: any wait of the demo's programs.
+RING_CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_words": 8,
+               "link_width": 2, "queue_depth": 32, "te_mul_stages": 1, "te_add_stages": 2,
+               "watchdog_cycles": 6144}
+
+
+def _run(factory, params, testcase, simulator, seed, env, waves, tag, public) -> dict:
+    out = runner.result_file("demo", f"{testcase}-{simulator}-{tag}-{seed}")
+    env = {**env, "NCLITE_DEMO_OUT": str(out)}
+    result = None
+    try:
+        result = runner.run(factory, params, "sim.tb.demo", simulator, testcase=testcase,
+                            seed=seed, extra_env=env, waves=waves, run_tag=f"{testcase}-{tag}",
+                            quiet=True, public=public)
+    except runner.SimulationFailed:
+        if not out.exists():
+            raise
+    figures = json.loads(out.read_text())
+    out.unlink()
+    figures["waves"] = str(result.waves) if result and result.waves else None
+    return figures
+
+
+def run_mlp_demo(*, simulator: str = "verilator", seed: int = 1, d_in: int = 16,
+                 d_hidden: int = 12, d_out: int = 8, batch: int = 16,
+                 waves: bool = False) -> dict:
+    dims = [d_in, d_hidden, d_out, batch]
+    return _run("hdl.sim_top:CoreWithDram", CORE_CONFIG, "mlp_demo", simulator, seed,
+                {"NCLITE_DEMO_MLP": json.dumps(dims)}, waves, "x".join(map(str, dims)),
+                CoreWithDram.public)
+
+
+def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None = None,
+                  waves: bool = False) -> dict:
+    k = 4 * RING_CONFIG["n"] if k is None else k
+    return _run("hdl.sim_top:RingWithDram", RING_CONFIG, "ring_demo", simulator, seed,
+                {"NCLITE_DEMO_K": str(k)}, waves, f"k{k}",
+                RingWithDram.public_for(RING_CONFIG["ranks"]))
+
+
+def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator") -> dict:
+    """Tiled GEMMs on a core whose queue holds each whole program (``queue_depth`` 256)."""
+    params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256}
+    return _run("hdl.sim_top:CoreWithDram", params, "gemm_bench", simulator, 1,
+                {"NCLITE_BENCH_GEMMS": json.dumps([list(s) for s in shapes])}, False,
+                f"n{n}-" + "-".join("x".join(map(str, s)) for s in shapes), CoreWithDram.public)
+
+
+def _engines(perf: dict) -> str:
+    return (f"tensor {perf['tensor_busy']}, activation {perf['activation_busy']}, "
+            f"DMA {perf['dma_busy']}, collective {perf.get('collective_busy', 0)}")
+
+
+def format_demo(mlp: dict | None, ring: dict | None) -> str:
+    lines = []
+    if mlp is not None:
+        (d_in, d_h), (_, d_out) = mlp["layers"]
+        verdict = "bit-exact with the golden ISS in DRAM, SBUF and PSUM" if mlp["bit_exact"] \
+            else f"MISMATCH: {mlp['mismatch']}"
+        p = mlp["perf"]
+        lines += [
+            f"nclite demo 1: a 2-layer MLP ({d_in} -> {d_h} relu bf16 -> {d_out} fp8-e4m3 SR), "
+            f"batch {mlp['batch']}, on one NeuronCore (N = {mlp['n']}) in {mlp['simulator']}",
+            f"  result      : {verdict} (seed {mlp['seed']})",
+            f"  program     : {mlp['commands']} commands through AXI4-Lite, DRAM on AXI4",
+            f"  core busy   : {p['busy']} cycles; busy per engine: {_engines(p)}",
+            f"  tensor eng. : {p['moving_columns']} moving columns, {mlp['macs']} useful MACs, "
+            f"{100 * mlp['utilization']:.1f} % of the {mlp['n']}x{mlp['n']} array's MAC slots "
+            f"while the core is busy",
+        ]
+    if ring is not None:
+        m, k, f = ring["gemm"]
+        verdict = "bit-exact with the golden ring ISS on every core" if ring["bit_exact"] \
+            else f"MISMATCH: {ring['mismatch']}"
+        lines += [
+            f"nclite demo 2: data-parallel GEMM on {ring['ranks']} NeuronCores in a ring "
+            f"(link width {ring['link_width']}): core r computes its K-slice "
+            f"C_r = A_r.T @ B_r ({m}x{k}x{f}), an all-reduce sums the C_r ({ring['words']} "
+            f"fp32 words) on every core, in {ring['simulator']}",
+            f"  result      : {verdict} (seed {ring['seed']})",
+        ]
+        for r, (cyc, p) in enumerate(zip(ring["cycles"], ring["perf"], strict=True)):
+            lines.append(f"  core {r}      : {cyc} cycles from its first command pushed to idle; "
+                         f"busy per engine: {_engines(p)}")
+    for fig in (mlp, ring):
+        if fig and fig.get("waves"):
+            lines.append(f"  waveform    : {fig['waves']}")
+    return "\n".join(lines)

@@ -1,0 +1,275 @@
+"""The host driver in a cocotb simulation: :class:`sim.host.driver.CoreDriver` on the core's buses.
+
+:class:`CoreHost` talks to a NeuronCore only through its buses: the registers
+(``golden.isa.REGISTER_MAP``) through cocotbext-axi's ``AxiLiteMaster`` on the ``axil`` port,
+and DRAM, which is one of two things (``dram=``):
+
+* ``"axiram"``: cocotbext-axi's ``AxiRam`` on the core's AXI4 master port (``hdl.core.NeuronCore``,
+  ``hdl.multicore.CoreRing``), with error responses on demand (:class:`DramFaults`) and random
+  pauses on its channels: for the tests whose subject is the bus, its errors or its stalls.
+  Python runs for every AXI4 beat. The host polls STATUS while it waits for the core.
+* ``"memory"``: the RTL memory of ``hdl.sim_top`` (:class:`~hdl.sim_top.CoreWithDram`,
+  :class:`~hdl.sim_top.RingWithDram`), loaded and read through a VPI backdoor
+  (:class:`MemoryPort`), its stalls made by ``hdl.sim_top.AxiStalls`` in the RTL: no Python
+  per beat. The host waits on the core's ``busy`` wire and reads STATUS when it falls.
+
+Everything else (programs, debug reads, perf counters) is :class:`~sim.host.driver.CoreDriver`'s,
+shared with the FPGA board's host tool (``sim.host.board``).
+
+Runs inside a cocotb test.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from cocotb.handle import Immediate
+from cocotb.triggers import ClockCycles, FallingEdge, First, Timer
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
+
+from sim.host.driver import CoreDriver, CoreTimeout, RunResult
+from sim.tb import streams
+from sim.tb.tbutil import CLOCK_PERIOD_NS
+
+__all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "MemoryPort", "DramFaults",
+           "DRAM_BACKENDS", "sim_cycles"]
+
+#: The values of :class:`CoreHost`'s ``dram``.
+DRAM_BACKENDS = ("axiram", "memory")
+
+
+class _DramFault(Exception):
+    """Raised inside cocotbext-axi's RAM model: it answers the beat with an error."""
+
+
+class DramFaults:
+    """Error responses from a cocotbext-axi ``AxiRam``, for fault tests.
+
+    While :attr:`window` is a byte range ``(lo, hi)``, every beat of a read burst whose bytes
+    meet it is answered with :attr:`resp` on R and zero data, and every write burst with a
+    beat whose written bytes meet it is answered with :attr:`resp` on B (those bytes are not
+    written; the burst's other beats are). ``resp`` is ``AxiResp.SLVERR`` or
+    ``AxiResp.DECERR``. This uses the model's own error path (a failing memory access gives
+    SLVERR) and rewrites SLVERR to DECERR on its way out when asked; ``window = None``: a
+    good DRAM again."""
+
+    def __init__(self, ram: AxiRam):
+        self.window: tuple[int, int] | None = None
+        self.resp = AxiResp.SLVERR
+        self.hits = {"R": 0, "B": 0}  # error responses given (beats on R, bursts on B)
+        rd, wr = ram.read_if, ram.write_if
+        read, write = rd._read, wr._write
+        r_send, b_send = rd.r_channel.send, wr.b_channel.send
+
+        def hit(address, length):
+            return self.window is not None and address < self.window[1] and \
+                self.window[0] < address + length
+
+        async def faulty_read(address, length):
+            if hit(address, length):
+                raise _DramFault(f"read 0x{address:x}")
+            return await read(address, length)
+
+        async def faulty_write(address, data):
+            if hit(address, len(data)):
+                raise _DramFault(f"write 0x{address:x}")
+            await write(address, data)
+
+        def remap(tx, field, channel):
+            if int(getattr(tx, field)) == AxiResp.SLVERR:
+                self.hits[channel] += 1
+                setattr(tx, field, self.resp)
+
+        async def send_r(tx):
+            remap(tx, "rresp", "R")
+            await r_send(tx)
+
+        async def send_b(tx):
+            remap(tx, "bresp", "B")
+            await b_send(tx)
+
+        rd._read, wr._write = faulty_read, faulty_write
+        rd.r_channel.send, wr.b_channel.send = send_r, send_b
+
+
+class AxiRamPort:
+    """cocotbext-axi's ``AxiRam`` seen as the driver's async DRAM port (direct access: the
+    testbench writes DRAM without bus cycles, as a host's DMA-coherent buffer would)."""
+
+    def __init__(self, ram: AxiRam):
+        self.ram = ram
+
+    async def write(self, addr: int, data: bytes) -> None:
+        self.ram.write(addr, data)
+
+    async def read(self, addr: int, size: int) -> bytes:
+        return self.ram.read(addr, size)
+
+
+class MemoryPort:
+    """An RTL memory array seen as DRAM: 32-bit words, byte ``a`` the little-endian byte
+    ``a % 4`` of word ``a // 4`` (``hdl.sim_top``'s ``mem.ram``), read and written word by
+    word through VPI in zero simulated time. ``array`` is the array's cocotb handle
+    (``dut.mem.ram``), ``size`` its size in bytes. Writes are immediate, so a read right after
+    a write sees it; write only while no DMA runs (the core idle). The driver's async DRAM
+    port, and direct access for testbenches (:meth:`write_now`, :meth:`read_now`)."""
+
+    def __init__(self, array, size: int):
+        if not isinstance(size, int) or size <= 0 or size % 4:
+            raise ValueError(f"size must be a positive multiple of 4 bytes, not {size!r}")
+        self.array, self.size = array, size
+        self._handles: list | None = None
+
+    def _words(self) -> list:
+        if self._handles is None:  # (about 5 us a word, once)
+            self._handles = [self.array[i] for i in range(self.size // 4)]
+        return self._handles
+
+    def _check(self, addr: int, size: int) -> None:
+        if not (isinstance(addr, int) and 0 <= addr and size >= 0 and addr + size <= self.size):
+            raise ValueError(f"addr {addr!r} + {size} bytes lies outside DRAM's "
+                             f"{self.size} bytes")
+
+    def _read_words(self, lo: int, hi: int) -> bytes:
+        words = self._words()[lo:hi]
+        return np.array([w.value.to_unsigned() for w in words], dtype="<u4").tobytes()
+
+    def write_now(self, addr: int, data: bytes) -> None:
+        """Write ``data`` at byte ``addr`` (the other bytes of its first and last words kept)."""
+        data = bytes(data)
+        self._check(addr, len(data))
+        if not data:
+            return
+        end = addr + len(data)
+        lo, hi = addr // 4, -(-end // 4)
+        buf = bytearray(4 * (hi - lo))
+        if addr % 4:
+            buf[:4] = self._read_words(lo, lo + 1)
+        if end % 4:
+            buf[-4:] = self._read_words(hi - 1, hi)
+        buf[addr - 4 * lo:end - 4 * lo] = data
+        words = self._words()
+        for i, w in enumerate(np.frombuffer(bytes(buf), dtype="<u4").tolist(), lo):
+            words[i].value = Immediate(w)
+
+    def read_now(self, addr: int, size: int) -> bytes:
+        """``size`` bytes from byte ``addr``."""
+        self._check(addr, size)
+        lo, hi = addr // 4, -(-(addr + size) // 4)
+        return self._read_words(lo, hi)[addr - 4 * lo:addr - 4 * lo + size]
+
+    async def write(self, addr: int, data: bytes) -> None:
+        self.write_now(addr, data)
+
+    async def read(self, addr: int, size: int) -> bytes:
+        return self.read_now(addr, size)
+
+
+def _stall_rate(p: float) -> int:
+    """A pause probability per cycle as ``hdl.sim_top.AxiStalls``' rate (out of 256)."""
+    if not 0 <= p < 1:
+        raise ValueError(f"dram_pauses must be a probability in [0, 1), not {p!r}")
+    return min(round(256 * p), 255)
+
+
+class CoreHost(CoreDriver):
+    """One core's host side in cocotb. ``cfg`` is the core's ``golden.iss.CoreConfig``;
+    ``perf_names`` the names of its performance counters (``hdl.core.PERF_COUNTERS``);
+    ``suffix`` picks the core's ports ``axil<suffix>``, ``axi<suffix>``, ``busy<suffix>``, ...
+    (``hdl.multicore``, ``hdl.sim_top.RingWithDram``); ``dram_pauses`` the probability of a
+    pause on each DRAM channel per cycle, random from ``rng``.
+
+    ``dram`` (:data:`DRAM_BACKENDS`, see the module's text): ``"axiram"`` (cocotbext-axi's
+    ``AxiRam`` on ``axi<suffix>``; it answers every access until :attr:`faults`, a
+    :class:`DramFaults`, is given a window) or ``"memory"`` (``hdl.sim_top``'s memory
+    ``mem<suffix>.ram``, ``dram_pauses`` as its ``dram_stall_rate<suffix>``; :attr:`faults`
+    is None). ``None``: ``"memory"`` on a top with a ``dram_stall_rate<suffix>`` port, else
+    ``"axiram"``. Both draw the same numbers from ``rng``, so a test's data do not depend on
+    the backend.
+    """
+
+    def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
+                 suffix: str = "", dram: str | None = None):
+        self.dut = dut
+        if dram is None:
+            dram = "memory" if hasattr(dut, f"dram_stall_rate{suffix}") else "axiram"
+        if dram not in DRAM_BACKENDS:
+            raise ValueError(f"dram must be one of {DRAM_BACKENDS}, not {dram!r}")
+        self.dram_backend = dram
+        regs = AxiLiteMaster(AxiLiteBus.from_prefix(dut, f"axil{suffix}_"), dut.clk, dut.rst)
+        # cocotbext-axi logs every register access at INFO: thousands of lines per program,
+        # which cost more Python than the accesses. Warnings still show.
+        for side in (regs.write_if, regs.read_if):
+            side.log.setLevel(logging.WARNING)
+        rate = _stall_rate(dram_pauses)
+        seeds = []
+        if dram_pauses:
+            rng = rng if rng is not None else np.random.default_rng(0)
+            seeds = [int(rng.integers(1 << 30)) for _ in range(5)]  # one per AXI4 channel
+
+        async def wait(cycles):
+            await ClockCycles(dut.clk, cycles)
+
+        async def sleep(cycles):  # a Timer, not ClockCycles: no Python every cycle
+            await Timer(cycles * CLOCK_PERIOD_NS, "ns")
+
+        self.ram, self.faults, until_idle = None, None, None
+        if dram == "axiram":
+            self.ram = AxiRam(AxiBus.from_prefix(dut, f"axi{suffix}_"), dut.clk, dut.rst,
+                              size=cfg.dram_bytes)
+            port = AxiRamPort(self.ram)
+            self.faults = DramFaults(self.ram)
+            for ch, seed in zip((self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                                 self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                                 self.ram.write_if.b_channel), seeds, strict=False):
+                ch.set_pause_generator(streams.pauses(np.random.default_rng(seed), dram_pauses))
+        else:
+            port = MemoryPort(getattr(dut, f"mem{suffix}").ram, cfg.dram_bytes)
+            # The stalls' generator takes its seed at the first clock edge after reset.
+            getattr(dut, f"dram_stall_rate{suffix}").value = rate
+            getattr(dut, f"dram_stall_seed{suffix}").value = seeds[0] if seeds else 0
+            busy = getattr(dut, f"busy{suffix}")
+
+            async def until_idle(limit, poll):
+                t0 = sim_cycles()
+                if busy.value:
+                    await First(FallingEdge(busy), Timer(limit * CLOCK_PERIOD_NS, "ns"))
+                else:  # STATUS says busy, the wire not: descriptors wait in the queue
+                    await sleep(poll)
+                return max(sim_cycles() - t0, 1)
+
+            wait = sleep
+
+        self._suffix = suffix
+        self.port = port
+        super().__init__(cfg, regs, port, wait=wait, now=sim_cycles, perf_names=perf_names,
+                         until_idle=until_idle)
+
+    def dram_stalls(self) -> int:
+        """Cycles the RTL DRAM's stalls held a beat back so far (``"memory"`` only)."""
+        if self.dram_backend != "memory":
+            raise ValueError("dram_stalls counts the stalls of the RTL memory (dram='memory')")
+        return int(getattr(self.dut, f"dram_stalls{self._suffix}").value)
+
+    # Direct (zero-time) DRAM access for testbenches.
+
+    def write_dram(self, addr: int, data) -> None:
+        data = bytes(np.asarray(data, dtype=np.uint8).reshape(-1))
+        if self.ram is not None:
+            self.ram.write(addr, data)
+        else:
+            self.port.write_now(addr, data)
+
+    def read_dram(self, addr: int = 0, size: int | None = None) -> np.ndarray:
+        size = self.cfg.dram_bytes - addr if size is None else size
+        raw = self.ram.read(addr, size) if self.ram is not None else self.port.read_now(addr,
+                                                                                       size)
+        return np.frombuffer(raw, dtype=np.uint8).copy()
+
+
+def sim_cycles() -> int:
+    """Clock cycles of simulated time so far (the testbenches' clock, ``tbutil``)."""
+    from cocotb.utils import get_sim_time
+
+    return int(get_sim_time("ns")) // CLOCK_PERIOD_NS

@@ -1,0 +1,471 @@
+"""cocotb testbench: a NeuronCore running programs, against the golden ISS.
+
+The host side is :class:`sim.host.core.CoreHost` (cocotbext-axi ``AxiLiteMaster`` on the registers)
+with either DRAM: on ``hdl.core.NeuronCore``, cocotbext-axi's ``AxiRam`` with random pauses on
+every channel (Python for every AXI4 beat); on ``hdl.sim_top.CoreWithDram``, the RTL memory
+behind ``hdl.sim_top.AxiStalls``, which pause every channel at the same rate, loaded and read
+through its backdoor (no Python per beat; each program with a DMA command then checks that
+DRAM did stall). Every test runs on either top but ``dram_faults``, which needs ``AxiRam``'s
+error responses. ``tests/hdl/test_core_rtl.py`` runs the programs whose subject is the computation
+(``gemm_tiled``, ``dense_sr``, ``mlp_forward``) on ``CoreWithDram``, and those whose subject is
+the bus, its errors or the sequencer's order under ``AxiRam``'s timing (``random_commands``,
+``hazards``, ``errors``, ``dram_faults``) on ``NeuronCore``. Every program runs on the RTL and
+on ``golden.iss.NeuronCoreISS`` from the same state; afterwards the error code, the failing
+command's index, the executed count, and **every byte of DRAM, every SBUF word and every PSUM
+word** must be equal (bit for bit: the RTL and the ISS emit the same canonical NaNs).
+
+Tests (the runner picks one per pytest case with ``testcase``):
+
+* ``gemm_tiled`` - tiled GEMMs with K > N (PSUM accumulation over K tiles), M and F not
+  multiples of N or the bank, bf16 and fp8 operands with special values, fp32 results.
+* ``dense_sr`` - dense layers ``cast(relu(W.T @ X + b))`` with SR output after SET_SEED
+  (bf16, and fp8-e4m3 with saturation), then bf16 with RNE and fp8-e5m2 with RTZ.
+* ``mlp_forward`` - a 2-layer MLP forward pass after SET_SEED (bf16 relu hidden layer,
+  fp8-e4m3 output with SR).
+* ``random_commands`` - random legal commands at random partitions and addresses (DMA with
+  strides, LOAD_STATIONARY / MATMUL with ``part`` != 0, ACTIVATE from PSUM and from SBUF,
+  in place, with bias, SET_SEED, BARRIER), so consecutive commands often touch the same
+  words and the sequencer's hazard checks decide the result.
+* ``errors`` - every error of ``sim.host.programs.error_programs`` after a legal prefix, with
+  legal commands behind it: the error code and index, nothing executed after it (the core
+  drops them), memories unchanged; then CTRL clear-error and a legal program; a soft reset
+  (EXECUTED 0, the stationary tile gone, the PRNG reseeded with 0) - each ends in a reported
+  error or a completed program, never a timeout.
+* ``dram_faults`` - a tiled GEMM whose DRAM (``sim.host.core.DramFaults``) answers SLVERR, then
+  DECERR, to one word of an operand (R, during a DMA_LOAD) or of the result (B, during a
+  DMA_STORE): ERROR = BUS_ERROR with the index of the first DMA command touching that word,
+  the queue stopped (a program pushed then is dropped); after CTRL clear-error (the last
+  case: a soft reset) the same program on good DRAM is bit-exact with the ISS.
+* ``hazards`` - each ordering the sequencer enforces (DMA load / MATMUL / ACTIVATE against the
+  SBUF words and PSUM banks of a command in flight), in a program where breaking it changes
+  the result (each of the six rules was once removed from the sequencer: this test caught it).
+"""
+
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+from cocotbext.axi import AxiResp
+
+from golden.isa import (
+    DTYPE_BYTES,
+    OPERAND_DTYPES,
+    ActivationFunc,
+    Dtype,
+    ErrorCode,
+    Opcode,
+    Rounding,
+    decode,
+    encode,
+)
+from golden.iss import CommandError, NeuronCoreISS
+from hdl.core import PERF_COUNTERS, NeuronCore
+from sim.host import programs as pg
+from sim.host.core import CoreHost
+from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, ProgramBuilder
+from sim.tb import tbutil, vectors
+from sim.verify import coverage
+
+_FMT_NAMES = {d: d.golden_name for d in OPERAND_DTYPES}
+_RNE, _RTZ, _SR = Rounding.RNE, Rounding.RTZ, Rounding.SR
+
+
+class CoreTB:
+    """One core, its host (DRAM as ``CoreHost`` picks it for the top) and its ISS.
+    ``dram_pauses``: the probability of a DRAM pause per channel and cycle."""
+
+    def __init__(self, dut, dram_pauses: float = 0.2):
+        self.dut = dut
+        self.core = NeuronCore(**tbutil.params())
+        self.cfg = self.core.iss_config()
+        self.iss = NeuronCoreISS(self.cfg)
+        self.rng = tbutil.rng(0xC0E)
+        self.seed = tbutil.seed()
+        self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
+                             rng=self.rng)
+        # The RTL DRAM's stalls are checked after each program with a DMA command.
+        self.check_stalls = self.host.dram_backend == "memory" and dram_pauses > 0
+
+    def need_axiram(self, test: str) -> None:
+        if self.host.dram_backend != "axiram":
+            raise AssertionError(f"{test} needs cocotbext-axi's AxiRam as DRAM (the top "
+                                 f"hdl.core:NeuronCore), not the RTL memory")
+
+    async def start(self):
+        await tbutil.start_clock(self.dut)
+        await tbutil.reset(self.dut)
+        await self.host.check_id()
+        await self.host.wait_idle(20_000)  # the PRNG lanes seed themselves after reset
+
+    def dram(self, data, addr: int = 0):
+        d = np.asarray(data, dtype=np.uint8).reshape(-1)
+        self.iss.dram[addr:addr + d.size] = d
+        self.host.write_dram(addr, d)
+
+    def put(self, t, bits):
+        """Write a DRAM tensor's bit patterns to both DRAMs."""
+        size = t.size
+        raw = np.asarray(bits).astype(f"<u{size}").reshape(-1).view(np.uint8)
+        self.dram(raw, t.addr)
+
+    async def run(self, program, what: str, *, compare: bool = True, memories: bool = True):
+        before = self.iss.executed
+        stopped = self.iss.error != ErrorCode.OK  # the queue drops the whole program
+        code = self.iss.run(program)
+        stalls = self.host.dram_stalls() if self.check_stalls else 0
+        res = await self.host.run(program)
+        if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
+                                     for w in program):
+            assert self.host.dram_stalls() > stalls, f"{what}: the RTL DRAM never stalled"
+        coverage.core_program(program, res, stopped)
+        want_index = self.iss.error_index if code != ErrorCode.OK else None
+        if stopped:
+            res.error_index = want_index = None
+        assert (res.error, res.error_index) == (code, want_index), \
+            (f"{what}: RTL error {res.error.name} at {res.error_index}, ISS {code.name} at "
+             f"{want_index} ({self.iss.error_reason}) (seed {self.seed})")
+        assert res.executed == self.iss.executed - before, \
+            f"{what}: RTL executed {res.executed}, ISS {self.iss.executed - before}"
+        if compare:
+            await self.compare(what, memories)
+        self.dut._log.info("%s: %d commands, %d cycles, %s", what, len(program), res.cycles,
+                           res.perf)
+        return res
+
+    async def compare(self, what: str, memories: bool = True):
+        """DRAM always; SBUF and PSUM (read through the debug registers) if ``memories``."""
+        dram = self.host.read_dram()
+        bad = np.flatnonzero(dram != self.iss.dram)
+        assert bad.size == 0, (f"{what}: DRAM differs at {bad.size} bytes, first at "
+                               f"0x{bad[0]:x}: RTL {dram[bad[:8]]}, ISS {self.iss.dram[bad[:8]]}"
+                               f" (seed {self.seed})")
+        if not memories:
+            return
+        for name, got, want in (("SBUF", await self.host.read_sbuf(), self.iss.sbuf),
+                                ("PSUM", await self.host.read_psum(), self.iss.psum)):
+            msg = tbutil.mismatch(name, got, want)
+            assert msg is None, f"{what}: {msg} (seed {self.seed})"
+
+    def operands(self, fmt, shape, specials=0.1):
+        return vectors.operands(_FMT_NAMES[fmt], self.rng, shape, specials)
+
+    def fp32(self, shape, scale=1.0):
+        return (self.rng.standard_normal(shape) * scale).astype(np.float32).view(np.uint32)
+
+
+async def _started(dut) -> CoreTB:
+    tb = CoreTB(dut)
+    await tb.start()
+    return tb
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def gemm_tiled(dut):
+    tb = await _started(dut)
+    n, w = tb.cfg.n, tb.cfg.psum_words
+    for fa, fb, (m, k, f) in ((BF16, BF16, (n + 2, 2 * n + 3, w + 5)),
+                              (FP8_E4M3, FP8_E5M2, (n - 1, 3 * n, 2 * w)),
+                              (FP8_E5M2, BF16, (1, n + 1, 3))):
+        pb = ProgramBuilder(tb.cfg)
+        a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
+        c = pb.alloc(m, f, FP32)
+        tb.put(a, tb.operands(fa, (k, m)))
+        tb.put(b, tb.operands(fb, (k, f)))
+        pg.gemm(pb, a, b, c)
+        before = await tb.host.perf()
+        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f} {_FMT_NAMES[fa]} x {_FMT_NAMES[fb]}")
+        p = {key: res.perf[key] - before[key] for key in res.perf}
+        # One MATMUL column per (M tile, K tile, column of B).
+        assert p["moving_columns"] == -(-m // n) * -(-k // n) * f, p
+        # Engines overlap: the core was busy for fewer cycles than its engines in sum (the
+        # DMA of the next tile runs while the tensor engine works on this one).
+        assert p["busy"] < p["tensor_busy"] + p["dma_busy"] + p["activation_busy"], p
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def dense_sr(dut):
+    tb = await _started(dut)
+    n = tb.cfg.n
+    for dtype, mode, seed in ((BF16, _SR, 0x5EED), (FP8_E4M3, _SR, 12345), (BF16, _RNE, None),
+                              (FP8_E5M2, _RTZ, None)):
+        pb = ProgramBuilder(tb.cfg)
+        k, m, f = n + 3, n + 1, 9
+        wt, x = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+        bias = pb.alloc(m, 1, FP32)
+        tb.put(wt, tb.operands(BF16, (k, m), 0.05))
+        tb.put(x, tb.operands(BF16, (k, f), 0.05))
+        tb.put(bias, tb.fp32((m, 1)))
+        if seed is not None:
+            pb.emit(Opcode.SET_SEED, seed=seed)
+        pg.dense(pb, wt, x, bias, dtype=dtype, mode=mode)
+        await tb.run(pb.program, f"dense layer to {dtype.golden_name} {mode.golden_name} "
+                                 f"seed {seed}")
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def mlp_forward(dut):
+    tb = await _started(dut)
+    n = tb.cfg.n
+    pb = ProgramBuilder(tb.cfg)
+    d_in, d_h, d_out, batch = n + 2, 2 * n - 1, 3, 11
+    x = pb.alloc(d_in, batch, BF16)
+    w1, b1 = pb.alloc(d_in, d_h, BF16), pb.alloc(d_h, 1, FP32)
+    w2, b2 = pb.alloc(d_h, d_out, BF16), pb.alloc(d_out, 1, FP32)
+    for t, bits in ((x, tb.operands(BF16, (d_in, batch), 0.02)),
+                    (w1, tb.operands(BF16, (d_in, d_h), 0.02)), (b1, tb.fp32((d_h, 1))),
+                    (w2, tb.operands(BF16, (d_h, d_out), 0.02)), (b2, tb.fp32((d_out, 1)))):
+        tb.put(t, bits)
+    pb.emit(Opcode.SET_SEED, seed=2026)
+    pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
+                dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=_SR, func=ActivationFunc.IDENTITY)])
+    await tb.run(pb.program, "2-layer MLP")
+
+
+def _random_command(tb, rng, stat_k, hot, probe):
+    """One random command, or None if the ISS's own check finds it illegal. Addresses come
+    from a few hot spots (``hot``: SBUF words, PSUM banks), so that commands in flight often
+    touch the words the next ones read or write. ``probe``: an ISS used only for its check."""
+    c, n, words = tb.cfg, tb.cfg.n, tb.cfg.sbuf_words
+    part = int(rng.integers(0, n))
+    rows = int(rng.integers(1, n - part + 1))
+
+    def addr(cols):
+        a = int(rng.choice(hot["sbuf"])) + int(rng.integers(-2, 3))
+        return min(max(a, 0), words - cols)
+
+    bank = int(rng.choice(hot["bank"]))
+    kind = rng.choice(["load", "store", "ls", "mm", "act", "seed", "barrier"],
+                      p=[.22, .1, .12, .28, .22, .03, .03])
+    if kind in ("load", "store"):
+        dtype = int(rng.choice([BF16, FP8_E4M3, FP32, FP16]))
+        size = DTYPE_BYTES[dtype]
+        cols = int(rng.integers(1, 13))
+        stride = size * int(rng.choice([0, cols, cols + int(rng.integers(0, 9))]))
+        op = Opcode.DMA_LOAD if kind == "load" else Opcode.DMA_STORE
+        f = dict(dtype=dtype, part=part, rows=rows, sbuf_addr=addr(cols), cols=cols,
+                 dram_addr=size * int(rng.integers(0, 1500)), dram_stride=stride)
+    elif kind == "ls" or (kind == "mm" and stat_k is None):
+        k = int(rng.integers(1, n - part + 1))
+        m = int(rng.integers(1, n + 1))
+        op, f = Opcode.LOAD_STATIONARY, dict(fmt=int(rng.integers(0, len(OPERAND_DTYPES))),
+                                             part=part, k=k, m=m,
+                                             sbuf_addr=addr(m))
+    elif kind == "mm":
+        k = stat_k
+        part = int(rng.integers(0, n - k + 1))
+        fcols = int(rng.integers(1, c.psum_words + 1))
+        op, f = Opcode.MATMUL, dict(fmt=int(rng.integers(0, len(OPERAND_DTYPES))), part=part,
+                                    k=k, f=fcols,
+                                    sbuf_addr=addr(fcols), bank=bank,
+                                    psum_addr=int(rng.integers(0, c.psum_words - fcols + 1)),
+                                    accumulate=int(rng.integers(0, 2)))
+    elif kind == "act":
+        src_sbuf = int(rng.random() < 0.35)
+        cols = int(rng.integers(1, c.psum_words + 1))
+        src = addr(cols) if src_sbuf else int(rng.integers(0, c.psum_words - cols + 1))
+        dst = src if src_sbuf and rng.random() < 0.5 else addr(cols)
+        op, f = Opcode.ACTIVATE, dict(
+            func=int(rng.integers(0, len(ActivationFunc))), src_sbuf=src_sbuf, part=part,
+            rows=rows, cols=cols,
+            src_bank=bank, src_addr=src, bias_en=int(rng.integers(0, 2)),
+            bias_addr=addr(1), scale=int(tb.fp32(1, 2.0)[0]) if rng.random() < 0.5
+            else 0x3F800000, dtype=int(rng.integers(0, len(Dtype))),
+            mode=int(rng.integers(0, len(Rounding))),
+            saturate=int(rng.integers(0, 2)), dst_addr=dst)
+    elif kind == "seed":
+        op, f = Opcode.SET_SEED, dict(seed=int(rng.integers(0, 1 << 63)))
+    else:
+        op, f = Opcode.BARRIER, {}
+    words_ = encode(op, **f)
+    probe.te.stationary_shape = None if stat_k is None else (stat_k, 1)
+    try:
+        probe.check(words_)
+    except CommandError:
+        return None
+    return words_
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def random_commands(dut):
+    tb = await _started(dut)
+    rng = tb.rng
+    raw = rng.integers(0, 256, tb.cfg.dram_bytes // 4, dtype=np.uint8)
+    tb.dram(raw)
+    # fp32 data with special values in the first words of DRAM, for the ACTIVATE inputs.
+    specials = vectors.cast_inputs("bf16", rng, 1024).astype(np.uint32)
+    tb.dram(specials.view(np.uint8), 0)
+    probe = NeuronCoreISS(tb.cfg)  # checks candidates; never runs them
+    for batch in range(8):
+        prog, stat_k = [], tb.iss.te.stationary_shape
+        stat_k = None if stat_k is None else stat_k[0]
+        hot = {"sbuf": rng.integers(0, tb.cfg.sbuf_words, 3),
+               "bank": rng.integers(0, tb.cfg.psum_banks, 2)}
+        while len(prog) < 24:
+            cmd = _random_command(tb, rng, stat_k, hot, probe)
+            if cmd is None:
+                continue
+            op, fields = decode(cmd)
+            if op == Opcode.LOAD_STATIONARY:
+                stat_k = fields["k"]
+            prog.append(cmd)
+        await tb.run(prog, f"random batch {batch}")
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def errors(dut):
+    tb = await _started(dut)
+    rng = tb.rng
+    tb.dram(rng.integers(0, 256, tb.cfg.dram_bytes, dtype=np.uint8))
+    legal = encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=tb.cfg.n, sbuf_addr=0, cols=4,
+                   dram_addr=0, dram_stride=16)
+    await tb.run([legal], "fill")
+    for i, (what, prog, code) in enumerate(pg.error_programs(tb.cfg)):
+        after = encode(Opcode.DMA_LOAD, dtype=FP8_E4M3, part=0, rows=2, sbuf_addr=8, cols=5,
+                       dram_addr=int(rng.integers(0, 4096)), dram_stride=7)
+        # Every third case (and the last) compares SBUF and PSUM too: a stray write by a
+        # failing command stays there (only words 0..12 of partitions 0..1 are rewritten).
+        res = await tb.run([encode(Opcode.BARRIER), *prog, after, legal], f"error: {what}",
+                           memories=i % 3 == 2)
+        assert res.error == code, f"{what}: {res.error.name}, want {code.name}"
+        if code != ErrorCode.OK:
+            # Stopped: a program pushed now is dropped until the error is cleared.
+            # (The memories are compared after the next case's program.)
+            await tb.run([after], f"after {what}, not cleared", compare=False)
+            tb.iss.clear_error()
+            await tb.host.clear_error()
+            await tb.run([after], f"after {what}, cleared", compare=False)
+
+    # Soft reset: EXECUTED 0, no stationary tile (a MATMUL fails), the PRNG reseeded with 0.
+    pb = ProgramBuilder(tb.cfg)
+    pb.emit(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0)
+    pb.emit(Opcode.SET_SEED, seed=99)
+    await tb.run(pb.program, "before soft reset")  # (after the last error case: all memories)
+    tb.iss.soft_reset()
+    await tb.host.soft_reset()
+    assert await tb.host.read("EXECUTED") == 0 and (await tb.host.error())[0] == ErrorCode.OK
+    sr = encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=1, part=0,
+                rows=tb.cfg.n, cols=6, src_bank=0, src_addr=0, bias_en=0, bias_addr=0,
+                scale=0x3F800000, dtype=BF16, mode=_SR,
+                saturate=0, dst_addr=20)
+    await tb.run([sr], "SR after soft reset (seed 0 stream)")
+    mm = encode(Opcode.MATMUL, fmt=BF16, part=0, k=2, f=1, sbuf_addr=0, bank=0, psum_addr=0,
+                accumulate=0)
+    res = await tb.run([mm], "MATMUL after soft reset")
+    assert res.error == ErrorCode.BAD_SHAPE, res.error.name
+    tb.iss.soft_reset()
+    await tb.host.soft_reset()
+    await tb.run([pb.program[0], mm], "LOAD_STATIONARY then MATMUL after soft reset")
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def hazards(dut):
+    """Each ordering the sequencer enforces, in a program where breaking it changes the
+    result: a later command that would otherwise overtake an earlier one in flight."""
+    tb = await _started(dut)
+    c, n, w = tb.cfg, tb.cfg.n, tb.cfg.psum_words
+    tb.dram(tb.rng.integers(0, 256, c.dram_bytes, dtype=np.uint8))
+    fp32 = tb.fp32((n, c.sbuf_words)).view(np.uint8)
+    tb.dram(fp32, 0)  # fp32 values at DRAM 0 (row stride 4 * sbuf_words)
+
+    def load(addr, cols, dram=0, dtype=FP32):
+        size = DTYPE_BYTES[dtype]
+        return encode(Opcode.DMA_LOAD, dtype=dtype, part=0, rows=n, sbuf_addr=addr, cols=cols,
+                      dram_addr=dram, dram_stride=size * c.sbuf_words)
+
+    def ls(addr):
+        return encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n, m=n, sbuf_addr=addr)
+
+    def mm(addr, bank, f=w, acc=0):
+        return encode(Opcode.MATMUL, fmt=BF16, part=0, k=n, f=f, sbuf_addr=addr, bank=bank,
+                      psum_addr=0, accumulate=acc)
+
+    def act(src, dst, cols=w, src_sbuf=0, bank=0, mode=_RNE):
+        return encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=src_sbuf, part=0,
+                      rows=n, cols=cols, src_bank=bank, src_addr=src, bias_en=0, bias_addr=0,
+                      scale=0x3F800000, dtype=FP32 if mode == _RNE else BF16, mode=mode,
+                      saturate=0, dst_addr=dst)
+
+    bf16_at = 4 * n * c.sbuf_words  # bf16 operands after the fp32 block
+    tb.put(pg.DramTensor(bf16_at, n, c.sbuf_words, BF16),
+           tb.operands(BF16, (n, c.sbuf_words), 0.0))
+    setup = [load(0, c.sbuf_words, bf16_at, BF16), ls(0), mm(8, 0), mm(8, 1), mm(8, 2)]
+    await tb.run(setup, "hazards: setup")
+    cases = {
+        # A DMA load may not overwrite the moving tile a MATMUL (stalled behind its
+        # LOAD_STATIONARY) has not read yet.
+        "DMA load after MATMUL reads": [ls(4), mm(8, 0), load(8 + w - 4, 4, 64)],
+        # A MATMUL may not read words a DMA load is still writing.
+        "MATMUL after DMA load writes": [load(8, w, 4 * 16), mm(8, 1)],
+        # A MATMUL may not read words an ACTIVATE is still writing.
+        "MATMUL after ACTIVATE writes": [act(0, 8, bank=2), mm(8, 1)],
+        # An ACTIVATE may not read a PSUM bank a MATMUL is still writing.
+        "ACTIVATE after MATMUL writes": [mm(8, 0, acc=1), act(0, 40, bank=0)],
+        # A MATMUL may not overwrite a PSUM bank an ACTIVATE (stalled while the PRNG lanes
+        # seed) is still reading.
+        "MATMUL after ACTIVATE reads": [encode(Opcode.SET_SEED, seed=7),
+                                        act(0, 40, bank=1, mode=_SR), mm(24, 1)],
+        # An ACTIVATE may not write words a MATMUL (stalled behind its LOAD_STATIONARY) has
+        # not read yet.
+        "ACTIVATE after MATMUL reads": [ls(0), mm(8, 2), act(2, 8 + w - 3, cols=3,
+                                                            src_sbuf=1)],
+    }
+    for what, prog in cases.items():
+        await tb.run(prog, f"hazard: {what}")
+
+
+def _dma_words(words) -> tuple[bool, set[int]] | None:
+    """(is a store, the 4-byte DRAM words it touches) of a DMA descriptor, else None."""
+    op, f = decode(words)
+    if op not in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
+        return None
+    size = DTYPE_BYTES[f["dtype"]]
+    touched = set()
+    for p in range(f["rows"]):
+        a = f["dram_addr"] + p * f["dram_stride"]
+        touched.update(range(a // 4, (a + f["cols"] * size - 1) // 4 + 1))
+    return op == Opcode.DMA_STORE, touched
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def dram_faults(dut):
+    tb = await _started(dut)
+    tb.need_axiram("dram_faults")
+    rng, n = tb.rng, tb.cfg.n
+    pb = ProgramBuilder(tb.cfg)
+    m, k, f = n + 1, n + 2, 6
+    a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+    c = pb.alloc(m, f, FP32)
+    tb.put(a, tb.operands(BF16, (k, m)))
+    tb.put(b, tb.operands(BF16, (k, f)))
+    pg.gemm(pb, a, b, c)
+    program = pb.program
+    dmas = [(i, *d) for i, w in enumerate(program) if (d := _dma_words(w)) is not None]
+    faults = tb.host.faults
+    cases = [(AxiResp.SLVERR, False, "clear"), (AxiResp.DECERR, False, "clear"),
+             (AxiResp.SLVERR, True, "clear"), (AxiResp.DECERR, True, "soft reset")]
+    for case, (resp, store, recover) in enumerate(cases):
+        # A word of A or B (loads), or of C (stores); the first DMA touching it fails.
+        t = c if store else (a, b)[int(rng.integers(0, 2))]
+        word = int(rng.integers(t.addr // 4, (t.addr + t.rows * t.cols * t.size - 1) // 4 + 1))
+        index = min(i for i, st, touched in dmas if st == store and word in touched)
+        what = f"{resp.name} on {'B' if store else 'R'} at DRAM 0x{4 * word:x}"
+        faults.window, faults.resp = (4 * word, 4 * word + 4), resp
+        hits = dict(faults.hits)
+        res = await tb.host.run(program)
+        faults.window = None
+        assert faults.hits["B" if store else "R"] > hits["B" if store else "R"], \
+            f"{what}: DRAM never answered with an error"
+        assert (res.error, res.error_index) == (ErrorCode.BUS_ERROR, index), (
+            f"{what}: ERROR {res.error.name} at {res.error_index}, want BUS_ERROR at {index} "
+            f"({Opcode(decode(program[index])[0]).name}) (seed {tb.seed})")
+        stopped = await tb.host.run(program[:2])
+        assert stopped.error == ErrorCode.BUS_ERROR and stopped.executed == 0, \
+            f"{what}: the queue ran on after a bus error"
+        if recover == "clear":
+            await tb.host.clear_error()
+        else:
+            tb.iss.soft_reset()
+            await tb.host.soft_reset()
+        assert (await tb.host.error())[0] == ErrorCode.OK
+        await tb.run(program, f"the GEMM on good DRAM after {what}, {recover}",
+                     memories=case == len(cases) - 1)

@@ -1,0 +1,135 @@
+"""cocotb programs for ``nclite demo`` and the bench: whole NeuronCore programs whose figures
+(cycles, per-engine busy cycles, utilization, bit-exactness) go to the JSON file named by
+``NCLITE_DEMO_OUT``.
+
+* ``mlp_demo`` (``hdl.core.NeuronCore``): a 2-layer MLP forward pass (bf16 in, bf16 hidden
+  layer with relu, fp8-e4m3 output with SR), sizes from ``NCLITE_DEMO_MLP``.
+* ``ring_demo`` (``hdl.multicore.CoreRing``): data-parallel GEMM, each core a K-slice, the
+  partial products summed by an all-reduce.
+* ``gemm_bench`` (``hdl.core.NeuronCore``): tiled GEMMs (shapes in ``NCLITE_BENCH_GEMMS``)
+  with the whole program queued before it starts, so the cycles are the core's own.
+
+Every program is also run on the golden ISS; the result records whether every memory matched
+(and the test fails if not). ``sim.cli.demo`` runs them on ``hdl.sim_top``'s tops, whose
+DRAM is RTL (for the MLP and the bench without stalls, so that the cycles are the core's own;
+the ring's DRAM stalls as in ``sim.tb.multicore``); on ``hdl.core.NeuronCore`` or
+``hdl.multicore.CoreRing`` they run with cocotbext-axi's ``AxiRam`` (``sim.host.core.CoreHost``
+picks the DRAM by the top). The figures name it (``dram``: ``"memory"`` or ``"axiram"``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import numpy as np
+
+from golden.activation import ActivationFunc
+from golden.isa import ErrorCode, Rounding
+from sim.host import programs as pg
+from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
+from sim.tb import tbutil, vectors
+from sim.tb.core import CoreTB
+from sim.tb.multicore import RingTB
+
+
+def _write(figures: dict) -> None:
+    out = os.environ.get("NCLITE_DEMO_OUT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump(figures, fh, indent=2)
+
+
+async def _matches(compare) -> tuple[bool, str]:
+    try:
+        await compare()
+    except AssertionError as exc:
+        return False, str(exc)
+    return True, ""
+
+
+@cocotb.test(**tbutil.timeout(200))
+async def mlp_demo(dut):
+    tb = CoreTB(dut, dram_pauses=0.0)
+    await tb.start()
+    n = tb.cfg.n
+    d_in, d_h, d_out, batch = json.loads(os.environ.get("NCLITE_DEMO_MLP", "[16, 12, 8, 16]"))
+    pb = ProgramBuilder(tb.cfg)
+    x = pb.alloc(d_in, batch, BF16)
+    w1, b1 = pb.alloc(d_in, d_h, BF16), pb.alloc(d_h, 1, FP32)
+    w2, b2 = pb.alloc(d_h, d_out, BF16), pb.alloc(d_out, 1, FP32)
+    rng = tb.rng
+    for t, scale in ((x, 1.0), (w1, 0.3), (w2, 0.3)):
+        v = (rng.standard_normal((t.rows, t.cols)) * scale).astype(np.float32)
+        tb.put(t, v.view(np.uint32) >> 16)  # bf16 by truncation: any bf16 will do
+    tb.put(b1, tb.fp32((d_h, 1), 0.1))
+    tb.put(b2, tb.fp32((d_out, 1), 0.1))
+    pb.emit(pg.Opcode.SET_SEED, seed=tb.seed)
+    y = pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
+                       dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=Rounding.SR,
+                            func=ActivationFunc.IDENTITY)])
+    code = tb.iss.run(pb.program)
+    res = await tb.host.run(pb.program)
+    ok, why = await _matches(lambda: tb.compare("MLP"))
+    ok = ok and res.error == code == ErrorCode.OK
+    macs = d_in * d_h * batch + d_h * d_out * batch
+    busy = res.perf["busy"]
+    _write({
+        "kind": "mlp", "simulator": tbutil.simulator(), "seed": tb.seed, "n": n,
+        "layers": [[d_in, d_h], [d_h, d_out]], "batch": batch, "commands": len(pb.program),
+        "dram": tb.host.dram_backend, "bit_exact": ok, "mismatch": why,
+        "error": res.error.name, "cycles": res.cycles,
+        "perf": res.perf, "macs": macs, "utilization": macs / (n * n * busy) if busy else 0,
+        "output": [y.rows, y.cols],
+    })
+    assert ok, why
+
+
+@cocotb.test(**tbutil.timeout(200))
+async def ring_demo(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    cfg = tb.cfg
+    n, w, W = cfg.n, cfg.psum_words, cfg.link_width
+    k, m, f = int(os.environ.get("NCLITE_DEMO_K", 4 * n)), W, w
+    programs, _ = tb.data_parallel(k, m, f, BF16, BF16, 0.0)
+    ok, why = True, ""
+    try:
+        await tb.run(programs, "data-parallel all-reduce")
+        res = tb.last_results
+    except AssertionError as exc:
+        ok, why, res = False, str(exc), getattr(tb, "last_results", [])
+    _write({
+        "kind": "ring", "simulator": tbutil.simulator(), "seed": tb.seed, "ranks": tb.P, "n": n,
+        "link_width": W, "gemm": [m, k, f], "words": m * f,
+        "dram": tb.hosts[0].dram_backend, "bit_exact": ok, "mismatch": why,
+        "cycles": [r.cycles for r in res], "perf": [r.perf for r in res],
+    })
+    assert ok, why
+
+
+@cocotb.test(**tbutil.timeout(200))
+async def gemm_bench(dut):
+    tb = CoreTB(dut, dram_pauses=0.0)
+    await tb.start()
+    n = tb.cfg.n
+    shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))
+    rows = []
+    for m, k, f in shapes:
+        pb = ProgramBuilder(tb.cfg)
+        a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+        c = pb.alloc(m, f, FP32)
+        tb.put(a, vectors.operands("bf16", tb.rng, (k, m), 0.0))
+        tb.put(b, vectors.operands("bf16", tb.rng, (k, f), 0.0))
+        pg.gemm(pb, a, b, c)
+        before = await tb.host.perf()
+        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f}")
+        perf = {key: res.perf[key] - before[key] for key in res.perf}
+        macs = m * k * f
+        rows.append({"m": m, "k": k, "f": f, "commands": len(pb.program), "macs": macs,
+                     "cycles": perf["busy"], "perf": perf,
+                     "utilization": macs / (n * n * perf["busy"]),
+                     "tensor_share": perf["tensor_busy"] / perf["busy"]})
+    _write({"kind": "gemm_bench", "simulator": tbutil.simulator(), "n": n,
+            "dram": tb.host.dram_backend, "bit_exact": True, "rows": rows})

@@ -1,0 +1,225 @@
+"""cocotb testbench: ``hdl.dma.DmaEngine`` against the golden ISS's DMA_LOAD / DMA_STORE.
+
+DRAM is cocotbext-axi's ``AxiRam`` on the engine's AXI4 port, with random pauses on every
+channel (:func:`sim.tb.streams.pauses`); SBUF is a Python model behind the engine's SBUF ports
+(writes sampled before the clock edge, reads answered the next cycle). Each random legal
+command goes in through the ``cmd`` stream (a :class:`sim.tb.streams.StreamSource`; the idle
+engine must take it at once) and runs on the RTL until ``busy`` falls (under a watchdog), and
+on ``golden.iss.NeuronCoreISS`` from the same state; afterwards every SBUF word and every DRAM
+byte must be equal.
+
+Tests:
+
+* ``random_copies`` - ``NCLITE_DMA_COMMANDS`` (default 40) legal commands -- every dtype,
+  loads and stores, rows not aligned to 4 bytes, strides of 0, single rows and columns, rows
+  across a 4 KiB boundary.
+* ``bus_errors`` - DRAM answers SLVERR, then DECERR, on R (a load) and on B (a store) for one
+  word of the tile (``sim.host.core.DramFaults`` on the ``AxiRam``): ``error`` rises, the command
+  runs to its end (no hang: ``busy`` falls), a load writes what R returned (zeros for the
+  failing beats, the rest as the ISS says), a store writes every other byte; the next
+  command, on good DRAM, is clean (``error`` low) and bit-exact.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cocotb
+import numpy as np
+from cocotb.triggers import FallingEdge, ReadOnly, SimTimeoutError, with_timeout
+from cocotbext.axi import AxiBus, AxiRam, AxiResp
+
+from golden.isa import DTYPE_BYTES, Opcode, encode
+from golden.iss import CommandError, CoreConfig, NeuronCoreISS
+from hdl.dma import dma_command_layout
+from sim.host.core import DramFaults
+from sim.tb import streams, tbutil
+from sim.tb.streams import StreamSource
+
+DRAM_BYTES = 1 << 14
+WATCHDOG = 200_000
+
+
+class DmaTB:
+    def __init__(self, dut):
+        self.dut = dut
+        prm = tbutil.params()
+        self.n, self.words = prm["n"], prm["words"]
+        self.cfg = CoreConfig(n=self.n, sbuf_words=self.words, psum_banks=1, psum_words=1,
+                              dram_bytes=DRAM_BYTES)
+        self.layout = dma_command_layout(self.n, self.words)
+        self.rng = tbutil.rng(0xD3A)
+        self.sbuf = self.rng.integers(0, 1 << 32, (self.n, self.words),
+                                      dtype=np.uint64).astype(np.uint32)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, "axi_"), dut.clk, dut.rst, size=DRAM_BYTES)
+        gaps = float(os.environ.get("NCLITE_GAPS", "0.2"))
+        for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
+                   self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
+                   self.ram.write_if.b_channel):
+            ch.set_pause_generator(streams.pauses(
+                np.random.default_rng(self.rng.integers(1 << 30)), gaps))
+        self.cmd = StreamSource(dut, "cmd")
+
+    async def start(self):
+        dut = self.dut
+        dut.sbuf_rd_data.value = 0
+        await tbutil.start_clock(dut)
+        await tbutil.reset(dut)
+        cocotb.start_soon(self._sbuf_model())
+
+    async def _sbuf_model(self):
+        dut = self.dut
+        pending = None
+        while True:
+            await FallingEdge(dut.clk)
+            if pending is not None:
+                dut.sbuf_rd_data.value = int(self.sbuf[pending])
+            await ReadOnly()
+            pending = None
+            if dut.sbuf_rd_en.value:
+                pending = (int(dut.sbuf_rd_part.value), int(dut.sbuf_rd_addr.value))
+            if dut.sbuf_wr_en.value:
+                self.sbuf[int(dut.sbuf_wr_part.value), int(dut.sbuf_wr_addr.value)] = \
+                    int(dut.sbuf_wr_data.value)
+
+    def pack(self, f: dict, store: bool) -> int:
+        word = 0
+        for name in ("dtype", "part", "rows", "sbuf_addr", "cols", "dram_addr", "dram_stride"):
+            word |= int(f[name]) << self.layout[name].offset
+        return word | int(store) << self.layout["store"].offset
+
+    async def run(self, f: dict, store: bool) -> None:
+        """Give the engine one command, on the clock edge after the next falling edge (it
+        must take it there: it is idle); return at the first clock edge after ``busy`` fell."""
+        dut = self.dut
+        await FallingEdge(dut.clk)
+        self.cmd.send(self.pack(f, store))
+        try:
+            await with_timeout(self.cmd.wait(), tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"the DMA was not idle: it did not take {f} store={store} "
+                                 f"(seed {tbutil.seed()}, {tbutil.simulator()})") from None
+        await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG,
+                                 what=f"DMA hung on {f} store={store}: busy")
+
+    def random_fields(self, rng) -> dict:
+        dtype = int(rng.choice([0, 1, 2, 3, 4]))
+        size = DTYPE_BYTES[dtype]
+        rows = int(rng.integers(1, self.n + 1))
+        part = int(rng.integers(0, self.n - rows + 1))
+        cols = int(rng.choice([1, int(rng.integers(1, self.words + 1))]))
+        sbuf_addr = int(rng.integers(0, self.words - cols + 1))
+        stride = int(rng.choice([0, cols, cols + int(rng.integers(1, 9)),
+                                 int(rng.integers(1, 64))])) * size
+        span = (rows - 1) * stride + cols * size
+        if rng.random() < 0.2:  # around a 4 KiB boundary
+            lo = max(4096 - int(rng.integers(0, span + 1)), 0)
+        else:
+            lo = int(rng.integers(0, DRAM_BYTES - span + 1))
+        return {"dtype": dtype, "part": part, "rows": rows, "sbuf_addr": sbuf_addr,
+                "cols": cols, "dram_addr": lo - lo % size, "dram_stride": stride}
+
+
+@cocotb.test(**tbutil.timeout(5 + 0.5 * int(os.environ.get('NCLITE_DMA_COMMANDS', '40'))))
+async def random_copies(dut):
+    tb = DmaTB(dut)
+    await tb.start()
+    rng = tbutil.rng(1)
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    tb.ram.write(0, dram.tobytes())
+    iss = NeuronCoreISS(tb.cfg, dram=dram)
+    iss.sbuf[:] = tb.sbuf
+    count = int(os.environ.get("NCLITE_DMA_COMMANDS", "40"))
+    done = 0
+    while done < count:
+        f = tb.random_fields(rng)
+        store = bool(rng.random() < 0.5)
+        words = encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD, **f)
+        try:
+            op, fields = iss.check(words)
+        except CommandError:
+            continue  # the sequencer would reject it; the DMA is only given legal commands
+        iss.execute(op, fields)
+        await tb.run(f, store)
+        done += 1
+        got_dram = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
+        bad_s = np.argwhere(tb.sbuf != iss.sbuf)
+        bad_d = np.flatnonzero(got_dram != iss.dram)
+        assert not bad_s.size and not bad_d.size, (
+            f"command {done} {'store' if store else 'load'} {f}: SBUF words differ at "
+            f"{bad_s[:4].tolist()} (RTL {[hex(int(tb.sbuf[tuple(i)])) for i in bad_s[:4]]}, "
+            f"ISS {[hex(int(iss.sbuf[tuple(i)])) for i in bad_s[:4]]}), DRAM bytes at "
+            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
+    assert not dut.error.value
+    dut._log.info("DMA: %d commands bit-exact with the ISS (seed %d)", count, tbutil.seed())
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def bus_errors(dut):
+    tb = DmaTB(dut)
+    await tb.start()
+    rng = tbutil.rng(5)
+    faults = DramFaults(tb.ram)
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    tb.ram.write(0, dram.tobytes())
+    iss = NeuronCoreISS(tb.cfg, dram=dram)
+    iss.sbuf[:] = tb.sbuf
+
+    def compare(what):
+        got = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
+        bad_s = np.argwhere(tb.sbuf != iss.sbuf)
+        bad_d = np.flatnonzero(got != iss.dram)
+        assert not bad_s.size and not bad_d.size, (
+            f"{what}: SBUF words differ at {bad_s[:4].tolist()}, DRAM bytes at "
+            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
+
+    for resp in (AxiResp.SLVERR, AxiResp.DECERR):
+        for store in (False, True):
+            what = f"{resp.name} on {'B (store)' if store else 'R (load)'}"
+            # A tile whose rows do not overlap in DRAM, and one failing word in one row.
+            dtype = int(rng.choice([0, 1, 4]))
+            size = DTYPE_BYTES[dtype]
+            rows = int(rng.integers(1, tb.n + 1))
+            cols = int(rng.integers(1, min(tb.words, 24) + 1))
+            stride = (cols + int(rng.integers(0, 5))) * size
+            span = (rows - 1) * stride + cols * size
+            lo = int(rng.integers(0, DRAM_BYTES - span + 1)) // size * size
+            f = {"dtype": dtype, "part": int(rng.integers(0, tb.n - rows + 1)), "rows": rows,
+                 "sbuf_addr": int(rng.integers(0, tb.words - cols + 1)), "cols": cols,
+                 "dram_addr": lo, "dram_stride": stride}
+            row = int(rng.integers(0, rows))
+            byte = lo + row * stride + int(rng.integers(0, cols)) * size
+            window = (byte & ~3, (byte & ~3) + 4)
+            op, fields = iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD, **f))
+            if store:
+                kept = iss.dram[window[0]:window[1]].copy()
+                iss.execute(op, fields)
+                iss.dram[window[0]:window[1]] = kept  # DRAM refused the failing beat's bytes
+            else:
+                good = iss.dram.copy()
+                iss.dram[window[0]:window[1]] = 0  # R returns zeros with the error
+                iss.execute(op, fields)
+                iss.dram[:] = good
+            faults.window, faults.resp = window, resp
+            hits = dict(faults.hits)
+            await tb.run(f, store)  # raises if busy never falls
+            faults.window = None
+            channel = "B" if store else "R"
+            assert faults.hits[channel] > hits[channel], f"{what}: DRAM gave no error on {f}"
+            assert dut.error.value == 1, f"{what}: error not set (seed {tbutil.seed()})"
+            compare(f"{what}, {f}, failing word 0x{window[0]:x}")
+            # The next command, on good DRAM, is clean.
+            while True:
+                g = tb.random_fields(rng)
+                nxt = bool(rng.random() < 0.5)
+                try:
+                    op, fields = iss.check(encode(Opcode.DMA_STORE if nxt else Opcode.DMA_LOAD,
+                                                  **g))
+                    break
+                except CommandError:
+                    continue
+            iss.execute(op, fields)
+            await tb.run(g, nxt)
+            assert dut.error.value == 0, f"after {what}: error still set on a clean command"
+            compare(f"the command after {what}")
+            dut._log.info("%s: error set, command finished, the next one clean", what)

@@ -1,0 +1,229 @@
+"""cocotb testbench: ``hdl.multicore.CoreRing`` (P NeuronCores in a ring) against
+``golden.iss.RingISS``.
+
+Each core has its own :class:`sim.host.core.CoreHost` (registers, DRAM); the hosts run their
+programs concurrently and the cores meet at COLLECTIVE commands. Afterwards every core's
+DRAM, SBUF and PSUM must equal the ISS's, bit for bit. Each core's DRAM pauses at random: on
+``hdl.sim_top.RingWithDram`` (what ``tests/hdl/test_multicore_rtl.py`` runs) it is RTL, stalled by
+``hdl.sim_top.AxiStalls`` and loaded and read through its backdoor, and each program with a DMA
+command checks that it did stall; on ``hdl.multicore.CoreRing`` it is cocotbext-axi's
+``AxiRam`` with pause generators.
+
+Tests:
+
+* ``data_parallel`` - core r computes a partial product ``C_r = A_r.T @ B_r`` (its own slice
+  of a larger K) into SBUF, an all-reduce over the ring sums the partial C's, and every core
+  stores C; then a reduce-scatter and an all-gather of random fp32 data (special values
+  included) loaded by DMA, and an all-reduce at the last W partitions (lanes rotated). The
+  links run with random latency and stalls.
+* ``hung_collective`` - three cores enter a COLLECTIVE the fourth never joins: the three wait,
+  their debug reads time out (0, STATUS bit 4) instead of stalling the bus, the fourth works;
+  then their link watchdogs give up: ERROR = LINK_TIMEOUT at the COLLECTIVE's index, as
+  RingISS says; after CTRL clear-error a COLLECTIVE of all four cores (on fresh data) is
+  bit-exact with RingISS -- nothing of the abandoned one is left in the links.
+"""
+
+from __future__ import annotations
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles
+
+from golden.isa import (
+    DTYPE_NAMES,
+    CollectiveOp,
+    DebugSpace,
+    ErrorCode,
+    Opcode,
+    Status,
+    decode,
+    encode,
+)
+from golden.iss import NeuronCoreISS, RingISS
+from hdl.core import DEBUG_TIMEOUT, PERF_COUNTERS
+from hdl.multicore import CoreRing
+from sim.host import programs as pg
+from sim.host.core import CoreHost
+from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
+from sim.tb import tbutil, vectors
+
+
+class RingTB:
+    """P cores, a host each (DRAM as ``CoreHost`` picks it for the top) and their ISSs."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.top = CoreRing(**tbutil.params())
+        self.cfg = self.top.iss_config()
+        self.P = self.top.ranks
+        self.rng = tbutil.rng(0x41)
+        self.seed = tbutil.seed()
+        self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.1, rng=self.rng,
+                               suffix=str(r)) for r in range(self.P)]
+        self.iss = [NeuronCoreISS(self.cfg) for _ in range(self.P)]
+        self.check_stalls = self.hosts[0].dram_backend == "memory"
+
+    async def start(self):
+        dut = self.dut
+        dut.latency.value = int(self.rng.integers(1, 5))
+        dut.stall_rate.value = int(self.rng.integers(0, 100))
+        dut.stall_seed.value = int(self.rng.integers(1, 1 << 32))
+        dut.stall_reseed.value = 0
+        await tbutil.start_clock(dut)
+        await tbutil.reset(dut)
+        for h in self.hosts:
+            await h.wait_idle(20_000)
+
+    def put(self, r, t, bits):
+        raw = np.asarray(bits).astype(f"<u{t.size}").reshape(-1).view(np.uint8)
+        self.iss[r].dram[t.addr:t.addr + raw.size] = raw
+        self.hosts[r].write_dram(t.addr, raw)
+
+    async def run(self, programs, what, *, memories: bool = True):
+        """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
+        SBUF and PSUM (debug reads: slow) if ``memories``."""
+        want = RingISS(self.iss).run(programs)
+        stalls = [h.dram_stalls() if self.check_stalls else 0 for h in self.hosts]
+        tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
+        results = self.last_results = [await t for t in tasks]
+        for r, (h, p) in enumerate(zip(self.hosts, programs, strict=True)):
+            if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
+                                         for w in p):
+                assert h.dram_stalls() > stalls[r], f"{what}: core {r}'s DRAM never stalled"
+        for r, (res, code) in enumerate(zip(results, want, strict=True)):
+            assert res.error == code == ErrorCode.OK, \
+                f"{what}: core {r} RTL {res.error.name}, ISS {code.name} (seed {self.seed})"
+            await self.compare(r, what, memories)
+        self.dut._log.info("%s: %s cycles, collective busy %s", what,
+                           [res.cycles for res in results],
+                           [res.perf["collective_busy"] for res in results])
+
+    async def compare(self, r, what, memories: bool = True):
+        h, iss = self.hosts[r], self.iss[r]
+        dram = h.read_dram()
+        assert np.array_equal(dram, iss.dram), \
+            f"{what}: core {r} DRAM differs at {np.flatnonzero(dram != iss.dram)[:8]} " \
+            f"(seed {self.seed})"
+        if not memories:
+            return
+        for name, got, want in (("SBUF", await h.read_sbuf(), iss.sbuf),
+                                ("PSUM", await h.read_psum(), iss.psum)):
+            msg = tbutil.mismatch(name, got, want)
+            assert msg is None, f"{what}: core {r} {msg} (seed {self.seed})"
+
+    def data_parallel(self, k: int, m: int, f: int, a_fmt: int, b_fmt: int,
+                      specials: float) -> tuple[list, list]:
+        """Programs in which core r computes ``C_r = A_r.T @ B_r`` (K x M, K x F, random
+        operands of the formats given) in SBUF, all-reduces it over the ring and stores it:
+        (programs, the DRAM tensor C of each core)."""
+        programs, outs = [], []
+        for r in range(self.P):
+            pb = ProgramBuilder(self.cfg)
+            a, b = pb.alloc(k, m, a_fmt), pb.alloc(k, f, b_fmt)
+            c = pb.alloc(m, f, FP32)
+            self.put(r, a, vectors.operands(DTYPE_NAMES[a_fmt], self.rng, (k, m), specials))
+            self.put(r, b, vectors.operands(DTYPE_NAMES[b_fmt], self.rng, (k, f), specials))
+            pg.gemm(pb, a, b, None, keep_in_sbuf=True)
+            pg.collective(pb, 0, 0, m, pb.out_addr, f)
+            pb.store(c, 0, m, 0, f, pb.out_addr)
+            programs.append(pb.program)
+            outs.append(c)
+        return programs, outs
+
+
+@cocotb.test(**tbutil.timeout(10))
+async def data_parallel(dut):
+    tb = RingTB(dut)
+    await tb.start()
+    cfg, rng = tb.cfg, tb.rng
+    n, w, W = cfg.n, cfg.psum_words, cfg.link_width
+    k, m, f = 2 * n + 1, W, w - 1
+    programs, outs = tb.data_parallel(k, m, f, BF16, FP8_E4M3, 0.02)
+    await tb.run(programs, "data-parallel GEMM + all-reduce")
+    c = outs[0]
+    results = [tb.hosts[r].read_dram(c.addr, c.rows * c.cols * 4).view("<u4")
+               for r in range(tb.P)]
+    assert all(np.array_equal(results[0], x) for x in results), "ranks differ after all-reduce"
+
+    # Reduce-scatter, then all-gather, of fp32 data with special values.
+    cols = 3 * tb.P + 1
+    programs = []
+    for r in range(tb.P):
+        pb = ProgramBuilder(cfg)
+        t = pb.alloc(W, cols, FP32)
+        tb.put(r, t, vectors.cast_inputs("bf16", rng, W * cols).astype(np.uint32))
+        pb.load(t, 0, W, 0, cols, 5)
+        pg.collective(pb, 1, 0, W, 5, cols)
+        pg.collective(pb, 2, 0, W, 5, cols)
+        pg.collective(pb, 0, n - W, W, 5, cols)  # at partitions n - W ..: rotated lanes
+        pb.store(t, 0, W, 0, cols, 5)
+        programs.append(pb.program)
+    await tb.run(programs, "reduce-scatter + all-gather")
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")  # a bus that stalls fails, never hangs
+async def hung_collective(dut):
+    """A COLLECTIVE that one core never joins stops the others until their link watchdog
+    gives up (LINK_TIMEOUT, as RingISS says); meanwhile their register bus still answers: a
+    debug read gives up after DEBUG_TIMEOUT cycles with 0 and STATUS bit 4, which CTRL
+    clears; the core left out works normally. A soft reset of one waiting core abandons it at
+    once (and empties its outgoing link). After clear-error, a COLLECTIVE of every core works,
+    bit-exact."""
+    tb = RingTB(dut)
+    await tb.start()
+    W, P, T = tb.cfg.link_width, tb.P, tb.top.watchdog_cycles
+    assert T > DEBUG_TIMEOUT + 1000, "the watchdog must outlast the debug read's timeout"
+    coll = encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0, rows=W,
+                  sbuf_addr=0, cols=4)
+    want = RingISS(tb.iss).run([[coll]] * (P - 1) + [[]])
+    assert want == [ErrorCode.LINK_TIMEOUT] * (P - 1) + [ErrorCode.OK], want
+    for r in range(P - 1):
+        await tb.hosts[r].push(coll)
+    await ClockCycles(dut.clk, 300)
+    # A soft reset of a core waiting in the COLLECTIVE abandons it as the watchdog would: its
+    # outgoing link is flushed too, else core P-1 would take its stale beats in the all-reduce
+    # at the end.
+    reset = P - 2
+    await tb.hosts[reset].soft_reset()
+    tb.iss[reset].soft_reset()
+    assert await tb.hosts[reset].error() == (ErrorCode.OK, 0), "the soft reset left an error"
+    hung, free = tb.hosts[0], tb.hosts[P - 1]
+    assert await hung.status() & Status.BUSY, "the COLLECTIVE finished without core P-1"
+    assert await hung.debug_read(DebugSpace.SBUF, 0, 0) == 0
+    status = await hung.status()
+    busy_timeout = Status.BUSY | Status.DEBUG_TIMEOUT
+    assert status & busy_timeout == busy_timeout, \
+        f"STATUS 0x{status:x}: still busy, timeout flagged"
+    await hung.clear_error()
+    assert not await hung.status() & Status.DEBUG_TIMEOUT, \
+        "CTRL bit 1 did not clear the timeout flag"
+    res = await free.run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
+                                 cols=4, dram_addr=0, dram_stride=0)])
+    assert res.error == ErrorCode.OK and res.executed == 1
+    tb.iss[P - 1].run([encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0,
+                              cols=4, dram_addr=0, dram_stride=0)])
+    await tb.compare(P - 1, "the core outside the hung COLLECTIVE")
+
+    # The watchdog: each core that entered gives up T cycles after its links went quiet.
+    for r in (q for q in range(P - 1) if q != reset):
+        await tb.hosts[r].wait_idle(T + 2000)
+        code, index = await tb.hosts[r].error()
+        assert (code, index) == (ErrorCode.LINK_TIMEOUT, tb.iss[r].error_index), \
+            f"core {r}: ERROR {code.name} at {index}, want LINK_TIMEOUT (seed {tb.seed})"
+        assert await tb.hosts[r].read("EXECUTED") == tb.iss[r].executed == 1
+        await tb.hosts[r].clear_error()
+        tb.iss[r].clear_error()
+    # A COLLECTIVE of every core, on fresh data (the abandoned buffer is undefined), its
+    # result stored: every core's DRAM bit-exact with RingISS. (SBUF and PSUM through debug
+    # reads would take most of this test's time: data_parallel compares them.)
+    programs = []
+    for r in range(P):
+        pb = ProgramBuilder(tb.cfg)
+        t, out = pb.alloc(W, 4, FP32), pb.alloc(W, 4, FP32)
+        tb.put(r, t, vectors.operands("fp32", tb.rng, (W, 4), 0.05))
+        pb.load(t, 0, W, 0, 4, 0)
+        pg.collective(pb, 0, 0, W, 0, 4)
+        pb.store(out, 0, W, 0, 4, 0)
+        programs.append(pb.program)
+    await tb.run(programs, "an all-reduce of every core after the link timeout",
+                 memories=False)

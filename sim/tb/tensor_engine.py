@@ -1,0 +1,486 @@
+"""cocotb testbench: ``hdl.tensor_engine.TensorEngine`` against ``golden.tensor``, bit for bit.
+
+The streams are driven by ``sim.tb.streams``' sources and sink. Each input stream gets random
+valid gaps and the drain response random back-pressure (``NCLITE_GAPS`` = probability, default
+0.2; 0 for throughput runs). On a :class:`hdl.sim_batch.PlayedStreams` top (``nclite gemm`` at
+full rate) the played input streams are fed ``k`` beats per batch (``sim.tb.batches``), so that
+Python does not run for every moving column; the engine sees the same beats in the same
+cycles. Programs are built by ``sim.host.tensor_engine`` and
+run phase by phase: send the phase's commands and data, wait until the engine is idle, drain
+PSUM words and compare them with the golden model's.
+
+Tests (selected by the runner's ``testcase``):
+
+* ``random_commands`` — random LOAD_STATIONARY / MULTIPLY_MOVING sequences: every dtype pair,
+  random K, M, F (1 included, partial tiles), banks, addresses, overwrite and accumulate,
+  several multiplications per stationary tile, special values; PSUM drained and compared.
+* ``back_to_back`` — no gaps: accumulate read-after-write and load-after-swap hazards.
+* ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
+* ``random_gemms`` — tiled GEMMs of random shapes (1 and non-multiples of n included) and
+  dtype pairs, back to back without reset.
+* ``reset_midway`` — three rounds: an operation (an illegal command, so ``error`` is set,
+  then LOAD_STATIONARY and multiplications) interrupted by a reset of 1..4 cycles half-way
+  through its moving columns, while its columns are still in the array, or in the middle of
+  its PSUM drain; then ``busy``, ``error`` and ``drain_resp.valid`` are low, no write of the
+  interrupted columns lands in PSUM after the reset, a MULTIPLY_MOVING before any
+  LOAD_STATIONARY is illegal again (the old stationary tile is gone), and a fresh GEMM is
+  bit-exact.
+* ``gemm`` — one GEMM given by ``NCLITE_GEMM`` (JSON: m, k, f, a_fmt, b_fmt, gaps); writes
+  its cycle counts to ``NCLITE_GEMM_OUT`` (used by ``nclite gemm``, the demo and the bench).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import cocotb
+import numpy as np
+from cocotb.triggers import (
+    ClockCycles,
+    FallingEdge,
+    ReadOnly,
+    RisingEdge,
+    SimTimeoutError,
+    with_timeout,
+)
+
+from golden.formats import to_bits
+from sim.host.tensor_engine import EngineConfig, TensorEngineProgram, gemm_program
+from sim.tb import streams, tbutil, vectors
+from sim.tb.batches import BatchSource
+from sim.tb.streams import StreamSink, StreamSource
+from sim.verify import coverage
+
+WATCHDOG_CYCLES = 200_000
+
+
+class TensorEngineTB:
+    """Drives a ``TensorEngine``'s streams (:mod:`sim.tb.streams`); runs
+    :class:`TensorEngineProgram` phases. ``gaps``: the probability of a valid gap on each input
+    stream and of back-pressure on the drain response, per cycle (0: full rate)."""
+
+    INPUTS = ("cmd", "weights", "moving", "drain_req")
+
+    def __init__(self, dut, gaps: float):
+        self.dut = dut
+        self.gaps = gaps
+
+        def pause(salt):
+            return streams.pauses(tbutil.rng(0x7E0 + salt), gaps) if gaps else None
+
+        top = tbutil.params()
+        played = top.get("played", []) if "design" in top else []
+        if played and gaps:
+            raise ValueError("a PlayedStreams top runs its played streams at full rate: gaps 0")
+        self.sources = {name: BatchSource(dut, name, k=top["k"]) if name in played
+                        else StreamSource(dut, name, pause=pause(i))
+                        for i, name in enumerate(self.INPUTS)}
+        self.drain_resp = StreamSink(dut, "drain_resp", pause=pause(len(self.INPUTS)))
+        self.cycles = 0
+        self.compute_cycles = 0
+        self.drain_cycles = 0
+
+    async def start(self):
+        await tbutil.start_clock(self.dut)
+        await tbutil.reset(self.dut)
+
+    def clear(self):
+        """Drop every queued beat and lower the inputs' valid (for a reset in the middle)."""
+        for s in (*self.sources.values(), self.drain_resp):
+            s.clear()
+
+    async def _sent(self, names, what: str) -> None:
+        """Until every queued beat of the sources ``names`` has been taken (watchdog)."""
+        pending = [self.sources[name] for name in names]
+        try:
+            for src in pending:
+                await with_timeout(src.wait(), WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(
+                f"tensor engine hung in the {what}: beats still to send "
+                f"{ {s.name: s.pending for s in pending} } after {WATCHDOG_CYCLES} cycles "
+                f"(seed {tbutil.seed()})") from None
+
+    async def run_phase(self, ph, n: int) -> list[str]:
+        """Send a phase's beats, wait for idle, drain and compare; return mismatch texts."""
+        dut = self.dut
+        start = streams.sim_cycles()
+        beats = {"cmd": ph.cmds, "weights": ph.weights, "moving": ph.moving}
+        for name, items in beats.items():
+            self.sources[name].send(items)
+        await self._sent(beats, "phase")
+        # Idle: busy low at two clock edges in a row once every beat is in.
+        while True:
+            await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG_CYCLES,
+                                     what="tensor engine busy")
+            await RisingEdge(dut.clk)
+            if not dut.busy.value:
+                break
+        self.compute_cycles += streams.sim_cycles() - start
+        self.cycles += streams.sim_cycles() - start
+        return await self._drain(ph, n)
+
+    async def _drain(self, ph, n: int) -> list[str]:
+        if not ph.drains:
+            return []
+        start = streams.sim_cycles()
+        sink = self.drain_resp
+        self.sources["drain_req"].send(ph.drains)
+        await self._sent(["drain_req"], "drain")
+        try:
+            await with_timeout(sink.wait_count(sink.count + len(ph.drains) - len(sink.queue)),
+                               WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"drain hung after {len(sink.queue)} of {len(ph.drains)} "
+                                 f"rows (seed {tbutil.seed()})") from None
+        errors: list[str] = []
+        mask = (1 << 32) - 1
+        for got in range(len(ph.drains)):
+            word = sink.queue.popleft()
+            row = np.array([(word >> (32 * i)) & mask for i in range(n)], dtype=np.uint32)
+            coverage.te_psum(row, ph.defined[got])
+            want = ph.expected[got]
+            bad = np.flatnonzero((row != want) & ph.defined[got])
+            if bad.size and len(errors) < 6:
+                errors.append(f"{ph.where[got]}: partitions {bad.tolist()} RTL "
+                              f"{tbutil.hexs(row[bad])} golden {tbutil.hexs(want[bad])}")
+        self.drain_cycles += streams.sim_cycles() - start
+        self.cycles += streams.sim_cycles() - start
+        return errors
+
+    async def run(self, prog: TensorEngineProgram, *, expect_error: bool = False) -> None:
+        errors: list[str] = []
+        for ph in prog.phases:
+            errors += await self.run_phase(ph, prog.cfg.n)
+            coverage.te_phase(ph)
+            if len(errors) >= 6:
+                break
+        if int(self.dut.error.value) != expect_error:
+            errors.append("the engine flagged a command error" if not expect_error
+                          else "the engine did not flag the illegal commands")
+        if errors:
+            raise AssertionError(f"PSUM differs from golden in {tbutil.simulator()} "
+                                 f"(seed {tbutil.seed()}):\n  " + "\n  ".join(errors))
+
+
+def _engine_params() -> dict:
+    """The engine's parameters, also inside a ``PlayedStreams`` top."""
+    top = tbutil.params()
+    return top["params"] if "design" in top else top
+
+
+def _config() -> EngineConfig:
+    return EngineConfig.from_params(_engine_params())
+
+
+def _gaps(default: float = 0.2) -> float:
+    return float(os.environ.get("NCLITE_GAPS", default))
+
+
+@cocotb.test(**tbutil.timeout(5 + 0.5 * int(os.environ.get('NCLITE_TE_COMMANDS', '24'))))
+async def random_commands(dut):
+    cfg = _config()
+    rng = tbutil.rng(5)
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=rng)
+    count = int(os.environ.get("NCLITE_TE_COMMANDS", "24"))
+    pairs = [(a, b) for a in fmts for b in fmts]  # every (stationary, moving) format pair
+    for i in range(count):
+        # The first commands take the edge shapes: K = 1, M = 1, F = 1, then a full tile.
+        k = [1, n, 1, n][i] if i < 4 else int(rng.integers(1, n + 1))
+        m = [1, 1, n, n][i] if i < 4 else int(rng.integers(1, n + 1))
+        sfmt, mfmt = pairs[i % len(pairs)]
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.1), sfmt)
+        for j in range(int(rng.choice([1, 1, 2, 3]))):  # several MMs per stationary tile
+            f = 1 if i < 2 and j == 0 else int(rng.choice(
+                [1, int(rng.integers(1, cfg.words + 1))]))
+            addr = int(rng.integers(0, cfg.words - f + 1))
+            bank = int(rng.integers(0, cfg.psum_banks))
+            acc = bool(rng.random() < 0.5)
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.1), mfmt, bank=bank,
+                                 addr=addr, accumulate=acc)
+        if rng.random() < 0.25:  # drain part of PSUM mid-way, then keep going
+            bank = int(rng.integers(0, cfg.psum_banks))
+            prog.drain(bank, 0, cfg.words, label="mid-way")
+    for bank in range(cfg.psum_banks):
+        prog.drain(bank, 0, cfg.words, label="final")
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    dut._log.info("random commands: n=%d, %d phases, seed %d", n, len(prog.phases),
+                  tbutil.seed())
+    await tb.run(prog)
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def back_to_back(dut):
+    """No gaps, one phase: the hazards only a full-rate stream shows. Accumulating
+    multiplications of one or two columns into the words just written (read-after-write
+    through the adder), and a LOAD_STATIONARY right after a one-column multiplication (its
+    shifts must wait for the swap wavefront to leave the array)."""
+    cfg = _config()
+    rng = tbutil.rng(8)
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=rng)
+    written = []
+    for rep in range(6):
+        k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
+        sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
+        f = 1 + rep % 2
+        bank, addr = rep % cfg.psum_banks, int(rng.integers(0, cfg.words - f + 1))
+        for i in range(4):
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+                                 addr=addr, accumulate=i > 0)
+        written.append((bank, addr, f))
+    for bank, addr, f in written:
+        prog.drain(bank, addr, f, label="back-to-back")
+    tb = TensorEngineTB(dut, 0.0)
+    await tb.start()
+    await tb.run(prog)
+
+
+def class_representatives(fmt: str) -> np.ndarray:
+    """One value of every special-value class of ``fmt`` (both signs where a class has two):
+    ±0, ± a subnormal, ± a normal, ± max finite, ±inf (formats that have it), NaN."""
+    from golden.formats import get_format
+
+    f = get_format(fmt)
+    mags = [0, f.min_subnormal_bits, f.max_subnormal_bits, f.one_bits,
+            f.one_bits | (1 << (f.man_bits - 1)), f.max_finite_bits]
+    if f.has_inf:
+        mags.append(f.inf_bits)
+    values = [b for m in mags for b in (m, m | f.sign_mask)] + [f.canonical_nan_bits]
+    return np.array(values, dtype=np.int64)
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def special_products(dut):
+    """Every class pair multiplied, for every (stationary, moving) dtype pair the engine
+    takes: each representative of :func:`class_representatives` as a stationary value times
+    every representative as moving values (0 x inf, inf x -max, NaN x 0, subnormal x max, ...),
+    summed over K = 2 rows whose moving values run in opposite orders (inf + -inf, max + max
+    overflowing to inf); PSUM bit-exact with golden."""
+    cfg = _config()
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=tbutil.rng(9))
+    k = min(2, n)
+    step = 0
+    for sfmt in fmts:
+        for mfmt in fmts:
+            moving_reps = class_representatives(mfmt)
+            for sv in class_representatives(sfmt):
+                prog.load_stationary(np.full((k, 1), sv, dtype=np.int64), sfmt)
+                for lo in range(0, len(moving_reps), cfg.words):
+                    chunk = moving_reps[lo:lo + cfg.words]
+                    moving = np.stack([chunk, chunk[::-1]][:k])
+                    bank = step % cfg.psum_banks
+                    step += 1
+                    prog.multiply_moving(moving, mfmt, bank=bank, addr=0, accumulate=False)
+                    prog.drain(bank, 0, len(chunk), label=f"{sfmt} x {mfmt}")
+    tb = TensorEngineTB(dut, 0.0)
+    await tb.start()
+    dut._log.info("special products: %d phases, seed %d", len(prog.phases), tbutil.seed())
+    await tb.run(prog)
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def illegal_commands(dut):
+    """Illegal commands (and drain requests outside PSUM) set ``error`` and are dropped without
+    taking data: a valid program around them still gives the golden PSUM."""
+    cfg = _config()
+    rng = tbutil.rng(9)
+    n, words, banks = cfg.n, cfg.words, cfg.psum_banks
+    prog = TensorEngineProgram(cfg, junk=rng)
+    from hdl.tensor_engine import Opcode
+
+    mm = Opcode.MULTIPLY_MOVING
+    bad = [prog.raw_command(op=mm, fmt=0, k=1, f=1)]  # before any LOAD_STATIONARY
+    prog.phases[-1].cmds += bad
+    prog.load_stationary(vectors.operands("bf16", rng, (n, n), 0.0), "bf16")
+    prog.phases[-1].cmds += [
+        prog.raw_command(k=0, m=1),  # LOAD_STATIONARY with k = 0
+        prog.raw_command(k=1, m=0),  # ... m = 0
+        prog.raw_command(fmt=3, k=1, m=1),  # reserved format
+        prog.raw_command(op=mm, fmt=0, k=max(n - 1, 0), f=1),  # k differs from the LS's
+        prog.raw_command(op=mm, fmt=0, k=n, f=0),  # f = 0
+        prog.raw_command(op=mm, fmt=0, k=n, f=words, addr=1 if words > 1 else 0,
+                         bank=banks if banks & (banks - 1) else 0),  # beyond the bank / PSUM
+    ]
+    prog.multiply_moving(vectors.operands("bf16", rng, (n, 2), 0.0), "bf16", bank=0, addr=0,
+                         accumulate=False)
+    prog.drain(0, 0, 2, label="after illegal commands")
+    if banks & (banks - 1) or words & (words - 1):  # a request outside PSUM is encodable
+        ph = prog.phases[-1]
+        ph.drains.append(prog.raw_drain(banks if banks & (banks - 1) else 0,
+                                        words if words & (words - 1) else 0))
+        ph.expected.append(np.zeros(n, dtype=np.uint32))
+        ph.defined.append(np.ones(n, dtype=bool))
+        ph.where.append("drain request outside PSUM")
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    await tb.run(prog, expect_error=True)
+
+
+@cocotb.test(**tbutil.timeout(5 + 5 * int(os.environ.get('NCLITE_TE_GEMMS', '3'))))
+async def random_gemms(dut):
+    cfg = _config()
+    rng = tbutil.rng(6)
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=rng)
+    shapes = [(1, 1, 1), (n + 1, 2 * n + 1, 3), (n, n, cfg.words + 1)]
+    for _ in range(int(os.environ.get("NCLITE_TE_GEMMS", "3"))):
+        shapes.append(tuple(int(rng.integers(1, 3 * n + 2)) for _ in range(3)))
+    for m, k, f in shapes:
+        afmt, bfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        a = vectors.operands(afmt, rng, (k, m), 0.05)
+        b = vectors.operands(bfmt, rng, (k, f), 0.05)
+        gemm_program(cfg, a, afmt, b, bfmt, prog)
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    dut._log.info("GEMMs %s on n=%d, seed %d", shapes, n, tbutil.seed())
+    await tb.run(prog)
+
+
+def _gemm_timeout_ms() -> float:
+    """gemm's limit: 50 ns (five cycles) for every N multiply-accumulates of NCLITE_GEMM's
+    shape (N times the time of N² a cycle, the engine's full rate), plus 5 ms."""
+    spec = json.loads(os.environ.get("NCLITE_GEMM", "{}"))
+    n = _engine_params().get("n", 4)
+    m, k, f = spec.get("m", 2 * n), spec.get("k", 2 * n), spec.get("f", 4 * n)
+    return 5 + 50e-6 * m * k * f / n
+
+
+@cocotb.test(**tbutil.timeout(_gemm_timeout_ms()))
+async def gemm(dut):
+    """One GEMM from NCLITE_GEMM; its figures go to NCLITE_GEMM_OUT."""
+    spec = json.loads(os.environ.get("NCLITE_GEMM", "{}"))
+    cfg = _config()
+    rng = tbutil.rng(7)
+    m, k, f = spec.get("m", 2 * cfg.n), spec.get("k", 2 * cfg.n), spec.get("f", 4 * cfg.n)
+    afmt, bfmt = spec.get("a_fmt", "bf16"), spec.get("b_fmt", "bf16")
+    # Data as a GEMM in a model would have it: normally distributed, finite (the special
+    # values are the random tests' business).
+    a = to_bits(rng.standard_normal((k, m)), afmt).astype(np.int64)
+    b = to_bits(rng.standard_normal((k, f)), bfmt).astype(np.int64)
+    prog = gemm_program(cfg, a, afmt, b, bfmt)
+    tb = TensorEngineTB(dut, float(spec.get("gaps", 0.0)))
+    await tb.start()
+    t0 = time.perf_counter()
+    error = None
+    try:
+        await tb.run(prog)
+    except AssertionError as exc:
+        error = str(exc)
+    wall = time.perf_counter() - t0
+    macs = sum(ph.macs for ph in prog.phases)
+    out = {
+        "n": cfg.n, "m": m, "k": k, "f": f, "a_fmt": afmt, "b_fmt": bfmt,
+        "simulator": tbutil.simulator(), "seed": tbutil.seed(), "bit_exact": error is None,
+        "error": error, "macs": macs, "compute_cycles": tb.compute_cycles,
+        "drain_cycles": tb.drain_cycles, "cycles": tb.cycles,
+        "utilization": macs / (cfg.n ** 2 * tb.compute_cycles),
+        "sim_wall_s": wall, "sim_cycles_per_s": tb.cycles / wall,
+        "a_bits": a.tolist() if spec.get("return_data") else None,
+        "b_bits": b.tolist() if spec.get("return_data") else None,
+    }
+    with open(os.environ["NCLITE_GEMM_OUT"], "w") as fh:
+        json.dump(out, fh)
+    assert error is None, error
+
+
+async def _read_psum(tb: TensorEngineTB, n: int, drain_layout_encode, words) -> list:
+    """The PSUM rows at ``words`` [(bank, addr)], through the testbench's drain streams."""
+    tb.sources["drain_req"].send(drain_layout_encode(*w) for w in words)
+    mask = (1 << 32) - 1
+    rows = []
+    for _ in words:
+        word = await tb.drain_resp.recv()
+        rows.append([(word >> (32 * i)) & mask for i in range(n)])
+    return rows
+
+
+@cocotb.test(timeout_time=2, timeout_unit="ms")
+async def reset_midway(dut):
+    """Reset in the middle of a multiplication, of its pipeline tail and of a PSUM drain."""
+    from hdl.tensor_engine import Opcode, TensorEngine
+
+    cfg = _config()
+    rng = tbutil.rng(10)
+    n, fmts, words, banks = cfg.n, list(cfg.formats), cfg.words, cfg.psum_banks
+    latency = TensorEngine(**_engine_params()).latency
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    for rnd, where in enumerate(("moving columns", "pipeline tail", "PSUM drain")):
+        # The operation to interrupt: error set first, then one tile and a few multiplications.
+        prog = TensorEngineProgram(cfg, junk=rng)
+        prog.phases[-1].cmds.append(prog.raw_command(fmt=3, k=1, m=1))  # reserved: error
+        k, m = int(rng.integers(1, n + 1)), int(rng.integers(1, n + 1))
+        sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
+        targets = []  # (bank, addr) of every moving column, in order
+        for _ in range(3):
+            f = int(rng.integers(max(1, words // 2), words + 1))
+            bank, addr = int(rng.integers(0, banks)), int(rng.integers(0, words - f + 1))
+            prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+                                 addr=addr, accumulate=bool(rng.random() < 0.5))
+            targets += [(bank, addr + j) for j in range(f)]
+        prog.drain(0, 0, words, label="interrupted")
+        task = cocotb.start_soon(tb.run(prog, expect_error=True))
+        moving, drain_req = tb.sources["moving"], tb.sources["drain_req"]
+        if where == "moving columns":
+            await moving.wait_count(moving.count + int(rng.integers(1, len(targets))))
+            extra = int(rng.integers(0, 3))
+        elif where == "pipeline tail":
+            await moving.wait_count(moving.count + len(targets))
+            extra = int(rng.integers(0, latency - 1))
+        else:
+            await drain_req.wait_count(drain_req.count + int(rng.integers(1, words)))
+            extra = int(rng.integers(0, 3))
+        await streams.wait_cycles(extra, clock=dut.clk)
+        assert not task.done(), f"round {rnd}: the operation ended before the reset"
+        await tbutil.reset_midway(dut, int(rng.integers(1, 5)), tasks=[task], clear=[tb])
+        # Right away, most recent columns first: no interrupted column may land in PSUM now.
+        await ReadOnly()
+        assert not dut.busy.value and not dut.error.value and not dut.drain_resp__valid.value, \
+            (f"round {rnd} ({where}): busy {dut.busy.value}, error {dut.error.value}, "
+             f"drain_resp.valid {dut.drain_resp__valid.value} after the reset "
+             f"(seed {tbutil.seed()})")
+        order = list(dict.fromkeys(reversed(targets)))
+        first = await _read_psum(tb, n, prog.raw_drain, order)
+        await ClockCycles(dut.clk, latency + 2)
+        again = await _read_psum(tb, n, prog.raw_drain, order)
+        changed = [w for w, a, b in zip(order, first, again, strict=True) if a != b]
+        assert not changed, (f"round {rnd} ({where}): PSUM words {changed[:4]} were written "
+                             f"after the reset (seed {tbutil.seed()}, {tbutil.simulator()})")
+        await FallingEdge(dut.clk)
+        await tbutil.expect_quiet(dut, ["busy", "error", "weights__ready", "moving__ready"], 2,
+                                  f"in the {where}")
+        if rnd == 0:
+            # The old stationary tile is gone: a MULTIPLY_MOVING now is illegal, takes nothing.
+            dut.cmd__payload.value = prog.raw_command(op=Opcode.MULTIPLY_MOVING, fmt=0, k=k, f=1)
+            dut.cmd__valid.value = 1
+            dut.moving__payload.value = 0
+            dut.moving__valid.value = 1
+            await ReadOnly()
+            assert dut.cmd__ready.value, "the MULTIPLY_MOVING after the reset was not taken"
+            await FallingEdge(dut.clk)
+            dut.cmd__valid.value = 0
+            for _ in range(4):
+                await ReadOnly()
+                assert not dut.moving__ready.value and not dut.busy.value, \
+                    "a MULTIPLY_MOVING after the reset used the old stationary tile"
+                await FallingEdge(dut.clk)
+            dut.moving__valid.value = 0
+            assert dut.error.value, "a MULTIPLY_MOVING with no stationary tile after the reset " \
+                "did not set error"
+            await tbutil.reset_midway(dut, 1)
+        # A fresh GEMM, bit-exact, error clear.
+        fresh = TensorEngineProgram(cfg, junk=rng)
+        afmt, bfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        mm, kk, ff = (int(rng.integers(1, 2 * n + 1)) for _ in range(3))
+        gemm_program(cfg, vectors.operands(afmt, rng, (kk, mm), 0.05), afmt,
+                     vectors.operands(bfmt, rng, (kk, ff), 0.05), bfmt, fresh)
+        await tb.run(fresh)
+    dut._log.info("reset in the middle: 3 rounds, n=%d, seed %d", n, tbutil.seed())

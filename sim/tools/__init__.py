@@ -1,0 +1,2 @@
+"""Project tooling: the benchmarks, the README's generated tables, the docs and labs
+checks."""

@@ -1,0 +1,327 @@
+"""``make docs-check``: every command shown in README.md and docs/ (labs included) is run.
+
+Commands are taken from fenced code blocks: in ```` ```sh ```` / ```` ```bash ```` /
+```` ```shell ```` blocks every line; in ```` ```console ````, ```` ```text ```` and unlabelled
+blocks the lines starting with ``$ `` (the rest is example output); ``#`` starts a comment and a
+trailing ``\\`` continues a line. Other blocks (python, toml, ...) hold no commands. Inline code
+spans that start with ``nclite ``, ``make `` or ``python `` (in tables and prose) are checked
+statically; a ``<placeholder>`` ends the part that is checked.
+
+Each command runs from the repository root with ``.venv/bin`` first on ``PATH``, and must exit 0,
+except the few in :data:`NOT_RUN`: the test suite itself, multi-hour synthesis, a physical board,
+GUI viewers and the labs' scratch-copy checks. Those are still checked statically: an ``nclite``
+command line must parse (its subcommand and every option exist, values valid), a ``make`` target
+must exist (``make -n``), and each has the stated stand-in that does run in ``make test``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.runner import REPO_ROOT
+
+__all__ = ["DocCommand", "NOT_RUN", "doc_files", "commands", "not_run_reason", "parse_check",
+           "run_command"]
+
+#: Commands that are only checked statically: (pattern, reason and stand-in). Reviewed list --
+#: keep it short; everything else in the docs is run.
+NOT_RUN: list[tuple[str, str]] = [
+    (r"make (test|test-full|docs-check)\b",
+     "the test suite itself (docs-check runs inside make test)"),
+    (r"make (setup|system-deps)\b", "make test's own first step; it has run when docs-check runs"),
+    (r"make demo\b", "make demo = nclite doctor --quiet + nclite demo; "
+     "tests/cli/test_demo.py::test_core_demo_cli runs `nclite demo --only mlp` in both simulators "
+     "(the whole demo in make test-full), test_multicore_rtl.py the ring's program"),
+    (r"make (synth|synth-report|bitstream)\b|nclite synth report\b",
+     "tens of minutes of synthesis; tests/synth/test_synth.py runs the same flow on one component"),
+    (r"make bench\b|nclite bench\b",
+     "about an hour of runs; tests/tools/test_bench.py runs `nclite bench --quick`'s code"),
+    (r"nclite board (build|gemm)\b",
+     "a half-hour bitstream build / a physical board; tests/hdl/test_board_rtl.py runs the same "
+     "board_gemm over the UART pins in simulation"),
+    (r"(gtkwave|surfer)\b",
+     "a GUI viewer; tests/verify/test_waves.py checks the dump and save file"),
+    (r"make lab\d+-check\b|nclite lab check\b",
+     "runs in a scratch copy; the same tests run in make test, and tests/tools/test_labs.py proves "
+     "they fail with the stubs"),
+    (r"(cd|source)\b", "changes the shell session itself"),
+    (r"git clone\b", "needs the network"),
+]
+
+
+#: Output lines that differ from run to run or machine to machine (wall-clock speed, cache
+#: hits, the synthesis tools' figures: their wheels are bounded, not pinned): not compared.
+VOLATILE = [r"\s*sim speed\s*:", r"\s*(area|Fmax|critical path):", r"nclite: waveform",
+            r"\s*(waveform|view with)\s*:", r".*\bseconds?\b.*\bwall\b"]
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    file: str  # relative to the repository root
+    line: int  # 1-based line of the command's first line
+    text: str  # the command, continuation lines joined, comments removed
+    output: tuple[str, ...] = ()  # the output a console block shows under the command
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}: {self.text}"
+
+
+def doc_files(root: Path = REPO_ROOT) -> list[Path]:
+    """README.md and every markdown file under docs/."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w-]*)")
+_SHELL = {"sh", "bash", "shell"}
+_PROMPTED = {"console", "text", ""}
+
+
+def _strip_comment(line: str) -> str:
+    """The line without a trailing ``# comment`` (a ``#`` after a blank, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def commands(path: Path, root: Path = REPO_ROOT) -> list[DocCommand]:
+    """The shell commands shown in one markdown file."""
+    rel = str(path.relative_to(root))
+    found: list[DocCommand] = []
+    fence = lang = None
+    block_start = 0
+    pending: tuple[int, str] | None = None
+    for no, raw in enumerate(path.read_text().splitlines(), 1):
+        m = _FENCE.match(raw)
+        if fence is None:
+            if m:
+                fence, lang, block_start = m[2], m[3].lower(), no
+            continue
+        if m and raw.strip().startswith(fence[0] * len(fence)) and not m[3]:
+            fence = None
+            continue
+        if lang not in _SHELL | _PROMPTED:
+            continue
+        line = raw.strip()
+        if pending is None:
+            if lang in _PROMPTED:
+                if not line.startswith("$ "):
+                    if found and found[-1].file == rel and block_start < found[-1].line:
+                        last = found[-1]
+                        found[-1] = DocCommand(rel, last.line, last.text,
+                                               (*last.output, raw.rstrip()))
+                    continue
+                line = line[2:]
+            line = _strip_comment(line)
+            if not line:
+                continue
+            start, text = no, ""
+        else:
+            start, text = pending
+            line = _strip_comment(line)
+        if line.endswith("\\"):
+            pending = (start, text + line[:-1].rstrip() + " ")
+            continue
+        pending = None
+        found.append(DocCommand(rel, start, (text + line).strip()))
+    return found
+
+
+def all_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
+    return [c for path in doc_files(root) for c in commands(path, root)]
+
+
+_SPAN = re.compile(r"(?<!`)`((?:nclite|make|(?:\.venv/bin/)?python3?) [^`]+)`(?!`)")
+
+
+def inline_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
+    """``nclite``, ``make`` and ``python`` code spans outside fenced blocks (checked statically)."""
+    found = []
+    for path in doc_files(root):
+        fence = None
+        for no, line in enumerate(path.read_text().splitlines(), 1):
+            m = _FENCE.match(line)
+            if m:
+                if fence is None:
+                    fence = m[2]
+                elif line.strip().startswith(fence) and not m[3]:
+                    fence = None
+                continue
+            if fence is None:
+                found += [DocCommand(str(path.relative_to(root)), no, span.strip())
+                          for span in _SPAN.findall(line)]
+    return found
+
+
+def _strip_env(text: str) -> str:
+    """The command without leading VAR=value assignments."""
+    return re.sub(r"^(\w+=\S*\s+)+", "", text)
+
+
+def not_run_reason(cmd: DocCommand) -> str | None:
+    text = _strip_env(cmd.text)
+    for pattern, reason in NOT_RUN:
+        if re.match(pattern, text):
+            return reason
+    return None
+
+
+def _env() -> dict[str, str]:
+    from sim import toolchain
+
+    env = dict(os.environ)
+    venv_bin = str(Path(sys.executable).parent)
+    root = toolchain.verilator_root()
+    env["PATH"] = os.pathsep.join(
+        ([str(Path(root) / "bin")] if root else []) + [venv_bin, env.get("PATH", "")])
+    if root:
+        env["VERILATOR_ROOT"] = str(root)
+    env.pop("PYTEST_CURRENT_TEST", None)
+    return env
+
+
+def usage_variants(text: str) -> list[str]:
+    """A usage line's concrete command lines: ``a [-x 1] [--y p|q]`` gives ``a``, ``a -x 1``,
+    ``a --y p`` and ``a --y q`` (markdown's ``\\|`` is a ``|``)."""
+    text = text.replace("\\|", "|")
+    groups = re.findall(r"\[([^\[\]]+)\]", text)
+    base = re.sub(r"\s*\[[^\[\]]+\]", "", text).strip()
+    out = [base]
+    for g in groups:
+        head, _, alts = g.rpartition(" ")
+        for alt in alts.split("|") if "|" in alts else [alts]:
+            out.append(f"{base} {head} {alt}".replace("  ", " "))
+    return out
+
+
+def parse_check(cmd: DocCommand, root: Path = REPO_ROOT, *, prose: bool = False) -> None:
+    """Check a command that is not run: nclite's options parse, make's targets exist.
+
+    ``prose``: a code span in running text may name a command without its required options.
+    """
+    variants = usage_variants(cmd.text)
+    if len(variants) > 1:
+        for v in variants:
+            parse_check(DocCommand(cmd.file, cmd.line, v), root, prose=prose)
+        return
+    for part in re.split(r"\s*(?:&&|\|\||;)\s*", cmd.text):
+        words = shlex.split(_strip_env(part))
+        # A <placeholder> ends what can be checked: `nclite waves <command>` checks `nclite waves`.
+        cut = next((i for i, w in enumerate(words) if "<" in w), None)
+        words = words[:cut]
+        if not words:
+            continue
+        if words[0] == "nclite":
+            import click
+
+            try:
+                _parse_nclite(words[1:], partial=cut is not None)
+            except click.MissingParameter:
+                if not prose and cut is None:
+                    raise
+            except click.exceptions.Exit as exc:  # --help
+                if exc.exit_code != 0:
+                    raise
+        elif re.fullmatch(r"(\S*/)?python3?", words[0]):
+            _check_python(words, root, cmd)
+        elif words[0] in ("gtkwave", "surfer"):
+            for w in words[1:]:
+                if not w.startswith("-") and not (root / w).exists():
+                    raise AssertionError(f"{cmd.id}: {w} does not exist")
+        elif words[0] == "make":
+            targets = [w for w in words[1:] if not w.startswith("-")]
+            proc = subprocess.run(["make", "-n", *targets], cwd=root, capture_output=True,
+                                  text=True, env=_env())
+            if proc.returncode != 0:
+                raise AssertionError(f"{cmd.id}: `make -n {' '.join(targets)}` fails: "
+                                     f"{proc.stderr.strip().splitlines()[-1:]}")
+
+
+def _check_python(words: list[str], root: Path, cmd: DocCommand) -> None:
+    """``python -m module ...`` / ``python script.py ...``: the module or script exists."""
+    import importlib.util
+
+    args = words[1:]
+    if args[:1] == ["-m"] and len(args) > 1:
+        if importlib.util.find_spec(args[1]) is None:
+            raise AssertionError(f"{cmd.id}: no module {args[1]}")
+    elif args and not args[0].startswith("-") and not (root / args[0]).is_file():
+        raise AssertionError(f"{cmd.id}: no script {args[0]}")
+
+
+def _parse_nclite(args: list[str], *, partial: bool = False) -> None:
+    """Resolve an nclite command line down to its leaf command, without running it.
+
+    ``partial``: the line was cut at a placeholder, so it may stop at a group.
+    """
+    import click
+
+    from sim.cli import main
+
+    if partial and not args:
+        return
+    cmd, ctx = main, main.make_context("nclite", list(args))
+    while isinstance(cmd, click.Group):
+        rest = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # click >= 8.2 keeps them here
+        if not rest:
+            if partial:
+                return
+            raise AssertionError(f"`nclite {' '.join(args)}` names no command")
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        if name == "waves":  # nclite waves CMD ...: check CMD ... instead
+            return _parse_nclite([a for a in rest if a != "--waves"], partial=partial)
+        cmd, ctx = sub, sub.make_context(name, rest, parent=ctx)
+
+
+def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
+                timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run one command from the repository root; raises AssertionError unless it exits 0."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="nclite-docs-") as tmp:
+        env = {**_env(), "NCLITE_LABS_DIR": tmp}  # `nclite lab start N` copies there
+        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd.text], cwd=root,
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
+        raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}; last lines:\n{tail}")
+    if cmd.output:
+        printed = proc.stdout.replace(f"{root}/", "")  # the docs show paths from the root
+        shown, got = _comparable(cmd.output), _comparable(printed.splitlines())
+        if shown != got:
+            diff = "\n".join(difflib.unified_diff(shown, got, "shown in the docs", "printed",
+                                                  lineterm=""))
+            raise AssertionError(f"{cmd.id}\nthe output shown is not what the command prints "
+                                 f"(volatile lines {VOLATILE} are ignored):\n{diff}")
+    return proc
+
+
+def _comparable(lines) -> list[str]:
+    return [line.rstrip().replace(" (cached)", "") for line in lines
+            if line.strip() and not any(re.match(v, line) for v in VOLATILE)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """List the commands and whether each runs (``python -m sim.tools.docs_check``)."""
+    for cmd in all_commands():
+        reason = not_run_reason(cmd)
+        print(f"{'parse' if reason else 'run  '}  {cmd.id}" + (f"  ({reason})" if reason else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

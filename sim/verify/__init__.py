@@ -1,0 +1,1 @@
+"""Verification tools: functional and code coverage, lint, formal proofs, waves."""

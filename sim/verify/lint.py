@@ -1,0 +1,85 @@
+"""``make lint``'s RTL part: ``verilator --lint-only -Wall`` on the Verilog of every top-level.
+
+Each design of :data:`TOPS` is elaborated to Verilog (the runner's cache, with the parameters
+the tests use, so the elaboration is shared) and linted with every Verilator warning on. Only
+two reviewed waiver files apply: ``sim/verilator_waivers.vlt`` (the simulation build's) and
+``sim/verify/verilator_lint.vlt`` (what ``-Wall`` adds for generated code); every other warning
+is an error. ``python -m sim.verify.lint`` lints them all; ``tests/verify/test_lint.py`` runs
+one test per design.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sim import runner, toolchain
+
+__all__ = ["TOPS", "LINT_WAIVERS", "lint"]
+
+LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_lint.vlt"
+
+#: name -> (factory, parameters): every top-level the project simulates or builds.
+TOPS: dict[str, tuple[str, dict]] = {
+    "neuron_core": ("hdl.core:NeuronCore", {"n": 4, "sbuf_words": 64, "psum_banks": 4,
+                                             "psum_words": 16, "queue_depth": 64}),
+    # The ring of NeuronCores (hdl.multicore.CoreRing) and the single core, each with RTL DRAM
+    # and the AXI stall injector, as the whole-core simulations run them (hdl.sim_top).
+    # (Three small cores: the same modules as the demo's four, in a third of the lint time.)
+    "ring_with_dram": ("hdl.sim_top:RingWithDram", {"ranks": 3, "n": 2, "sbuf_words": 16,
+                                                    "psum_banks": 2, "psum_words": 4,
+                                                    "link_width": 2, "queue_depth": 8,
+                                                    "te_mul_stages": 1, "te_add_stages": 1}),
+    "core_with_dram": ("hdl.sim_top:CoreWithDram", {"n": 2, "sbuf_words": 64, "psum_banks": 2,
+                                                    "psum_words": 8, "dram_bytes": 4096,
+                                                    "queue_depth": 16}),
+    "board_top": ("hdl.board:BoardTop", {"divisor": 4, "n": 2, "sbuf_words": 64,
+                                         "psum_banks": 2, "psum_words": 8, "dram_bytes": 4096,
+                                         "queue_depth": 16}),
+    "tensor_engine": ("hdl.tensor_engine:TensorEngine", {"n": 2, "psum_banks": 2,
+                                                         "psum_words": 8}),
+    "pe_column": ("hdl.pe:PEColumn", {"rows": 4, "mul_stages": 1, "add_stages": 2}),
+    "stochastic_rounder": ("hdl.sru:StochasticRounder", {"lanes": 4}),
+    "activation_engine": ("hdl.activation:ActivationEngine", {"lanes": 4}),
+    "collective_ring": ("hdl.ring:CollectiveRing", {"ranks": 3, "link_width": 2, "depth": 1024,
+                                                    "max_latency": 8, "add_stages": 0}),
+    "dma_engine": ("hdl.dma:DmaEngine", {"n": 4, "words": 64}),
+    "command_queue": ("hdl.cmdqueue:CommandQueue", {"depth": 4}),
+    "uart_bridge": ("hdl.uart_bridge:UartAxiLiteBridge", {"divisor": 4, "timeout": 40}),
+    "axi_memory": ("hdl.axi_mem:AxiMemory", {"size_bytes": 2048, "addr_width": 16}),
+}
+
+
+def lint(name: str) -> list[str]:
+    """Lint one design of :data:`TOPS`; returns Verilator's warnings (empty: clean)."""
+    factory, params = TOPS[name]
+    toolchain.activate()
+    verilog = runner.elaborate(factory, params)
+    proc = subprocess.run(
+        ["verilator", "--lint-only", "-Wall", "--top-module", verilog.stem,
+         str(runner.VERILATOR_WAIVERS), str(LINT_WAIVERS), str(verilog)],
+        capture_output=True, text=True, timeout=600)
+    problems = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if line.startswith(("%Warning", "%Error")) and "Exiting due to" not in line]
+    if proc.returncode != 0 and not problems:
+        problems = [f"verilator exited with status {proc.returncode}: "
+                    + (proc.stderr.strip().splitlines() or ["no message"])[-1]]
+    return problems
+
+
+def main() -> int:
+    bad = 0
+    for name in TOPS:
+        problems = lint(name)
+        print(f"{'ok  ' if not problems else 'FAIL'} {name}: {TOPS[name][0]} {TOPS[name][1]}")
+        for line in problems[:20]:
+            print(f"     {line}")
+        bad += bool(problems)
+    print(f"{len(TOPS) - bad} of {len(TOPS)} top-levels lint-clean "
+          "(verilator --lint-only -Wall, reviewed waivers)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`nclite demo` end to end: both simulators, bit-exact, and the cycle count it claims."""
+
+import pytest
+
+from sim.cli.pe_chain import format_result, run_pe_chain_demo
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8_e5m2"])
+def test_demo_is_bit_exact_and_counts_cycles(simulator, dtype):
+    r = run_pe_chain_demo(simulator=simulator, length=4, vectors=64, dtype=dtype, seed=3)
+    assert r["bit_exact"], r
+    # Full rate: 4 weight shifts, then one vector per cycle, then the pipeline drains.
+    assert r["latency"] == 1 + 4 * 2
+    assert r["cycles"] == 4 + 64 + r["latency"] - 1
+    assert r["macs"] == 64 * 4
+    assert r["utilization"] == pytest.approx(64 / r["cycles"])
+    assert "bit-exact with golden" in format_result(r)
+
+
+@pytest.mark.parametrize("only", [
+    "mlp",  # make test (a data-parallel GEMM + all-reduce on the demo's four-core ring build
+    #         runs in tests/hdl/test_multicore_rtl.py::test_core_ring[*-data_parallel])
+    pytest.param(None, marks=pytest.mark.slow, id="all")])
+def test_core_demo_cli(simulator, only):
+    """`nclite demo`: the MLP on one core and the 4-core all-reduce, both bit-exact with the
+    ISS, DRAM in RTL (``hdl.sim_top``); the figures are the performance counters' (checked for
+    consistency here)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from sim.cli import main
+    from sim.cli.demo import format_demo
+
+    res = CliRunner().invoke(main, ["demo", "--sim", simulator, "--seed", "5", "--json"]
+                             + (["--only", only] if only else []))
+    assert res.exit_code == 0, res.output
+    fig = json.loads(res.stdout)  # (progress lines go to stderr)
+    mlp, ring = fig["mlp"], fig["ring"]
+    assert mlp["bit_exact"], fig
+    assert mlp["dram"] == "memory", "the demo's DRAM is cocotbext-axi's, not the RTL memory"
+    if only == "mlp":
+        assert ring is None
+        assert "bit-exact with the golden ISS" in format_demo(mlp, None)
+        return
+    assert ring["bit_exact"] and ring["dram"] == "memory", fig
+    p = mlp["perf"]
+    assert p["moving_columns"] * mlp["n"] ** 2 >= mlp["macs"] > 0
+    assert max(p["tensor_busy"], p["dma_busy"], p["activation_busy"]) <= p["busy"]
+    assert mlp["utilization"] == pytest.approx(mlp["macs"] / (mlp["n"] ** 2 * p["busy"]))
+    assert len(ring["perf"]) == ring["ranks"] == 4
+    assert all(q["collective_busy"] > 0 for q in ring["perf"])
+    text = format_demo(mlp, ring)
+    assert "bit-exact with the golden ISS" in text and "core 3" in text

@@ -1,0 +1,54 @@
+# amaranth: UnusedElaboratable=no
+"""The NeuronCore top in cocotb, Icarus and Verilator: programs through the host driver
+(AXI4-Lite registers), every memory bit-exact with the golden ISS afterwards.
+
+The programs whose subject is the computation run on ``hdl.sim_top.CoreWithDram``: DRAM is the
+RTL memory, stalled at random by ``AxiStalls``, loaded and read through its VPI backdoor (no
+Python per AXI4 beat). Those whose subject is the bus, its errors, or the sequencer's order
+under that bus's timing run on ``hdl.core.NeuronCore`` with cocotbext-axi's ``AxiRam`` (random
+pauses, SLVERR / DECERR), as does one GEMM program: ``dram_faults`` runs its GEMM to the end on
+a pausing ``AxiRam`` after each fault."""
+
+import pytest
+
+from hdl.sim_top import CoreWithDram
+from sim import runner
+
+CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
+#: On the RTL DRAM (hdl.sim_top.CoreWithDram).
+RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward"]
+#: On cocotbext-axi's AxiRam (hdl.core.NeuronCore).
+AXIRAM_TESTS = ["random_commands", "hazards", "errors", "dram_faults"]
+TESTS = RTL_DRAM_TESTS + AXIRAM_TESTS
+
+
+@pytest.mark.parametrize("testcase", TESTS)
+def test_core_program(simulator, testcase):
+    if testcase in RTL_DRAM_TESTS:
+        runner.run("hdl.sim_top:CoreWithDram", CONFIG, "sim.tb.core", simulator,
+                   testcase=testcase, run_tag=testcase, public=CoreWithDram.public)
+    else:
+        runner.run("hdl.core:NeuronCore", CONFIG, "sim.tb.core", simulator, testcase=testcase,
+                   run_tag=testcase)
+
+
+@pytest.mark.parametrize("kwargs, param", [({"n": 0}, "n"), ({"sbuf_words": 0}, "sbuf_words"),
+                                           ({"psum_banks": 17}, "psum_banks"),
+                                           ({"dram_bytes": 0}, "dram_bytes")])
+def test_bad_parameters(kwargs, param):
+    from hdl.core import NeuronCore
+
+    with pytest.raises(ValueError, match=param):
+        NeuronCore(**kwargs)
+
+
+@pytest.mark.parametrize("cls, kwargs, param", [
+    ("CoreWithDram", {"dram_bytes": 3 << 12}, "dram_bytes"),
+    ("CoreWithDram", {"ranks": 2}, "ranks"),
+    ("RingWithDram", {"ranks": 2, "dram_bytes": 3 << 12}, "dram_bytes"),
+    ("AxiStalls", {"addr_width": 0}, "addr_width")])
+def test_sim_top_bad_parameters(cls, kwargs, param):
+    import hdl.sim_top
+
+    with pytest.raises(ValueError, match=param):
+        getattr(hdl.sim_top, cls)(**kwargs)

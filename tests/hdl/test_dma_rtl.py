@@ -1,0 +1,24 @@
+# amaranth: UnusedElaboratable=no
+"""The DMA engine in cocotb, Icarus and Verilator, with cocotbext-axi's AxiRam as DRAM:
+every SBUF word and DRAM byte equal to the golden ISS after every command."""
+
+import pytest
+
+from sim import runner
+
+CONFIGS = {"n4-w64": {"n": 4, "words": 64}, "n3-w40-b4": {"n": 3, "words": 40, "max_burst": 4}}
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_dma(simulator, config):
+    runner.run("hdl.dma:DmaEngine", CONFIGS[config], "sim.tb.dma", simulator, run_tag=config)
+
+
+@pytest.mark.parametrize("kwargs, param", [({"n": 0, "words": 4}, "n"),
+                                           ({"n": 2, "words": 0}, "words"),
+                                           ({"n": 2, "words": 4, "max_burst": 300}, "max_burst")])
+def test_bad_parameters(kwargs, param):
+    from hdl.dma import DmaEngine
+
+    with pytest.raises(ValueError, match=param):
+        DmaEngine(**kwargs)

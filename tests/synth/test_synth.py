@@ -1,0 +1,112 @@
+# amaranth: UnusedElaboratable=no
+"""The FPGA flow, fast: the timing harness in simulation, and one small component through
+Yosys + nextpnr-ice40 (the smoke test of ``make synth``; the long runs are ``make synth-report``).
+"""
+
+import json
+import math
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from synth import fpga, report
+from synth.harness import SerialHarness, design_ports
+
+
+class _Xor(wiring.Component):
+    """A tiny design for the harness test: ``y = a ^ b`` (registered), ``z = ~a``."""
+
+    a: In(5)
+    b: In(5)
+    y: Out(5)
+    z: Out(5)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.y.eq(self.a ^ self.b)
+        m.d.comb += self.z.eq(~self.a)
+        return m
+
+
+def test_harness_reaches_every_port_bit(seed):
+    import random
+
+    rnd = random.Random(seed)
+    h = SerialHarness(design="tests.synth.test_synth:_Xor")
+    assert (h.in_bits, h.out_bits) == (10, 10)
+    ins, outs = design_ports(h.design)
+    assert [len(v) for v in ins] == [5, 5] and [len(v) for v in outs] == [5, 5]
+    sim = Simulator(h)
+    sim.add_clock(1e-6)
+    a, b = rnd.getrandbits(5), rnd.getrandbits(5)
+    stream_in = a | (b << 5)
+
+    async def bench(ctx):
+        # The first bit shifted in ends at the far end of the chain: shift the MSB first.
+        for i in reversed(range(10)):
+            ctx.set(h.sin, (stream_in >> i) & 1)
+            await ctx.tick()
+        assert ctx.get(h.design.a) == a and ctx.get(h.design.b) == b, f"seed {seed}"
+        await ctx.tick()  # y registers a ^ b (and the chain shifts on)
+        assert ctx.get(h.design.y) == a ^ b, f"seed {seed}"
+        expect = ctx.get(h.design.y) | (ctx.get(h.design.z) << 5)
+        ctx.set(h.load, 1)
+        await ctx.tick()
+        ctx.set(h.load, 0)
+        got = 0
+        for i in range(10):
+            got |= ctx.get(h.sout) << i
+            await ctx.tick()
+        assert got == expect, f"seed {seed}: {got:#x} != {expect:#x}"
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_harness_rejects_bad_design():
+    with pytest.raises(ValueError, match="design"):
+        SerialHarness(design="no_colon")
+
+
+def test_bad_device():
+    with pytest.raises(ValueError, match="device"):
+        fpga.fpga_synth("hdl.fp32_mul:Fp32Multiplier", {"stages": 2}, device="xc7a35t")
+
+
+def test_does_not_fit_names_the_resource():
+    dev = fpga.DEVICES["ice40-up5k"]
+    area = {"luts": 6000, "ffs": 10, "dsps": 9, "brams": 0}
+    msg = fpga._does_not_fit(area, dev)
+    assert "6000 LUTs > 5280" in msg and "9 DSPs > 8" in msg and "BRAM" not in msg
+    assert fpga._does_not_fit({"luts": 1, "ffs": 1, "dsps": 0, "brams": 0}, dev) == ""
+
+
+def test_scaling_fit_recovers_a_power_law():
+    res = [{"group": "tensor_engine", "n": n, "area": {"luts": round(300 * n ** 2.2)}}
+           for n in (2, 4, 8)]
+    sc = report._scaling(res)
+    assert math.isclose(sc["exponent"], 2.2, abs_tol=0.01)
+    assert math.isclose(sc["coefficient"], 300, rel_tol=0.02)
+
+
+def test_smoke_ice40_flow():
+    """One small component through the whole flow: area, place-and-route, timing, versions,
+    and the cache (a second call does not run the tools)."""
+    job = report.SMOKE_JOB
+    r = fpga.fpga_synth(job["factory"], job["params"], device=job["device"], name=job["name"])
+    a, t = r["area"], r["timing"]
+    # A 24x24 significand product on a part with 16x16 MAC16s needs several of them.
+    assert a["luts"] > 100 and a["ffs"] > 0 and a["dsps"] >= 2, a
+    assert t["fmax_mhz"] and t["fmax_mhz"] > 1, t
+    cp = t["critical_path"]
+    assert cp["logic_levels"] > 0 and cp["delay_ns"] > 0 and cp["from"] and cp["to"], cp
+    # The harness adds its pins and registers: the placed design is the larger one.
+    assert t["utilization"]["ICESTORM_LC"]["used"] >= a["luts"], t["utilization"]
+    assert r["tools"]["nextpnr-ice40"] and r["tools"]["yosys"].startswith("Yosys")
+    again = fpga.fpga_synth(job["factory"], job["params"], device=job["device"],
+                            name=job["name"])
+    assert again["cached"] and again["area"] == a and again["timing"] == t
+    json.dumps(r)  # JSON-able

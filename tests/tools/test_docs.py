@@ -1,0 +1,126 @@
+"""`make docs-check`: every command shown in README.md and docs/ (the labs too) is run.
+
+A command the docs show either runs here and must exit 0, or is one of the few reviewed
+exceptions of sim/tools/docs_check.py's NOT_RUN (the suite itself, hours of synthesis, a board, GUI
+viewers) and is checked statically: nclite's options parse, make's targets exist.
+"""
+
+import pytest
+
+from sim.tools import docs_check as dc
+
+COMMANDS = dc.all_commands()
+
+
+def test_docs_show_commands():
+    files = {c.file for c in COMMANDS}
+    assert "README.md" in files, "README.md shows no command"
+    assert len(COMMANDS) >= 10, [c.id for c in COMMANDS]
+
+
+def test_extractor_reads_blocks_as_documented(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(
+        "text\n```sh\n# a comment\nnclite gemm --m 2 \\\n  --k 3   # trailing comment\n"
+        "make demo\n```\n```console\n$ nclite doctor\noutput line\n```\n"
+        "```text\n$ nclite lab list\nan output line\n```\n```python\nprint('#')\n$ x\n```\n")
+    got = [(c.line, c.text, c.output) for c in dc.all_commands(tmp_path)]
+    assert got == [(4, "nclite gemm --m 2 --k 3", ()), (6, "make demo", ()),
+                   (9, "nclite doctor", ("output line",)),
+                   (13, "nclite lab list", ("an output line",))]
+
+
+def test_shown_output_is_compared(tmp_path):
+    good = dc.DocCommand("README.md", 1, "echo one; echo two", ("one", "two"))
+    dc.run_command(good)
+    with pytest.raises(AssertionError, match="not what the command prints"):
+        dc.run_command(dc.DocCommand("README.md", 1, "echo one; echo three", ("one", "two")))
+    # Volatile lines (wall-clock speed) are not compared; blank lines neither.
+    dc.run_command(dc.DocCommand("README.md", 1, "echo one; echo '  sim speed : 9 per s'",
+                                 ("one", "", "  sim speed : 1 per s")))
+
+
+def test_static_check_catches_rot():
+    bad = dc.DocCommand("README.md", 1, "nclite gemm --no-such-option")
+    with pytest.raises(Exception, match="no-such-option"):
+        dc.parse_check(bad)
+    with pytest.raises(AssertionError, match="make -n"):
+        dc.parse_check(dc.DocCommand("README.md", 1, "make no-such-target"))
+    with pytest.raises(AssertionError, match="exit status"):
+        dc.run_command(dc.DocCommand("README.md", 1, "nclite gemm --m 0"))
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
+def test_doc_command(cmd):
+    """Run the command as a reader would (from the repository root), or check it statically."""
+    reason = dc.not_run_reason(cmd)
+    if reason:
+        dc.parse_check(cmd)
+        print(f"not run ({reason}); parsed: {cmd.text}")
+    else:
+        dc.run_command(cmd)
+
+
+INLINE = dc.inline_commands()
+
+
+@pytest.mark.parametrize("cmd", INLINE, ids=[f"{c.file}:{c.line}:{c.text}" for c in INLINE])
+def test_inline_command_parses(cmd):
+    """`nclite ...` / `make ...` in tables and prose: every option shown exists."""
+    dc.parse_check(cmd, prose=True)
+
+
+def test_usage_variants():
+    assert dc.usage_variants("nclite demo [--only mlp\\|ring] [--json]") == [
+        "nclite demo", "nclite demo --only mlp", "nclite demo --only ring", "nclite demo --json"]
+
+
+def _python_blocks(path):
+    blocks, cur = [], None
+    for line in path.read_text().splitlines():
+        if cur is None and line.strip().startswith("```python"):
+            cur = []
+        elif cur is not None and line.strip().startswith("```"):
+            blocks.append("\n".join(cur))
+            cur = None
+        elif cur is not None:
+            cur.append(line)
+    return blocks
+
+
+def test_readme_python_runs():
+    """The README's Python examples run: the components are built with the parameters shown
+    (their parameter checks run in the constructors)."""
+    from amaranth.lib.wiring import Component
+
+    blocks = _python_blocks(dc.REPO_ROOT / "README.md")
+    assert blocks
+    for code in blocks:
+        scope = {}
+        exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - our own README
+        assert any(isinstance(obj, Component) for obj in scope.values()), code
+
+
+def test_contract_citations_resolve():
+    """Every "docs/contract.md §n" in the code names a section of docs/contract.md, and a quoted
+    name after it (§4 "Randomness") is in that section; nothing cites the planning repository's
+    ARCHITECTURE.md, which is not in this repository."""
+    import re
+
+    root = dc.REPO_ROOT
+    parts = re.split(r"^## §(\d+)\. ", (root / "docs" / "contract.md").read_text(), flags=re.M)
+    sections = dict(zip(parts[1::2], parts[2::2], strict=True))
+    assert list(sections) == [str(i) for i in range(1, 8)], list(sections)
+    cite = re.compile(r'docs/contract\.md((?:[\s,(]*§\d+(?:[\s,(]*"[^"\n]+")?)+)')
+    found = []
+    for path in sorted(p for d in ("hdl", "golden", "sim", "synth", "tests")
+                       for p in (root / d).rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(root)
+        assert "ARCHITECTURE.md" not in text or path.name == "test_docs.py", where
+        for refs in cite.findall(text):
+            for num, name in re.findall(r'§(\d+)(?:[\s,(]*"([^"\n]+)")?', refs):
+                assert num in sections, f"{where}: docs/contract.md has no §{num}"
+                assert name in sections[num], f'{where}: §{num} has no "{name}"'
+                found.append((where, num, name))
+    assert len(found) >= 20, found

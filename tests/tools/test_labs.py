@@ -1,0 +1,158 @@
+"""The labs (docs/labs/): definitions, markers, scratch copies, and checks that can fail.
+
+The reference solutions are the project's own code, so the labs' `check` tests run (and pass)
+in `make test` like any other; here each lab is started in a scratch copy and its `fast` checks
+must FAIL there with the stubs in place -- an exercise whose check passes untouched checks
+nothing.
+"""
+
+import json
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import main
+from sim.runner import REPO_ROOT
+from sim.tools import labs
+
+LABS = labs.labs()
+
+
+def test_five_labs():
+    assert sorted(LABS) == [1, 2, 3, 4, 5], {n: lab.title for n, lab in LABS.items()}
+    for lab in LABS.values():
+        text = (REPO_ROOT / lab.path / "README.md").read_text()
+        for section in ("Goals", "Background", "Tasks", "Questions", "Exercise"):
+            assert f"## {section}" in text or f"## {section.lower()}" in text, (lab.path, section)
+        assert f"nclite lab start {lab.number}" in text and f"make lab{lab.number}-check" in text
+        assert lab.fast, f"lab {lab.number} has no fast check to prove its stub fails"
+
+
+@pytest.mark.parametrize("number", sorted(LABS))
+def test_markers_and_checks_exist(number):
+    lab = LABS[number]
+    for ex, (begin, end) in zip(lab.exercises, lab.markers, strict=True):
+        b, e, _ = labs.find_region((REPO_ROOT / ex.file).read_text(), begin, end, ex.file)
+        assert e - b > 1, f"{ex.file}: the region {ex.region} is empty in the main tree"
+        assert (REPO_ROOT / lab.path / ex.stub).is_file()
+    # Every check exists and is part of `make test` (not marked slow).
+    out = subprocess.run(
+        [*labs.check_args(number, REPO_ROOT, jobs="0"), "--collect-only", "-m", "not slow"],
+        cwd=REPO_ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    collected = [line for line in out.stdout.splitlines() if "::" in line]
+    for test in lab.check:
+        assert any(line.startswith(test.split(" ")[0]) for line in collected), test
+
+
+@pytest.mark.parametrize("number", sorted(LABS))
+def test_stub_fails_in_scratch_copy(number, tmp_path):
+    lab = LABS[number]
+    dest = tmp_path / f"lab{number}"
+    r = labs.start(number, dest)
+    assert r["dir"] == str(dest.resolve())
+    assert (dest / ".venv").is_symlink() or not (REPO_ROOT / ".venv").exists()
+    expected = {ex.file: (REPO_ROOT / ex.file).read_text() for ex in lab.exercises}
+    for ex, (begin, end) in zip(lab.exercises, lab.markers, strict=True):
+        copy = (dest / ex.file).read_text()
+        assert copy != (REPO_ROOT / ex.file).read_text(), f"{ex.file}: the stub changed nothing"
+        b, e, _ = labs.find_region(copy, begin, end, ex.file)
+        stub = (REPO_ROOT / lab.path / ex.stub).read_text().strip().splitlines()
+        assert [line.strip() for line in copy.splitlines()[b + 1:e]] == [
+            line.strip() for line in stub]
+        expected[ex.file] = labs.stub_region(expected[ex.file], lab, ex)
+    # Outside the regions every file is the reference's.
+    for file, text in expected.items():
+        assert (dest / file).read_text() == text, file
+    # The main tree still holds the reference; untouched files are copied as they are.
+    assert (dest / "golden" / "fp32.py").read_text() == (REPO_ROOT / "golden/fp32.py").read_text()
+    proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
+                          capture_output=True, text=True, timeout=600)
+    # pytest's exit status 1: tests ran and failed (2 would be a collection error, 5 no tests).
+    assert proc.returncode == 1, (f"lab {number}: exit status {proc.returncode} with the stub:\n"
+                                  + (proc.stdout + proc.stderr)[-3000:])
+
+
+def test_start_refuses_to_overwrite_or_pollute(tmp_path):
+    dest = tmp_path / "lab1"
+    labs.start(1, dest)
+    (dest / "hdl" / "mine.py").write_text("# a student's file\n")
+    with pytest.raises(labs.LabError, match="exists"):
+        labs.start(1, dest)
+    labs.start(1, dest, force=True)
+    assert not (dest / "hdl" / "mine.py").exists()
+    # --force deletes only a lab copy: never the main tree, what holds it, or any other dir.
+    for bad in (REPO_ROOT / "hdl" / "lab1", REPO_ROOT, REPO_ROOT.parent):
+        with pytest.raises(labs.LabError, match="outside the main tree"):
+            labs.start(1, bad, force=True)
+    other = tmp_path / "course"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    with pytest.raises(labs.LabError, match="not a lab copy"):
+        labs.start(1, other, force=True)
+    assert (other / "notes.txt").read_text() == "keep me"
+    with pytest.raises(labs.LabError, match="no lab 99"):
+        labs.start(99, tmp_path / "x")
+
+
+def test_copy_is_a_git_repository_with_the_stub_committed(tmp_path):
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.fail("git is needed (the copy is made a repository for `git diff`)")
+    dest = tmp_path / "lab3"
+    labs.start(3, dest)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=dest, capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "", status  # .venv (a symlink) and everything else accounted for
+    assert (dest / "bench" / "results.json").is_file()
+
+
+def test_reference_passes_in_a_copy_through_make(tmp_path):
+    """Control: a copy without stubs passes its fast checks, run the student's way
+    (`make lab<N>-check` in the copy, with the main tree's .venv), so a failure with the stubs
+    means the stubs, not an incomplete copy."""
+    dest = tmp_path / "lab2"
+    labs.start(2, dest, regions=())
+    proc = subprocess.run(["make", "lab2-check", "LAB_ARGS=--fast", "JOBS=0"], cwd=dest,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "every check passes" in proc.stdout
+
+
+@pytest.mark.parametrize("number,region", [(n, e.region) for n, lab in sorted(LABS.items())
+                                           if len(lab.exercises) > 1 for e in lab.exercises])
+def test_each_stub_alone_fails(number, region, tmp_path):
+    dest = tmp_path / f"lab{number}"
+    labs.start(number, dest, regions=(region,))
+    proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, (f"lab {number}, only `{region}` stubbed: exit status "
+                                  f"{proc.returncode}\n" + (proc.stdout + proc.stderr)[-3000:])
+
+
+def test_cli(tmp_path):
+    r = CliRunner().invoke(main, ["lab", "list", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [lab["number"] for lab in json.loads(r.output)] == sorted(LABS)
+    r = CliRunner().invoke(main, ["lab", "start", "2", "--dir", str(tmp_path / "l2"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["check"].endswith("make lab2-check")
+    r = CliRunner().invoke(main, ["lab", "check", "1", "--dir", str(tmp_path)])
+    assert r.exit_code == 1 and "is not an nclite tree" in r.output
+
+
+def test_nclite_in_a_copy_runs_the_copys_code(tmp_path):
+    """`nclite` is installed from the main tree; inside a lab copy it must run the student's
+    code: with lab 2's stub the tensor engine cannot elaborate, so gemm fails in one line."""
+    dest = tmp_path / "lab2"
+    labs.start(2, dest)
+    nclite = dest / ".venv" / "bin" / "nclite"
+    if not nclite.exists():
+        pytest.fail(f"{nclite} missing: the copy's .venv link is broken")
+    args = [str(nclite), "gemm", "--array", "2", "--m", "2", "--k", "2", "--n", "2",
+            "--sim", "icarus"]
+    proc = subprocess.run(args, cwd=dest / "docs", capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "lab 2" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
