@@ -1,6 +1,6 @@
 """The NeuronCore top: command queue, sequencer, SBUF, tensor / activation / DMA engines."""
 
-from amaranth.hdl import Array, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Array, Module, Mux, ResetInserter, Shape, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -239,6 +239,120 @@ class _ActivationFeeder(wiring.Component):
         return m
 
 
+class _Sbuf(wiring.Component):
+    """The SBUF: ``n`` partitions of ``words`` 32-bit words, one memory each.
+
+    Two read ports across all partitions (``rd0``, ``rd1``: one address, a word of every
+    partition, one cycle after ``en``, not transparent to writes) and a write port (``wr``:
+    one address, a word and an enable per partition), Amaranth's memory port signatures.
+    """
+
+    def __init__(self, *, n, words):
+        self._n, self._words = n, words
+        row = data.ArrayLayout(32, n)
+        addr_width = Shape.cast(range(max(words, 2))).width
+        super().__init__({
+            "rd0": In(memory.ReadPort.Signature(addr_width=addr_width, shape=row)),
+            "rd1": In(memory.ReadPort.Signature(addr_width=addr_width, shape=row)),
+            "wr": In(memory.WritePort.Signature(addr_width=addr_width, shape=row,
+                                                granularity=1)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        for p in range(self._n):
+            mem = memory.Memory(shape=32, depth=self._words, init=[])
+            m.submodules[f"part{p}"] = mem
+            w = mem.write_port()
+            m.d.comb += [w.en.eq(self.wr.en[p]), w.addr.eq(self.wr.addr),
+                         w.data.eq(self.wr.data[p])]
+            for port in (self.rd0, self.rd1):
+                r = mem.read_port(transparent_for=())
+                m.d.comb += [r.en.eq(port.en), r.addr.eq(port.addr), port.data[p].eq(r.data)]
+        return m
+
+
+class _DebugReader(wiring.Component):
+    """Answers the command queue's debug reads (a DBG_ADDR write, ``req``) with one SBUF or
+    PSUM word (``resp``), through the SBUF's shared read port and the PSUM drain port.
+
+    A read starts only while ``port_free`` (no other user of those ports runs or is about to);
+    ``hold`` stops the sequencer from starting one meanwhile. A read that has waited
+    :data:`DEBUG_TIMEOUT` cycles for the ports answers 0 and sets ``timeout`` (sticky until
+    ``clear_error``), so that the register bus is never stuck. Fields of ``req``:
+    ``hdl.cmdqueue.DEBUG_ADDR_FIELDS``; a word outside the memories reads 0.
+    """
+
+    def __init__(self, *, n, words, psum_banks, psum_words):
+        self._n, self._words = n, words
+        self._banks, self._psum_words = psum_banks, psum_words
+        super().__init__({
+            "req": In(stream.Signature(32)),
+            "resp": Out(stream.Signature(32)),
+            "port_free": In(1),
+            "hold": Out(1),
+            "clear_error": In(1),
+            "timeout": Out(1),
+            "sbuf_rd_en": Out(1),
+            "sbuf_rd_addr": Out(range(max(words, 2))),
+            "sbuf_rd_data": In(data.ArrayLayout(32, n)),
+            "drain_req": Out(stream.Signature(drain_request_layout(psum_banks, psum_words))),
+            "drain_resp": In(stream.Signature(data.ArrayLayout(32, n))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        req = self.req.payload
+        fld = {k: req[o:o + w] for k, (o, w) in DEBUG_ADDR_FIELDS.items()}
+        part = Signal(8)
+        word = Signal(32)  # the answer
+        waited = Signal(range(DEBUG_TIMEOUT + 1))
+        with m.If(self.clear_error):
+            m.d.sync += self.timeout.eq(0)
+        m.d.comb += self.resp.payload.eq(word)
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(self.req.valid & ~self.port_free):
+                    m.d.sync += waited.eq(waited + 1)
+                    with m.If(waited == DEBUG_TIMEOUT):
+                        m.d.comb += self.req.ready.eq(1)
+                        m.d.sync += [word.eq(0), self.timeout.eq(1), waited.eq(0)]
+                        m.next = "RESPOND"
+                with m.If(self.req.valid & self.port_free):
+                    m.d.comb += self.req.ready.eq(1)
+                    m.d.sync += [part.eq(fld["part"]), word.eq(0), waited.eq(0)]
+                    m.next = "RESPOND"
+                    in_part = fld["part"] < n
+                    with m.If(~fld["space"] & in_part & (fld["word"] < self._words)):
+                        m.d.comb += [self.sbuf_rd_en.eq(1), self.sbuf_rd_addr.eq(fld["word"])]
+                        m.next = "SBUF"
+                    with m.If(fld["space"] & in_part & (fld["bank"] < self._banks)
+                              & (fld["word"] < self._psum_words)):
+                        m.d.sync += [self.drain_req.payload.bank.eq(fld["bank"]),
+                                     self.drain_req.payload.addr.eq(fld["word"])]
+                        m.next = "PSUM_REQUEST"
+            with m.State("SBUF"):
+                m.d.sync += word.eq(Array(self.sbuf_rd_data[p] for p in range(n))[part])
+                m.next = "RESPOND"
+            with m.State("PSUM_REQUEST"):
+                m.d.comb += self.drain_req.valid.eq(1)
+                with m.If(self.drain_req.ready):
+                    m.next = "PSUM_WAIT"
+            with m.State("PSUM_WAIT"):
+                m.d.comb += self.drain_resp.ready.eq(1)
+                with m.If(self.drain_resp.valid):
+                    m.d.sync += word.eq(Array(self.drain_resp.payload[p]
+                                              for p in range(n))[part])
+                    m.next = "RESPOND"
+            with m.State("RESPOND"):
+                m.d.comb += self.resp.valid.eq(1)
+                with m.If(self.resp.ready):
+                    m.next = "IDLE"
+        m.d.comb += self.hold.eq(self.req.valid | ~fsm.ongoing("IDLE"))
+        return m
+
+
 class NeuronCore(wiring.Component):
     """One NeuronCore: an AXI4-Lite slave for the host, an AXI4 master to DRAM.
 
@@ -455,14 +569,15 @@ class NeuronCore(wiring.Component):
         r0_data = Signal(data.ArrayLayout(32, n))
         r1_data = Signal(data.ArrayLayout(32, n))
         r1_en, r1_addr = Signal(), Signal(range(max(words, 2)))
-        dbg_rd_en, dbg_rd_addr = Signal(), Signal(range(max(words, 2)))
+        dbg = m.submodules.debug = _DebugReader(n=n, words=words, psum_banks=self.psum_banks,
+                                                psum_words=self.psum_words)
         r0_en, r0_addr = Signal(), Signal(range(max(words, 2)))
         w_sel = Signal(range(3))  # the write port's user: 0 DMA, 1 activation, 2 collective
         m.d.comb += [
             r0_en.eq(tf.rd_en), r0_addr.eq(tf.rd_addr),
-            r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg_rd_en),
+            r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg.sbuf_rd_en),
             r1_addr.eq(Mux(dma.sbuf_rd_en, dma.sbuf_rd_addr,
-                           Mux(af.rd_en, af.rd_addr, dbg_rd_addr))),
+                           Mux(af.rd_en, af.rd_addr, dbg.sbuf_rd_addr))),
             w_sel.eq(Mux(dma.sbuf_wr_en, 0, Mux(af.busy, 1, 2))),
         ]
         if coll is not None:
@@ -471,93 +586,42 @@ class NeuronCore(wiring.Component):
                 m.d.comb += [r0_en.eq(coll.tx_rd.en), r0_addr.eq(coll.tx_rd.addr),
                              r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
             m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
+        m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words)
+        m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
+                     sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr), r1_data.eq(sbuf.rd1.data)]
         for p in range(n):
-            mem = memory.Memory(shape=32, depth=words, init=[])
-            m.submodules[f"sbuf{p}"] = mem
-            r0 = mem.read_port(transparent_for=())
-            r1 = mem.read_port(transparent_for=())
-            w = mem.write_port()
             dma_w = dma.sbuf_wr_en & (dma.sbuf_wr_part == p)
-            m.d.comb += [
-                r0.en.eq(r0_en), r0.addr.eq(r0_addr), r0_data[p].eq(r0.data),
-                r1.en.eq(r1_en), r1.addr.eq(r1_addr), r1_data[p].eq(r1.data),
-                w.en.eq(dma_w | af.wr_en[p] | coll_wen[p]),
-            ]
-            with m.Switch(w_sel):
-                with m.Case(0):
-                    m.d.comb += [w.addr.eq(dma.sbuf_wr_addr), w.data.eq(dma.sbuf_wr_data)]
-                with m.Case(1):
-                    m.d.comb += [w.addr.eq(af.wr_addr), w.data.eq(af.wr_data[p])]
-                with m.Default():
-                    if coll is not None:
-                        m.d.comb += [w.addr.eq(coll.wr.addr), w.data.eq(coll_wdata[p])]
-        m.d.comb += [tf.rd_data.eq(r0_data), af.rd_data.eq(r1_data)]
+            m.d.comb += sbuf.wr.en[p].eq(dma_w | af.wr_en[p] | coll_wen[p])
+        with m.Switch(w_sel):
+            with m.Case(0):
+                m.d.comb += [sbuf.wr.addr.eq(dma.sbuf_wr_addr),
+                             *(sbuf.wr.data[p].eq(dma.sbuf_wr_data) for p in range(n))]
+            with m.Case(1):
+                m.d.comb += [sbuf.wr.addr.eq(af.wr_addr), sbuf.wr.data.eq(af.wr_data)]
+            with m.Default():
+                if coll is not None:
+                    m.d.comb += [sbuf.wr.addr.eq(coll.wr.addr), sbuf.wr.data.eq(coll_wdata)]
+        m.d.comb += [tf.rd_data.eq(r0_data), af.rd_data.eq(r1_data), dbg.sbuf_rd_data.eq(r1_data)]
         dma_part = Signal.like(dma.sbuf_rd_part)
         with m.If(dma.sbuf_rd_en):
             m.d.sync += dma_part.eq(dma.sbuf_rd_part)
         m.d.comb += dma.sbuf_rd_data.eq(Array(r1_data[p] for p in range(n))[dma_part])
 
         # --- The drain port: the activation feeder's, or a debug read's. ---------------------
-        dbg_drain = Signal(drain_request_layout(self.psum_banks, self.psum_words))
-        dbg_drain_valid, dbg_drain_taken, dbg_resp_take = Signal(), Signal(), Signal()
         with m.If(af.busy):
             wiring.connect(m, af.drain_req, te.drain_req)
             wiring.connect(m, te.drain_resp, af.drain_resp)
         with m.Else():
-            m.d.comb += [te.drain_req.valid.eq(dbg_drain_valid),
-                         te.drain_req.payload.eq(dbg_drain),
-                         dbg_drain_taken.eq(te.drain_req.ready),
-                         te.drain_resp.ready.eq(dbg_resp_take)]
+            wiring.connect(m, dbg.drain_req, te.drain_req)
+            wiring.connect(m, te.drain_resp, dbg.drain_resp)
 
-        # --- Debug reads. -----------------------------------------------------------------------
-        req = cq.dbg_req.payload
-        fld = {k: req[o:o + w] for k, (o, w) in DEBUG_ADDR_FIELDS.items()}
-        d_part = Signal(8)
-        d_data = Signal(32)
-        d_state = Signal(range(5))  # 0 idle, 1 SBUF read, 2 PSUM request, 3 PSUM wait, 4 resp
+        # --- Debug reads (the command queue's DBG_ADDR / DBG_DATA). ------------------------
+        wiring.connect(m, cq.dbg_req, dbg.req)
+        wiring.connect(m, dbg.resp, cq.dbg_resp)
         port_free = ~(seq.dma.valid | dma.busy | seq.act.valid | af.busy | seq.coll.valid
                       | coll_busy)
-        m.d.comb += seq.hold.eq(cq.dbg_req.valid | (d_state != 0))
-        # A debug read waits for the port at most DEBUG_TIMEOUT cycles (a COLLECTIVE whose
-        # ring hangs, or DRAM that never answers, holds it forever); then it answers 0 and
-        # sets the sticky timeout flag (STATUS bit 4), so the register bus is never stuck.
-        d_wait = Signal(range(DEBUG_TIMEOUT + 1))
-        d_timeout = Signal()
-        m.d.comb += cq.status_flags.eq(d_timeout)
-        with m.If(cq.clear_error):
-            m.d.sync += d_timeout.eq(0)
-        with m.If(d_state == 0):
-            with m.If(cq.dbg_req.valid & ~port_free):
-                m.d.sync += d_wait.eq(d_wait + 1)
-                with m.If(d_wait == DEBUG_TIMEOUT):
-                    m.d.comb += cq.dbg_req.ready.eq(1)
-                    m.d.sync += [d_data.eq(0), d_state.eq(4), d_timeout.eq(1), d_wait.eq(0)]
-            with m.If(cq.dbg_req.valid & port_free):
-                m.d.comb += cq.dbg_req.ready.eq(1)
-                m.d.sync += [d_part.eq(fld["part"]), d_data.eq(0), d_state.eq(4), d_wait.eq(0)]
-                in_part = fld["part"] < n
-                with m.If(~fld["space"] & in_part & (fld["word"] < words)):
-                    m.d.comb += [dbg_rd_en.eq(1), dbg_rd_addr.eq(fld["word"])]
-                    m.d.sync += d_state.eq(1)
-                with m.If(fld["space"] & in_part & (fld["bank"] < self.psum_banks)
-                          & (fld["word"] < self.psum_words)):
-                    m.d.sync += [dbg_drain.bank.eq(fld["bank"]), dbg_drain.addr.eq(fld["word"]),
-                                 d_state.eq(2)]
-        with m.If(d_state == 1):
-            m.d.sync += [d_data.eq(Array(r1_data[p] for p in range(n))[d_part]), d_state.eq(4)]
-        with m.If(d_state == 2):
-            m.d.comb += dbg_drain_valid.eq(1)
-            with m.If(dbg_drain_taken):
-                m.d.sync += d_state.eq(3)
-        with m.If(d_state == 3):
-            m.d.comb += dbg_resp_take.eq(1)
-            with m.If(te.drain_resp.valid):
-                m.d.sync += [d_data.eq(Array(te.drain_resp.payload[p]
-                                             for p in range(n))[d_part]), d_state.eq(4)]
-        with m.If(d_state == 4):
-            m.d.comb += [cq.dbg_resp.valid.eq(1), cq.dbg_resp.payload.eq(d_data)]
-            with m.If(cq.dbg_resp.ready):
-                m.d.sync += d_state.eq(0)
+        m.d.comb += [dbg.port_free.eq(port_free), dbg.clear_error.eq(cq.clear_error),
+                     seq.hold.eq(dbg.hold), cq.status_flags.eq(dbg.timeout)]
 
         # --- Performance counters. -------------------------------------------------------------
         counts = [Signal(32, name=f"perf_{name}") for name in PERF_COUNTERS]
