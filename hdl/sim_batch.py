@@ -211,7 +211,7 @@ class PlayedStreams(wiring.Component):
         m = Module()
         m.submodules.design = design = self.design
         for name, member in design.signature.members.items():
-            inner, outer = getattr(design, name), None
+            inner = getattr(design, name)
             if name in self.played:
                 shape = _input_stream_shape(member)
                 m.submodules[f"{name}_player"] = player = BeatPlayer(shape, self.k)

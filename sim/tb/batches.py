@@ -129,7 +129,8 @@ class BatchSource:
 
     def send(self, payloads: int | Iterable[int]) -> None:
         """Queue one payload or several; they go out in order."""
-        beats = [int(payloads)] if isinstance(payloads, int) else [int(p) for p in payloads]
+        beats = ([int(payloads)] if isinstance(payloads, int | np.integer)
+                 else [int(p) for p in payloads])
         self._batches.send(pack_batches(beats, self.k, self._width))
 
     @property

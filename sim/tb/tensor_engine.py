@@ -71,7 +71,7 @@ class TensorEngineTB:
             return streams.pauses(tbutil.rng(0x7E0 + salt), gaps) if gaps else None
 
         top = tbutil.params()
-        played = top.get("played", []) if "design" in top else []
+        played = top.get("played", [])  # a PlayedStreams top's; the engine's own have none
         if played and gaps:
             raise ValueError("a PlayedStreams top runs its played streams at full rate: gaps 0")
         self.sources = {name: BatchSource(dut, name, k=top["k"]) if name in played
