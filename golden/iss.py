@@ -1,7 +1,7 @@
 """The instruction-level simulator: the NeuronCore's command stream on numpy state.
 
 :class:`NeuronCoreISS` holds one core's state -- SBUF (N partitions x D uint32 words), PSUM
-and the stationary tile (:class:`golden.tensor.TensorEngineModel`), the activation engine's
+and the stationary tile (:class:`golden.tensor_engine.TensorEngineModel`), the activation engine's
 PRNG lanes (:class:`golden.activation.ActivationModel`) and DRAM (bytes) -- and executes
 descriptors (:mod:`golden.isa`) one by one, in program order: the result of a program is the
 result of running its commands sequentially. (The hardware may overlap engines; it must end
@@ -19,7 +19,7 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   bf16, low 8 for fp8) of operand format ``fmt`` (bf16, fp8-e4m3, fp8-e5m2).
 * ``MATMUL`` - the K x F moving tile ``SBUF[part + k, sbuf_addr + f]`` of ``fmt`` times the
   stationary tile into PSUM ``bank``, words ``psum_addr ..``, overwrite or accumulate
-  (``golden.tensor``). K must be the stationary tile's.
+  (``golden.tensor_engine``). K must be the stationary tile's.
 * ``ACTIVATE`` - F = ``cols`` beats of N lanes (lane l = partition l): lane l of beat c is
   ``src[l][src_addr + c]`` for partitions ``part .. part + rows - 1`` (src = PSUM bank
   ``src_bank`` or SBUF) and +0 for the others; the bias of lane l is SBUF word ``bias_addr``
@@ -29,7 +29,7 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   holds fp32 words (activations are computed in fp32; narrow data is widened by a MATMUL, not
   here) and may be the destination only exactly (``dst_addr == src_addr``).
 * ``COLLECTIVE`` - the rows x cols SBUF region is the buffer of a ring collective
-  (``golden.collectives``) over all cores of the ring (``coll_op``: 0 all-reduce, 1
+  (``golden.collective``) over all cores of the ring (``coll_op``: 0 all-reduce, 1
   reduce-scatter, 2 all-gather), flattened word by word: element i is partition
   ``part + i % rows``, word ``sbuf_addr + i // rows``. ``rows`` must be the ring's link width W
   (BAD_SHAPE otherwise), so each link beat is one SBUF word of W partitions; a wider region
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .activation import ActivationModel
-from .collectives import run_collective
+from .collective import run_collective
 from .isa import (
     DTYPE_BYTES,
     DTYPE_NAMES,
@@ -68,7 +68,7 @@ from .isa import (
     decode,
     is_code,
 )
-from .tensor import TensorEngineModel
+from .tensor_engine import TensorEngineModel
 
 __all__ = ["CoreConfig", "NeuronCoreISS", "RingISS", "CommandError"]
 

@@ -26,7 +26,7 @@ MAX_WATCHDOG_CYCLES = 1 << 30
 
 
 class CollectiveOp(enum.Enum, shape=2):
-    """The ``op`` field of a collective command (mirrored by ``golden.collectives``)."""
+    """The ``op`` field of a collective command (mirrored by ``golden.collective``)."""
 
     ALL_REDUCE = 0  #: reduce-scatter then all-gather: every rank ends with the sum
     REDUCE_SCATTER = 1  #: rank r ends with the reduced chunk r
@@ -117,7 +117,7 @@ class CollectiveEngine(wiring.Component):
     only its last row may be partial (the lanes past ``n`` are never written). All ranks of
     the ring run the same sequence of commands; each engine learns its place from ``rank``.
 
-    Numerics and schedule: exactly ``golden.collectives`` (its docstring is the contract):
+    Numerics and schedule: exactly ``golden.collective`` (its docstring is the contract):
     B beats in P contiguous chunks of ⌊B/P⌋ or ⌈B/P⌉ beats; step s sends one chunk to the
     right and receives another from the left; a reduce-scatter step computes
     ``received + local`` with an :class:`~hdl.fp32_add.Fp32Adder` per lane (IEEE binary32,
@@ -232,7 +232,7 @@ class CollectiveEngine(wiring.Component):
         #
         # No other hazards: a chunk is reduced at most once per command, and a chunk a rank
         # overwrites in the all-gather was sent by it P - 1 steps earlier -- a causal chain
-        # once round the ring separates that read from the write (golden/collectives.py).
+        # once round the ring separates that read from the write (golden/collective.py).
         m = Module()
         P, W, L = self.ranks, self.link_width, self.add_stages
         depth = self.depth
@@ -375,7 +375,7 @@ class CollectiveEngine(wiring.Component):
         for j in range(W):
             add = Fp32Adder(stages=L)
             m.submodules[f"add{j}"] = add
-            # The contract's order: received + local (golden.collectives).
+            # The contract's order: received + local (golden.collective).
             m.d.comb += [add.en.eq(1), add.a.eq(s1_data[j]), add.b.eq(self.rx_rd.data[j])]
             adders.append(add)
         meta_w = delay(m, s1, L, name="meta")

@@ -145,25 +145,45 @@ class TensorEngine(wiring.Component):
         })
 
     def elaborate(self, platform):
+        # Four parts: the array; the loader, which shifts LOAD_STATIONARY tiles into the PEs'
+        # shadow weights; the mover, which issues MULTIPLY_MOVING columns into the array; and
+        # PSUM, which accumulates the array's sums and answers drain reads. Here, only what
+        # ties them together: the in-order dispatch of commands with its legality checks, and
+        # the column metadata that travels beside the array.
         m = Module()
-        n, words = self.n, self.psum_words
+        n = self.n
         m.submodules.array = array = SystolicArray(
             n=n, mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
         m.d.comb += array.en.eq(1)  # PSUM always takes a row: the array never needs to stall
+        m.submodules.loader = loader = _Loader(n=n, row_layout=array.w_in.shape())
+        m.submodules.mover = mover = _Mover(
+            n=n, cmd_layout=self.cmd_layout, x_layout=array.x_in.shape(),
+            meta_layout=self._meta_layout(), hazard_window=self.hazard_window,
+            swap_clear=self.swap_clear)
+        m.submodules.psum = psum = _Psum(
+            n=n, banks=self.psum_banks, words=self.psum_words, add_stages=self.add_stages,
+            meta_layout=self._meta_layout())
 
+        wiring.connect(m, wiring.flipped(self.weights), loader.weights)
+        wiring.connect(m, wiring.flipped(self.moving), mover.moving)
+        wiring.connect(m, wiring.flipped(self.drain_req), psum.drain_req)
+        wiring.connect(m, wiring.flipped(self.drain_resp), psum.drain_resp)
+        m.d.comb += [
+            loader.wave_clear.eq(mover.wave_clear),
+            array.w_shift.eq(loader.shift),
+            array.w_in.eq(loader.row),
+            array.x_in.eq(mover.x),
+            psum.sums.eq(array.result),
+            # The metadata travels beside the array.
+            psum.meta.eq(delay(m, mover.meta, self.array_latency, name="meta")),
+        ]
+
+        # --- Dispatch, in order, of the command at the head of the queue. --------------------
         cmd = self.cmd.payload
-        error = Signal()
-        m.d.comb += self.error.eq(error)
-
-        # --- Loader: LOAD_STATIONARY shifts n rows (k from `weights`, then zeros). -----------
-        ld_busy = Signal()
-        ld_row = Signal(range(n + 1))
-        ld_k = Signal(range(n + 1))
-        ld_fmt = Signal(Fmt)
+        error = Signal()  # sticky
         last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
         last_k = Signal(range(n + 1))  # its k (0: none yet, so no MULTIPLY_MOVING is legal)
-
-        # --- Legality of the command at the head of the queue. -------------------------------
+        fresh = Signal()  # a LOAD_STATIONARY was dispatched since the last swapping MM
         fmt_ok = Signal()
         with m.Switch(cmd.fmt):
             for fmt in self.formats:
@@ -172,164 +192,235 @@ class TensorEngine(wiring.Component):
         k_ok = (cmd.k >= 1) & (cmd.k <= n)
         ls_ok = fmt_ok & k_ok & (cmd.m >= 1) & (cmd.m <= n)
         mm_ok = (fmt_ok & k_ok & (cmd.k == last_k) & (cmd.f >= 1)
-                 & (cmd.addr + cmd.f <= words) & (cmd.bank < self.psum_banks))
+                 & (cmd.addr + cmd.f <= self.psum_words) & (cmd.bank < self.psum_banks))
         legal = Mux(cmd.op == Opcode.LOAD_STATIONARY, ls_ok, mm_ok)
-
-        # --- Mover: MULTIPLY_MOVING issues f columns from `moving`. --------------------------
-        mv_busy = Signal()
-        mv = Signal(self.cmd_layout)  # the command being executed
-        mv_col = Signal(range(words + 1))
-        mv_mask = Signal(n)  # PSUM partitions written: the tile's m columns
-        mv_swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
-        fresh = Signal()  # a LOAD_STATIONARY was dispatched since the last swapping MM
-
-        # Swap wavefront bookkeeping, and the gap an accumulating multiplication needs.
-        swap_pending = Signal()  # a swapping MM was dispatched, its swap column not yet taken
-        since_swap = Signal(range(self.swap_clear + 1), init=self.swap_clear)
-        with m.If(since_swap < self.swap_clear):
-            m.d.sync += since_swap.eq(since_swap + 1)
-
-        # Loader datapath: shift when the previous swap has cleared the array.
-        shift_row = Signal(data.ArrayLayout(array.w_in.shape().elem_shape, n))
-        wave_clear = ~swap_pending & (since_swap >= self.swap_clear)
-        with m.If(ld_busy & wave_clear):
-            with m.If(ld_row < ld_k):
-                m.d.comb += self.weights.ready.eq(1)
-                with m.If(self.weights.valid):
-                    m.d.comb += array.w_shift.eq(1)
-                    for j in range(n):
-                        # Lanes >= m load too: their columns' sums are never written.
-                        m.d.comb += [shift_row[j].data.eq(self.weights.payload[j]),
-                                     shift_row[j].fmt.eq(ld_fmt)]
-            with m.Else():
-                m.d.comb += array.w_shift.eq(1)  # padding rows: +0
-                for j in range(n):
-                    m.d.comb += shift_row[j].fmt.eq(ld_fmt)
-            with m.If(array.w_shift):
-                m.d.sync += ld_row.eq(ld_row + 1)
-                with m.If(ld_row == n - 1):
-                    m.d.sync += ld_busy.eq(0)
-        m.d.comb += array.w_in.eq(shift_row)
-
-        # Mover datapath: the issue register feeding the array, and the row's PSUM metadata.
-        meta_layout = data.StructLayout({
-            "valid": 1, "bank": range(max(self.psum_banks, 2)), "addr": range(max(words, 2)),
-            "accumulate": 1, "mask": n,
-        })
-        x_reg = Signal(array.x_in.shape())
-        meta = Signal(meta_layout)
-        # Columns taken in the last hazard_window cycles, for the read-after-write check.
-        recent_layout = data.StructLayout({"valid": 1, "bank": meta_layout["bank"].shape,
-                                           "addr": meta_layout["addr"].shape})
-        recent = [Signal(recent_layout, name=f"recent{i}") for i in range(self.hazard_window)]
-        col_addr = Signal.like(mv.addr)
-        m.d.comb += col_addr.eq(mv.addr + mv_col)
-        m.d.sync += recent[0].eq(0)
-        for prev, cur in zip(recent, recent[1:], strict=False):
-            m.d.sync += cur.eq(prev)
-        conflict = Signal()
-        m.d.comb += conflict.eq(Cat(
-            r.valid & (r.bank == mv.bank) & (r.addr == col_addr) for r in recent).any())
-        gap_ok = ~mv.accumulate | ~conflict
-        take = mv_busy & gap_ok & self.moving.valid
-        mv_last = Signal()  # this cycle takes the multiplication's last column
-        m.d.comb += mv_last.eq(take & (mv_col + 1 == mv.f))
-        m.d.comb += self.moving.ready.eq(mv_busy & gap_ok)
-        m.d.sync += [x_reg.eq(0), meta.eq(0)]  # a bubble unless a column is taken
-        with m.If(take):
-            for i in range(n):
-                m.d.sync += [
-                    x_reg[i].data.eq(Mux(mv.k > i, self.moving.payload[i], 0)),
-                    x_reg[i].fmt.eq(mv.fmt),
-                    x_reg[i].swap.eq(mv_swap),
-                ]
-            m.d.sync += [
-                meta.valid.eq(1), meta.bank.eq(mv.bank), meta.addr.eq(col_addr),
-                meta.accumulate.eq(mv.accumulate), meta.mask.eq(mv_mask),
-                mv_col.eq(mv_col + 1), mv_swap.eq(0),
-                recent[0].valid.eq(1), recent[0].bank.eq(mv.bank), recent[0].addr.eq(col_addr),
-            ]
-            with m.If(mv_swap):
-                m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
-            with m.If(mv_last):
-                m.d.sync += mv_busy.eq(0)
-        m.d.comb += array.x_in.eq(x_reg)
-
-        # --- Dispatch, in order. -------------------------------------------------------------
-        # After the mover's statements, so that a multiplication dispatched in the cycle the
-        # previous one takes its last column wins over that column's bookkeeping.
+        m.d.comb += [loader.k.eq(cmd.k), loader.fmt.eq(cmd.fmt), mover.cmd.eq(cmd),
+                     mover.swap.eq(fresh)]
+        for i in range(n):
+            m.d.comb += mover.mask[i].eq(last_m > i)
         with m.If(self.cmd.valid):
             with m.If(~legal):
                 m.d.comb += self.cmd.ready.eq(1)
                 m.d.sync += error.eq(1)
             with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
-                with m.If(~ld_busy):
-                    m.d.comb += self.cmd.ready.eq(1)
-                    m.d.sync += [ld_busy.eq(1), ld_row.eq(0), ld_k.eq(cmd.k),
-                                 ld_fmt.eq(cmd.fmt), last_m.eq(cmd.m), last_k.eq(cmd.k),
-                                 fresh.eq(1)]
+                with m.If(~loader.busy):
+                    m.d.comb += [self.cmd.ready.eq(1), loader.start.eq(1)]
+                    m.d.sync += [last_m.eq(cmd.m), last_k.eq(cmd.k), fresh.eq(1)]
             with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
-                with m.If(~ld_busy & (~mv_busy | mv_last)):
-                    m.d.comb += self.cmd.ready.eq(1)
-                    # Only the first multiplication after a LOAD_STATIONARY swaps: for the
-                    # others shadow and active weights are equal, and not swapping lets the
-                    # next tile's shifts start swap_clear cycles after that first column.
-                    m.d.sync += [mv_busy.eq(1), mv.eq(cmd), mv_col.eq(0), mv_swap.eq(fresh),
-                                 swap_pending.eq(fresh), fresh.eq(0)]
-                    for i in range(n):
-                        m.d.sync += mv_mask[i].eq(last_m > i)
+                with m.If(~loader.busy & (~mover.busy | mover.last)):
+                    m.d.comb += [self.cmd.ready.eq(1), mover.start.eq(1)]
+                    m.d.sync += fresh.eq(0)
+        with m.If(psum.bad_request):
+            m.d.sync += error.eq(1)
+        m.d.comb += self.error.eq(error)
+
+        # In-flight columns, for `busy`.
+        in_flight = Signal(range(self.latency + 2))
+        m.d.sync += in_flight.eq(in_flight + mover.take - psum.written)
+        m.d.comb += self.busy.eq(loader.busy | mover.busy | (in_flight != 0))
+        return m
+
+    def _meta_layout(self) -> data.StructLayout:
+        """What travels beside a moving column to PSUM: where its sums go, and how."""
+        return data.StructLayout({
+            "valid": 1, "bank": range(max(self.psum_banks, 2)),
+            "addr": range(max(self.psum_words, 2)), "accumulate": 1, "mask": self.n,
+        })
 
 
-        # The metadata travels beside the array, then through the read and the add stage.
-        meta_out = delay(m, meta, self.array_latency, name="meta")
+class _Loader(wiring.Component):
+    """Shifts a LOAD_STATIONARY's tile into the array's shadow weights: ``k`` rows from
+    ``weights``, then +0 rows up to ``n``, one row per cycle (``shift``, ``row``) while
+    ``wave_clear`` (the previous tile's swap has left the array).
 
-        # --- PSUM: read (for accumulate), add, write. -----------------------------------------
-        m.submodules.psum = psum = memory.Memory(
-            shape=data.ArrayLayout(32, n), depth=self.psum_banks * words, init=[])
-        acc_rd = psum.read_port(transparent_for=())
-        drain_rd = psum.read_port(transparent_for=())
-        wr = psum.write_port(granularity=1)
+    ``start`` (with ``k``, ``fmt``) begins a tile; ``busy`` until its last row is shifted.
+    """
 
-        m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(meta_out.bank * words + meta_out.addr)]
+    def __init__(self, *, n, row_layout):
+        self._n = n
+        super().__init__({
+            "start": In(1), "k": In(range(n + 1)), "fmt": In(Fmt),
+            "weights": In(stream.Signature(data.ArrayLayout(16, n))),
+            "wave_clear": In(1),
+            "busy": Out(1), "shift": Out(1), "row": Out(row_layout),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        row = Signal(range(n + 1))  # rows shifted so far
+        k = Signal(range(n + 1))
+        fmt = Signal(Fmt)
+        with m.If(self.busy & self.wave_clear):
+            with m.If(row < k):
+                m.d.comb += self.weights.ready.eq(1)
+                with m.If(self.weights.valid):
+                    m.d.comb += self.shift.eq(1)
+                    for j in range(n):
+                        # Lanes >= m load too: their columns' sums are never written.
+                        m.d.comb += [self.row[j].data.eq(self.weights.payload[j]),
+                                     self.row[j].fmt.eq(fmt)]
+            with m.Else():
+                m.d.comb += self.shift.eq(1)  # padding rows: +0
+                for j in range(n):
+                    m.d.comb += self.row[j].fmt.eq(fmt)
+            with m.If(self.shift):
+                m.d.sync += row.eq(row + 1)
+                with m.If(row == n - 1):
+                    m.d.sync += self.busy.eq(0)
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), row.eq(0), k.eq(self.k), fmt.eq(self.fmt)]
+        return m
+
+
+class _Mover(wiring.Component):
+    """Issues a MULTIPLY_MOVING's ``f`` columns from ``moving`` into the array's issue register
+    (``x``, one column per cycle; lanes >= k read as +0), each with its PSUM metadata
+    (``meta``: bank, word, accumulate, the partitions ``mask`` of its tile).
+
+    ``start`` (with ``cmd``, ``swap``, ``mask``) begins a multiplication, also in the cycle the
+    previous one takes its last column (``last``); ``busy`` until its last column is taken;
+    ``take``: a column is taken this cycle. With ``swap`` its first column carries the swap to
+    the new weights; ``wave_clear`` says when that swap has left the array, so the next tile
+    may shift in. An accumulating column waits while a column taken in the last
+    ``hazard_window`` cycles targets the same PSUM word.
+    """
+
+    def __init__(self, *, n, cmd_layout, x_layout, meta_layout, hazard_window, swap_clear):
+        self._n, self._hazard_window, self._swap_clear = n, hazard_window, swap_clear
+        super().__init__({
+            "start": In(1), "cmd": In(cmd_layout), "swap": In(1), "mask": In(n),
+            "moving": In(stream.Signature(data.ArrayLayout(16, n))),
+            "busy": Out(1), "last": Out(1), "take": Out(1), "wave_clear": Out(1),
+            "x": Out(x_layout), "meta": Out(meta_layout),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        cmd = Signal.like(self.cmd)  # the multiplication being executed
+        col = Signal.like(cmd.f)  # columns taken so far
+        mask = Signal(n)
+        swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
+
+        # Swap wavefront bookkeeping: the next tile's shifts wait until the swap has cleared.
+        swap_pending = Signal()  # a swapping MM was started, its swap column not yet taken
+        since_swap = Signal(range(self._swap_clear + 1), init=self._swap_clear)
+        with m.If(since_swap < self._swap_clear):
+            m.d.sync += since_swap.eq(since_swap + 1)
+        m.d.comb += self.wave_clear.eq(~swap_pending & (since_swap >= self._swap_clear))
+
+        # Columns taken in the last hazard_window cycles, for the read-after-write check.
+        recent_layout = data.StructLayout({"valid": 1, "bank": self.meta.bank.shape(),
+                                           "addr": self.meta.addr.shape()})
+        recent = [Signal(recent_layout, name=f"recent{i}") for i in range(self._hazard_window)]
+        col_addr = Signal.like(cmd.addr)
+        m.d.comb += col_addr.eq(cmd.addr + col)
+        m.d.sync += recent[0].eq(0)
+        for prev, cur in zip(recent, recent[1:], strict=False):
+            m.d.sync += cur.eq(prev)
+        conflict = Signal()
+        m.d.comb += conflict.eq(Cat(
+            r.valid & (r.bank == cmd.bank) & (r.addr == col_addr) for r in recent).any())
+        gap_ok = ~cmd.accumulate | ~conflict
+        m.d.comb += [
+            self.moving.ready.eq(self.busy & gap_ok),
+            self.take.eq(self.busy & gap_ok & self.moving.valid),
+            self.last.eq(self.take & (col + 1 == cmd.f)),
+        ]
+        m.d.sync += [self.x.eq(0), self.meta.eq(0)]  # a bubble unless a column is taken
+        with m.If(self.take):
+            for i in range(n):
+                m.d.sync += [
+                    self.x[i].data.eq(Mux(cmd.k > i, self.moving.payload[i], 0)),
+                    self.x[i].fmt.eq(cmd.fmt),
+                    self.x[i].swap.eq(swap),
+                ]
+            m.d.sync += [
+                self.meta.valid.eq(1), self.meta.bank.eq(cmd.bank), self.meta.addr.eq(col_addr),
+                self.meta.accumulate.eq(cmd.accumulate), self.meta.mask.eq(mask),
+                col.eq(col + 1), swap.eq(0),
+                recent[0].valid.eq(1), recent[0].bank.eq(cmd.bank), recent[0].addr.eq(col_addr),
+            ]
+            with m.If(swap):
+                m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
+            with m.If(self.last):
+                m.d.sync += self.busy.eq(0)
+        # After the column's statements: a multiplication started in the cycle the previous
+        # one takes its last column wins over that column's bookkeeping.
+        with m.If(self.start):
+            # Only the first multiplication after a LOAD_STATIONARY swaps: for the others
+            # shadow and active weights are equal, and not swapping lets the next tile's
+            # shifts start swap_clear cycles after that first column.
+            m.d.sync += [self.busy.eq(1), cmd.eq(self.cmd), col.eq(0), mask.eq(self.mask),
+                         swap.eq(self.swap), swap_pending.eq(self.swap)]
+        return m
+
+
+class _Psum(wiring.Component):
+    """The PSUM buffer: ``banks`` × ``words`` rows of ``n`` fp32 partitions.
+
+    Every cycle it takes the array's ``sums`` with their ``meta``; a valid row is written
+    (partitions in ``meta.mask``) to word ``meta.addr`` of bank ``meta.bank``, as ``p = s``
+    or, with ``meta.accumulate``, ``p = p + s`` (the old value is read the cycle the row
+    arrives and added in ``add_stages`` cycles); ``written`` pulses as it is written, ``1 +
+    add_stages`` cycles after it arrived. ``drain_req`` / ``drain_resp``: one row per cycle,
+    responses in order; a request outside PSUM answers zeros and pulses ``bad_request``.
+    """
+
+    def __init__(self, *, n, banks, words, add_stages, meta_layout):
+        self._n, self._banks, self._words, self._add_stages = n, banks, words, add_stages
+        super().__init__({
+            "sums": In(data.ArrayLayout(32, n)), "meta": In(meta_layout),
+            "drain_req": In(stream.Signature(drain_request_layout(banks, words))),
+            "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
+            "written": Out(1), "bad_request": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, words = self._n, self._words
+        m.submodules.mem = mem = memory.Memory(
+            shape=data.ArrayLayout(32, n), depth=self._banks * words, init=[])
+        acc_rd = mem.read_port(transparent_for=())
+        drain_rd = mem.read_port(transparent_for=())
+        wr = mem.write_port(granularity=1)
+
+        # --- Read (for accumulate), add, write. ------------------------------------------------
+        meta = self.meta
+        m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(meta.bank * words + meta.addr)]
         row_a = Signal(data.ArrayLayout(32, n))
-        meta_a = Signal(meta_layout)
-        m.d.sync += [row_a.eq(array.result), meta_a.eq(meta_out)]
+        meta_a = Signal.like(meta)
+        m.d.sync += [row_a.eq(self.sums), meta_a.eq(meta)]
         adders = []
         for i in range(n):
-            add = Fp32Adder(stages=self.add_stages)
+            add = Fp32Adder(stages=self._add_stages)
             m.submodules[f"acc_add{i}"] = add
             # The contract's accumulate: p = p + s (the old PSUM value is the left operand).
             m.d.comb += [add.en.eq(1), add.a.eq(acc_rd.data[i]), add.b.eq(row_a[i])]
             adders.append(add)
-        row_w = delay(m, row_a, self.add_stages, name="row_w")
-        meta_w = delay(m, meta_a, self.add_stages, name="meta_w")
-        m.d.comb += wr.addr.eq(meta_w.bank * words + meta_w.addr)
+        row_w = delay(m, row_a, self._add_stages, name="row_w")
+        meta_w = delay(m, meta_a, self._add_stages, name="meta_w")
+        m.d.comb += [wr.addr.eq(meta_w.bank * words + meta_w.addr), self.written.eq(meta_w.valid)]
         for i in range(n):
             m.d.comb += [
                 wr.data[i].eq(Mux(meta_w.accumulate, adders[i].result, row_w[i])),
                 wr.en[i].eq(meta_w.valid & meta_w.mask[i]),
             ]
 
-        # In-flight columns, for `busy`.
-        in_flight = Signal(range(self.latency + 2))
-        m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
-        m.d.comb += self.busy.eq(ld_busy | mv_busy | (in_flight != 0))
-
-        # --- Drain port: one PSUM row per cycle, with back-pressure. -------------------------
+        # --- Drain port: one row per cycle, with back-pressure. ----------------------------------
         resp_valid = Signal()
         req = self.drain_req.payload
-        req_ok = (req.bank < self.psum_banks) & (req.addr < words)
+        req_ok = (req.bank < self._banks) & (req.addr < words)
         req_bad_q = Signal()  # the response in the register is for a request outside PSUM
         m.d.comb += [
             self.drain_req.ready.eq(~resp_valid | self.drain_resp.ready),
             drain_rd.en.eq(self.drain_req.ready),
-            drain_rd.addr.eq(self.drain_req.payload.bank * words + self.drain_req.payload.addr),
+            drain_rd.addr.eq(req.bank * words + req.addr),
             self.drain_resp.valid.eq(resp_valid),
             self.drain_resp.payload.eq(Mux(req_bad_q, 0, drain_rd.data)),
+            self.bad_request.eq(self.drain_req.ready & self.drain_req.valid & ~req_ok),
         ]
         with m.If(self.drain_req.ready):
-            m.d.sync += [resp_valid.eq(self.drain_req.valid),
-                         req_bad_q.eq(self.drain_req.valid & ~req_ok)]
-            with m.If(self.drain_req.valid & ~req_ok):
-                m.d.sync += error.eq(1)
+            m.d.sync += [resp_valid.eq(self.drain_req.valid), req_bad_q.eq(self.bad_request)]
         return m

@@ -45,6 +45,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,42 @@ _KICK_REG = re.compile(
     r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;", re.MULTILINE)
 
 
+_MEMORY_INIT = re.compile(
+    r"^(?P<indent>[ \t]*)initial begin\n"
+    r"(?P<body>(?:[ \t]*(?P<mem>\\\S+ |[A-Za-z_][A-Za-z0-9_$]*)\[\d+\] = "
+    r"(?P<value>\d+'[dhb][0-9a-fA-F]+);\n)+)"
+    r"[ \t]*end\n", re.MULTILINE)
+_MEMORY_INIT_LOOP_MIN = 64  # entries: shorter initialisers stay as Yosys wrote them
+
+
+def _loop_memory_init(verilog_text: str) -> str:
+    """Write a memory's uniform initialiser as a loop instead of one statement per entry.
+
+    Yosys writes a memory's ``init`` as ``initial begin ram[0] = 32'd0; ... end``, one line per
+    entry: 65 536 lines for the four 64 KiB DRAMs of ``RingWithDram``, which took Verilator's
+    front end and g++ most of that model's 55 CPU seconds of build. When every entry gets the
+    same value (memories without an ``init``: zeros), a ``for`` loop over the entries says the
+    same to both simulators. Initialisers with other values, or shorter than
+    ``_MEMORY_INIT_LOOP_MIN`` entries, are left alone.
+    """
+    count = 0
+
+    def rewrite(match: re.Match) -> str:
+        nonlocal count
+        mem, value = match["mem"], match["value"]
+        lines = match["body"].splitlines()
+        expected = [f"{mem}[{i}] = {value};" for i in range(len(lines))]
+        if len(lines) < _MEMORY_INIT_LOOP_MIN or [ln.strip() for ln in lines] != expected:
+            return match[0]
+        count += 1
+        ind, var = match["indent"], f"nclite_init_{count}"
+        return (f"{ind}integer {var};\n"
+                f"{ind}initial for ({var} = 0; {var} < {len(lines)}; {var} = {var} + 1)"
+                f" {mem}[{var}] = {value};\n")
+
+    return _MEMORY_INIT.sub(rewrite, verilog_text)
+
+
 def _icarus_safe(verilog_text: str) -> str:
     """Make Amaranth's Verilog evaluate its combinational blocks at time 0 in Icarus.
 
@@ -156,7 +193,7 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     with locked(out_dir / ".lock"):
         if not out.exists():
             component = cls(**params)
-            text = verilog.convert(component, name=name, emit_src=False)
+            text = _loop_memory_init(verilog.convert(component, name=name, emit_src=False))
             (out_dir / "params.json").write_text(key + "\n")
             tmp = out.with_suffix(".tmp")
             out.with_suffix(".icarus.v").write_text(_icarus_safe(text))
@@ -220,6 +257,15 @@ def public_control_file(toplevel: str, public: tuple[str, ...] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+@functools.cache
+def _tool_versions() -> dict[str, str]:
+    """What a finished build's stamp records of the tools (a change rebuilds)."""
+    import cocotb
+
+    return {"cocotb": cocotb.__version__, "verilator_root": os.environ.get("VERILATOR_ROOT", ""),
+            "path": shutil.which("verilator") or "", "iverilog": shutil.which("iverilog") or ""}
+
+
 def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
           coverage: bool = False, public: tuple[str, ...] = ()):
     """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant.
@@ -254,7 +300,19 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
                 build_args += ["--trace-fst"]  # after cocotb's --trace: the last one wins
         if coverage:
             build_args += list(COVERAGE_BUILD_ARGS)
+    # A finished build is reused without asking the simulator's tools again (Verilator's
+    # --skip-identical and make cost about 0.15 s a run): its stamp, written last, names
+    # everything the build depends on (the Verilog's directory name holds its digest).
+    stamp = build_dir / ".nclite-build"
+    product = build_dir / (toplevel if simulator == "verilator" else "sim.vvp")
+    stamp_text = json.dumps({"sources": [str(getattr(s, "value", s)) for s in sources],
+                             "args": build_args, "control": control, "waves": waves,
+                             "timescale": TIMESCALE, "tools": _tool_versions()},
+                            sort_keys=True, default=str)
+    if product.exists() and stamp.exists() and stamp.read_text() == stamp_text:
+        return runner, build_dir, wave_format
     with locked(verilog_file.parent / f".{simulator}.lock"):
+        stamp.unlink(missing_ok=True)
         runner.build(
             sources=sources,
             hdl_toplevel=toplevel,
@@ -264,6 +322,7 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
             waves=waves,
             log_file=build_dir / "build.log",
         )
+        stamp.write_text(stamp_text)
     return runner, build_dir, wave_format
 
 

@@ -1,9 +1,9 @@
 """Run ring collectives on a simulated ring of collective engines; check them; measure them.
 
 A ring of P :class:`~hdl.collective.CollectiveEngine` s (``hdl.ring:CollectiveRing``) runs
-all-reduces (or the other collectives) of the given sizes through ``sim/tb/collectives.py``
+all-reduces (or the other collectives) of the given sizes through ``sim/tb/ring.py``
 (test ``allreduce_runs``), which checks every word of every rank bit for bit against
-``golden.collectives``. Each run reports its cycles beside the bandwidth-optimal ring bound
+``golden.collective``. Each run reports its cycles beside the bandwidth-optimal ring bound
 ``2·(P − 1)/P · n / W`` (all-reduce; half of it for the others) as ``efficiency = bound /
 cycles``, and the result's error against the float64 sum of the inputs. Used by
 ``nclite allreduce`` and the benchmarks.
@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from golden.collectives import CollectiveOp, ring_bound_cycles
+from golden.collective import CollectiveOp, ring_bound_cycles
 from hdl.collective import check_link_width, check_ranks, setup_cycles
 from sim import runner
 from sim.cli.gemm import error_vs_float64_text
@@ -71,7 +71,7 @@ def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
     out = runner.result_file("allreduce", f"{simulator}-p{ranks}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate,
             "op": op_code.name, "return_data": error_vs_float64}
-    result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb.collectives", simulator,
+    result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb.ring", simulator,
                         testcase="allreduce_runs", seed=seed, waves=waves, run_tag=tag,
                         quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
                                                "NCLITE_AR_OUT": str(out)})

@@ -113,7 +113,7 @@ def gemm(**kw):
     """Run C = A.T @ B through the tensor engine in RTL simulation, bit-exact against golden.
 
     A is K x M (the stationary operand), B is K x N (moving); the GEMM is tiled to the array
-    and PSUM exactly as golden/tensor.py's schedule says. Prints cycles, utilization
+    and PSUM exactly as golden/tensor_engine.py's schedule says. Prints cycles, utilization
     (useful MACs / (N_array^2 x cycles)) and the error against float64.
     """
     _run_gemm(**kw)
@@ -246,7 +246,7 @@ def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed
               as_json):
     """Run a ring all-reduce (or reduce-scatter / all-gather) on P simulated collective engines.
 
-    Every word of every rank is checked bit for bit against golden/collectives.py; prints the
+    Every word of every rank is checked bit for bit against golden/collective.py; prints the
     cycles beside the bandwidth-optimal ring bound 2(P-1)/P * n / W as an efficiency ratio,
     and the error of the sum against float64.
     """

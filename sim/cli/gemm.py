@@ -1,9 +1,9 @@
 """Run one GEMM through the tensor engine in RTL simulation; check it; measure it.
 
 ``C = A.T @ B`` with A K×M (stationary) and B K×F (moving), tiled by
-``golden.tensor.gemm_schedule``, sent by ``sim/tb/tensor_engine.py`` (test ``gemm``), every PSUM
-word drained and compared bit for bit with the golden model. Used by ``nclite gemm`` and the
-benchmarks.
+``golden.tensor_engine.gemm_schedule``, sent by ``sim/tb/tensor_engine.py`` (test ``gemm``),
+every PSUM word drained and compared bit for bit with the golden model. Used by ``nclite gemm``
+and the benchmarks.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 import numpy as np
 
 from golden.formats import to_fp32
-from golden.tensor import gemm_schedule
-from golden.tensor import run_gemm as golden_gemm
+from golden.tensor_engine import gemm_schedule
+from golden.tensor_engine import run_gemm as golden_gemm
 from sim import runner
 from sim.host.tensor_engine import EngineConfig
 

@@ -10,8 +10,8 @@ staging area at ``2N + 2W`` and the bias column at word ``2N + 3W``; so a core n
 ``2N + 3W + 1`` SBUF words. Tiles alternate between their two areas, so the core can load the
 next tile by DMA while the tensor engine still reads the current one.
 
-:func:`gemm` tiles ``C = A.T @ B`` exactly as ``golden.tensor.gemm_schedule`` does (so C's
-bits equal ``golden.tensor.run_gemm``'s), takes each finished PSUM block through ACTIVATE
+:func:`gemm` tiles ``C = A.T @ B`` exactly as ``golden.tensor_engine.gemm_schedule`` does (so C's
+bits equal ``golden.tensor_engine.run_gemm``'s), takes each finished PSUM block through ACTIVATE
 (identity, scale 1, bias −0 and an fp32 cast leave every PSUM value unchanged; or any
 function, per-row bias, dtype and rounding for a dense layer) and stores it.
 """
@@ -36,7 +36,7 @@ from golden.isa import (
 )
 from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
-from golden.tensor import LoadStationary, gemm_schedule
+from golden.tensor_engine import LoadStationary, gemm_schedule
 
 __all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "collective",
            "FP32",

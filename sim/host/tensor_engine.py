@@ -1,7 +1,7 @@
 """Host side of the tensor engine: check commands, encode them and their data as stream beats.
 
 A :class:`TensorEngineProgram` is built from commands (``load_stationary`` /
-``multiply_moving`` / ``drain``) and is run twice: on ``golden.tensor.TensorEngineModel``
+``multiply_moving`` / ``drain``) and is run twice: on ``golden.tensor_engine.TensorEngineModel``
 here, at build time, which gives the expected PSUM rows of every drain; and on the RTL by the
 cocotb testbench, which sends the encoded beats. Bad commands (a tile larger than the array or
 the bank, a format the engine was not built for, …) raise :class:`ValueError` here, before
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden.tensor import LoadStationary, TensorEngineModel, gemm_schedule
+from golden.tensor_engine import LoadStationary, TensorEngineModel, gemm_schedule
 from hdl.formats import Fmt
 from hdl.tensor_engine import Opcode, command_layout, drain_request_layout
 from sim.verify import coverage
@@ -214,7 +214,7 @@ class TensorEngineProgram:
 
 def gemm_program(cfg: EngineConfig, a_bits, a_fmt: str, b_bits, b_fmt: str,
                  prog: TensorEngineProgram | None = None) -> TensorEngineProgram:
-    """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor.gemm_schedule``)."""
+    """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor_engine.gemm_schedule``)."""
     a_bits, b_bits = np.asarray(a_bits), np.asarray(b_bits)
     if a_bits.ndim != 2 or b_bits.ndim != 2 or a_bits.shape[0] != b_bits.shape[0]:
         raise ValueError(f"A must be K×M and B K×F, not {a_bits.shape} and {b_bits.shape}")

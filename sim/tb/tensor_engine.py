@@ -1,4 +1,5 @@
-"""cocotb testbench: ``hdl.tensor_engine.TensorEngine`` against ``golden.tensor``, bit for bit.
+"""cocotb testbench: ``hdl.tensor_engine.TensorEngine`` against ``golden.tensor_engine``, bit
+for bit.
 
 The streams are driven by ``sim.tb.streams``' sources and sink. Each input stream gets random
 valid gaps and the drain response random back-pressure (``NCLITE_GAPS`` = probability, default

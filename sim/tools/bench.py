@@ -955,7 +955,7 @@ def _render_collectives(items: list | None) -> list[str]:
         "",
         f"P collective engines in a ring (`hdl.ring:CollectiveRing`, Verilator), links of W "
         f"fp32 words per beat with a latency of {AR_LATENCY} cycles and no stalls; every word "
-        "of every rank checked bit-exact against `golden.collectives`. *Bound* = the "
+        "of every rank checked bit-exact against `golden.collective`. *Bound* = the "
         "bandwidth-optimal ring time 2·(P − 1)/P · n / W cycles; *efficiency* = bound / "
         "cycles (the rest is the per-command setup, one link and pipeline latency, two "
         f"cycles per step and rounding of chunks to whole beats). Target: >= {AR_TARGET} for "

@@ -172,7 +172,14 @@ def _strip_env(text: str) -> str:
     return re.sub(r"^(\w+=\S*\s+)+", "", text)
 
 
+#: pytest on the suite's own files, as the suite runs them (no VAR=value before it: a command
+#: that sets one, ``WAVES=1 python -m pytest ...``, runs them differently and is run here).
+_SUITE_PYTEST = re.compile(r"(\S*python3?\s+-m\s+)?pytest\s+(-\S+\s+)*[\"']?tests/")
+
+
 def not_run_reason(cmd: DocCommand) -> str | None:
+    if _SUITE_PYTEST.match(cmd.text):
+        return "tests of the suite: make test runs them"
     text = _strip_env(cmd.text)
     for pattern, reason in NOT_RUN:
         if re.match(pattern, text):
@@ -256,7 +263,15 @@ def _check_python(words: list[str], root: Path, cmd: DocCommand) -> None:
     import importlib.util
 
     args = words[1:]
-    if args[:1] == ["-m"] and len(args) > 1:
+    if args[:2] == ["-m", "pytest"]:  # the test files and functions named exist
+        for arg in (a for a in args[2:] if a.startswith("tests/")):
+            path, _, test = arg.partition("::")
+            if not (root / path).is_file():
+                raise AssertionError(f"{cmd.id}: no test file {path}")
+            name = re.sub(r"\[.*", "", test)
+            if name and f"def {name}(" not in (root / path).read_text():
+                raise AssertionError(f"{cmd.id}: {path} has no {name}")
+    elif args[:1] == ["-m"] and len(args) > 1:
         if importlib.util.find_spec(args[1]) is None:
             raise AssertionError(f"{cmd.id}: no module {args[1]}")
     elif args and not args[0].startswith("-") and not (root / args[0]).is_file():

@@ -9,7 +9,7 @@ module, Verilator through its own FST writer (VCD where ``liblz4-dev`` is missin
   has a scope ``$rootio`` beside it with the top-level ports again (the same values);
 * each Amaranth submodule is a scope under its parent, named as in ``m.submodules``
   (``tensor_engine.array.pe_1_0.add``);
-* a port or signal keeps its Python name (``busy``, ``ld_row``, ``meta``); a stream port's
+* a port or signal keeps its Python name (``busy``, ``loader.row``, ``meta``); a stream port's
   members are ``<port>__valid``, ``<port>__ready``, ``<port>__payload``, a memory port's
   ``<port>__addr``, ``<port>__data``, ``<port>__en``; the registers of a ``hdl.pipeline.delay``
   line are ``<name>_d1``, ``<name>_d2``, …;
@@ -319,19 +319,20 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
     and the pipeline depths are read from the names: ``n`` from the PEs
     ``array.pe_<k>_<m>``, ``add_stages`` from the registers of row 1's input skew
     (``array.x_row1_d<i>``), the array's latency from the metadata delay line
-    (``meta_d<i>``), which carries each moving column's ``valid`` beside the array."""
+    (``meta_d<i>``), which carries each moving column's ``valid`` beside the array; the
+    loader, mover and PSUM are the engine's submodules ``loader``, ``mover`` and ``psum``."""
     names = set(names)
     scope = _engine_scope(names, scope)
     t, a = f"{scope}.", f"{scope}.array."
     n = _array_size(names, scope)
     add_stages = max(_numbered(names, f"{a}x_row1_d"), default=0)
     latency = max(_numbered(names, f"{t}meta_d"), default=0)  # n*add + mul + n - 1
-    write_delay = max(_numbered(names, f"{t}meta_w_d"), default=0)  # add_stages
+    write_delay = max(_numbered(names, f"{t}psum.meta_w_d"), default=0)  # add_stages
     if not n or (n > 1 and not add_stages) or not latency or not write_delay:
         raise ValueError(f"the dump does not look like a tensor engine's under {scope!r}")
 
     def sum_delay(k: int, m: int) -> int:
-        # A column taken into the issue register (meta) reaches PE (k, m)'s input after
+        # A column taken into the issue register (mover.x) reaches PE (k, m)'s input after
         # k * add_stages + m cycles and its psum_out mul_stages + add_stages cycles later:
         # latency - (n-1-k) * add_stages - (n-1-m). PE (n-1, n-1)'s is the array's latency.
         return latency - (n - 1 - k) * add_stages - (n - 1 - m)
@@ -348,14 +349,14 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
             for fld in ("op", "k", "m", "f", "bank", "addr", "accumulate")])),
         ("weights stream: stationary rows", stream("weights", [
             (f"{t}weights__payload[{j}]", "hex", f"weights[{j}]") for j in range(n)])
-         + [(f"{t}ld_row", "dec", "loader row")]),
+         + [(f"{t}loader.row", "dec", "loader row")]),
         ("moving stream: moving columns", stream("moving", [
             (f"{t}moving__payload[{i}]", "hex", f"moving[{i}]") for i in range(n)])
-         + [(f"{t}mv_col", "dec", "mover column")]),
+         + [(f"{t}mover.col", "dec", "mover column")]),
         ("issue register: a column, all rows at once", [
-            (f"{t}meta.valid", "bin", "column valid"),
-            (f"{t}x_reg[0].swap", "bin", "swap (new weights)")]
-         + [(f"{t}x_reg[{k}].data", "hex", f"x_reg[{k}] row {k}") for k in range(n)]),
+            (f"{t}mover.meta.valid", "bin", "column valid"),
+            (f"{t}mover.x[0].swap", "bin", "swap (new weights)")]
+         + [(f"{t}mover.x[{k}].data", "hex", f"x[{k}] row {k}") for k in range(n)]),
     ]
     for k in range(n):
         traces: list[Trace] = [(f"{a}pe_{k}_0.x_in.data", "hex", f"row {k} x_in (skewed)")]
@@ -368,11 +369,11 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
         ("array result (deskewed)", [(f"{t}meta_d{latency}.valid", "bin",
                                       f"result valid (meta_d{latency})")]
          + [(f"{a}result[{m}]", "hex", f"result[{m}]") for m in range(n)]),
-        ("PSUM write", [(f"{t}meta_w_d{write_delay}.valid", "bin", "write valid"),
-                        (f"{t}meta_w_d{write_delay}.accumulate", "bin", "accumulate"),
-                        (f"{t}wr__en", "bin", "wr en (partitions)"),
-                        (f"{t}wr__addr", "dec", "wr addr (bank*words+word)")]
-         + [(f"{t}wr__data[{m}]", "hex", f"wr data[{m}]") for m in range(n)]),
+        ("PSUM write", [(f"{t}psum.meta_w_d{write_delay}.valid", "bin", "write valid"),
+                        (f"{t}psum.meta_w_d{write_delay}.accumulate", "bin", "accumulate"),
+                        (f"{t}psum.wr__en", "bin", "wr en (partitions)"),
+                        (f"{t}psum.wr__addr", "dec", "wr addr (bank*words+word)")]
+         + [(f"{t}psum.wr__data[{m}]", "hex", f"wr data[{m}]") for m in range(n)]),
     ]
     return groups
 

@@ -1,5 +1,5 @@
 """The golden ISS (golden/iss.py) running programs from sim/host/programs.py, against references
-built from the operator models directly: golden.tensor.run_gemm for GEMMs, elementwise
+built from the operator models directly: golden.tensor_engine.run_gemm for GEMMs, elementwise
 fp32 mul/add, relu and golden.rounding.round_fp32 for the activation, ring_all_reduce for the
 multi-core program; DMA against numpy byte slicing; every error code with its command index
 and no side effect. Seed: ``NCLITE_SEED``.
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from golden.activation import relu_bits
-from golden.collectives import ring_all_reduce
+from golden.collective import ring_all_reduce
 from golden.fp32 import fp32_add, fp32_mul
 from golden.isa import ErrorCode, Opcode, encode
 from golden.iss import CoreConfig, NeuronCoreISS, RingISS
 from golden.rounding import DEFAULT_SATURATE, round_fp32
-from golden.tensor import run_gemm
+from golden.tensor_engine import run_gemm
 from sim.host.programs import (
     BF16,
     FP8_E4M3,

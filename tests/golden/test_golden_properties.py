@@ -15,9 +15,9 @@ from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
 from golden import formats as fm
-from golden.collectives import CollectiveOp, run_collective
+from golden.collective import CollectiveOp, run_collective
 from golden.rounding import round_fp32
-from golden.tensor import run_gemm
+from golden.tensor_engine import run_gemm
 
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=False,

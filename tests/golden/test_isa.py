@@ -33,7 +33,7 @@ def test_fields_agree(op):
 
 def test_enum_fields_use_the_engines_codes():
     from golden.activation import ActivationFunc
-    from golden.collectives import CollectiveOp
+    from golden.collective import CollectiveOp
     from hdl.formats import Dtype, Rounding
 
     assert {d.value: d.golden_name for d in Dtype} == g.DTYPE_NAMES
@@ -95,7 +95,7 @@ def test_dtype_enums_agree():
 def test_field_enums_agree():
     """The codes of ACTIVATE's func and mode and COLLECTIVE's op: hdl's Amaranth enums are
     golden.isa's, golden's modules re-export them, and each fits its descriptor field."""
-    from golden import activation, collectives, rounding
+    from golden import activation, collective, rounding
     from hdl.activation import ActivationFunc
     from hdl.collective import CollectiveOp
     from hdl.formats import Rounding
@@ -105,7 +105,7 @@ def test_field_enums_agree():
     assert _members(ActivationFunc) == _members(g.ActivationFunc)
     assert _members(CollectiveOp) == _members(g.CollectiveOp)
     assert activation.ActivationFunc is g.ActivationFunc
-    assert collectives.CollectiveOp is g.CollectiveOp
+    assert collective.CollectiveOp is g.CollectiveOp
     widths = dict(g.FIELDS[g.Opcode.ACTIVATE]) | dict(g.FIELDS[g.Opcode.COLLECTIVE])
     for enum_cls, field in ((g.Rounding, "mode"), (g.ActivationFunc, "func"),
                             (g.CollectiveOp, "coll_op")):

@@ -5,9 +5,9 @@
   at every latency; with random stalls and back-pressure nothing is lost, reordered or
   duplicated, and ``o`` keeps valid and payload until taken (stream rules).
 * ``CollectiveRing`` in amaranth.sim: one all-reduce per ring size, bit-exact with
-  ``golden.collectives`` (the cocotb testbench ``sim/tb/collectives.py`` runs the full checks
+  ``golden.collective`` (the cocotb testbench ``sim/tb/ring.py`` runs the full checks
   on the emitted Verilog in Icarus and Verilator).
-* The op codes of ``hdl.collective`` and ``golden.collectives`` agree; bad parameters fail at
+* The op codes of ``hdl.collective`` and ``golden.collective`` agree; bad parameters fail at
   construction naming the parameter; the host-side driver rejects bad input before simulating.
 Seed: ``NCLITE_SEED`` (default 1).
 """
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden import collectives as gc
+from golden import collective as gc
 from hdl.collective import CollectiveEngine, CollectiveOp, collective_command_layout
 from hdl.ring import CollectiveRing, LinkModel
 

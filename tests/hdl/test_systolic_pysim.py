@@ -1,11 +1,11 @@
 # amaranth: UnusedElaboratable=no
-"""SystolicArray in amaranth.sim (no Verilog simulator), bit-exact against golden/tensor.py.
+"""SystolicArray in amaranth.sim (no Verilog simulator), bit-exact against golden/tensor_engine.py.
 
 The testbench is the array's contract (hdl/systolic.py): weights are shifted in from the
 bottom row, ``n`` rows per tile in natural order; moving columns enter unskewed, one per
 enabled cycle, the first column of a tile carrying ``swap``; the ``n`` column sums of a moving
 column appear together on ``result`` exactly ``latency`` enabled cycles later and must equal
-:func:`golden.tensor.matmul_tile` of the tile (``s = +0 + a[0,m]·b[0,f] + …`` in PE-row
+:func:`golden.tensor_engine.matmul_tile` of the tile (``s = +0 + a[0,m]·b[0,f] + …`` in PE-row
 order), bit for bit. Tiles follow each other double-buffered: the next tile's weights shift
 into the shadow registers while the current tile streams, as soon as the current tile's
 ``swap`` wavefront has left the array.
@@ -25,7 +25,7 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 
 from golden.formats import INPUT_FORMATS, to_bits
-from golden.tensor import matmul_tile
+from golden.tensor_engine import matmul_tile
 from hdl.formats import Fmt
 from hdl.pe import Moving, Weight
 from hdl.systolic import SystolicArray
@@ -158,7 +158,7 @@ def check(dut, tiles, **kwargs):
                      f" got 0x{g[m, f]:08x}, want 0x{w[m, f]:08x}" for m, f in bad[:8]]
             pytest.fail(f"seed={SEED} n={dut.n} mul_stages={dut.mul_stages} "
                         f"add_stages={dut.add_stages}: {len(bad)}/{g.size} sums differ from "
-                        f"golden.tensor.matmul_tile\n" + "\n".join(lines))
+                        f"golden.tensor_engine.matmul_tile\n" + "\n".join(lines))
 
 
 CONFIGS = {

@@ -48,6 +48,14 @@ def test_static_check_catches_rot():
         dc.parse_check(dc.DocCommand("README.md", 1, "make no-such-target"))
     with pytest.raises(AssertionError, match="exit status"):
         dc.run_command(dc.DocCommand("README.md", 1, "nclite gemm --m 0"))
+    # pytest on the suite's files is not run again, but its files and tests must exist.
+    suite = dc.DocCommand("README.md", 1, "python -m pytest -q tests/hdl/test_pe_rtl.py")
+    assert dc.not_run_reason(suite) and not dc.not_run_reason(
+        dc.DocCommand("README.md", 1, "WAVES=1 python -m pytest -q tests/hdl/test_pe_rtl.py"))
+    for text, msg in (("python -m pytest tests/hdl/no_such.py", "no test file"),
+                      ("python -m pytest tests/hdl/test_pe_rtl.py::test_no_such", "has no")):
+        with pytest.raises(AssertionError, match=msg):
+            dc.parse_check(dc.DocCommand("README.md", 1, text))
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
@@ -124,3 +132,28 @@ def test_contract_citations_resolve():
                 assert name in sections[num], f'{where}: §{num} has no "{name}"'
                 found.append((where, num, name))
     assert len(found) >= 20, found
+
+
+def test_block_index_names_every_block():
+    """docs/architecture.md's "Where each block lives": every path in it exists, every module of
+    hdl/ has a row, and each row's paths sit in the columns' directories."""
+    import re
+
+    root = dc.REPO_ROOT
+    text = (root / "docs" / "architecture.md").read_text()
+    section = text.split("## Where each block lives", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| Block")]
+    assert len(rows) >= 15, rows
+    columns = ("hdl/", "golden/", "sim/tb/", "tests/", "sim/host/")
+    listed = set()
+    for block, *cells in rows:
+        assert cells[0].strip(), f"{block.strip()}: no RTL"
+        for prefix, cell in zip(columns, cells, strict=True):
+            for path in re.findall(r"`([^`]+)`", cell):
+                assert path.startswith(prefix), f"{block.strip()}: {path} is not under {prefix}"
+                assert (root / path).is_file(), f"{block.strip()}: {path} does not exist"
+                listed.add(path)
+    modules = {p.relative_to(root).as_posix() for p in (root / "hdl").glob("*.py")
+               if p.name != "__init__.py"}
+    assert modules <= listed, f"hdl modules without a row: {sorted(modules - listed)}"

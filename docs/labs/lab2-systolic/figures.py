@@ -10,7 +10,7 @@ writes into ``img/`` next to this file (deterministic):
   partial sum it outputs (``psum_out``) and which column leaves on ``result``. The weights
   are all 1.0 and moving column j holds j + 1 in every row, so a partial sum names its column:
   PE (k, m) outputs (k + 1)(j + 1).
-* ``tiling.png`` -- ``golden.tensor.gemm_schedule`` for C = A.T @ B with M = 6, K = 9, F = 20
+* ``tiling.png`` -- ``golden.tensor_engine.gemm_schedule`` for C = A.T @ B with M = 6, K = 9, F = 20
   on a 4x4 engine with 8 PSUM banks of 16 words (``nclite gemm --array 4 --m 6 --k 9 --n 20``):
   which tile of A each LOAD_STATIONARY takes, which tile of B each MULTIPLY_MOVING streams, and
   where C collects in PSUM.
@@ -36,7 +36,7 @@ from amaranth.sim import Simulator  # noqa: E402
 
 import hdl.systolic as systolic  # noqa: E402
 from golden.formats import BF16, fp32_from_bits, to_bits  # noqa: E402
-from golden.tensor import LoadStationary, gemm_schedule  # noqa: E402
+from golden.tensor_engine import LoadStationary, gemm_schedule  # noqa: E402
 from hdl.pe import PE  # noqa: E402
 
 IMG = Path(__file__).resolve().parent / "img"
@@ -234,7 +234,8 @@ def tiling() -> None:
             ax.set_xlabel(xl, fontsize=8)
             ax.set_ylabel(yl, fontsize=8)
             ax.tick_params(labelsize=7)
-    fig.suptitle(f"golden.tensor.gemm_schedule: C = A.T @ B on a {n}x{n} engine with {banks} "
+    fig.suptitle(f"golden.tensor_engine.gemm_schedule: C = A.T @ B on a {n}x{n} engine with "
+                 f"{banks} "
                  f"PSUM banks of {words} words -- {len(commands)} commands, #1..#{len(commands)} "
                  "in issue order\n(colour: k-tile; ovw = overwrite PSUM, acc = accumulate "
                  "p = p + s; each f-tile owns one bank for the round)", fontsize=9.5)

@@ -1,8 +1,8 @@
-"""Lab 2's schedule viewer: how golden/tensor.py tiles C = A.T @ B for the tensor engine.
+"""Lab 2's schedule viewer: how golden/tensor_engine.py tiles C = A.T @ B for the tensor engine.
 
     python docs/labs/lab2-systolic/schedule.py --array 2 --m 3 --k 5 --n 7
 
-prints the commands of ``golden.tensor.gemm_schedule`` in issue order (the same sequence
+prints the commands of ``golden.tensor_engine.gemm_schedule`` in issue order (the same sequence
 ``nclite gemm`` sends to the RTL, with the engine it builds: 8 PSUM banks of 4 x array words),
 the PSUM blocks each round leaves for the host to drain, and the cycle figures that bound
 ``nclite gemm``'s "compute" line: one moving column per cycle at best, plus one pass through
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from golden.tensor import LoadStationary, gemm_schedule  # noqa: E402
+from golden.tensor_engine import LoadStationary, gemm_schedule  # noqa: E402
 from hdl.tensor_engine import TensorEngine  # noqa: E402
 
 

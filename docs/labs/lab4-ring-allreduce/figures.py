@@ -4,9 +4,9 @@
 
 * ``img/ring_p4.png`` -- an all-reduce on a ring of P = 4, one word per chunk: after every
   step, what each rank's chunks hold (which ranks' values, in the order they were added) and
-  which chunk it just received. The schedule is ``golden.collectives.ring_steps`` run in
+  which chunk it just received. The schedule is ``golden.collective.ring_steps`` run in
   lockstep with the golden fp32 add by ``schedule.py`` (next to this file), whose final buffers
-  equal ``golden.collectives.run_collective``'s.
+  equal ``golden.collective.run_collective``'s.
 * ``img/efficiency.png`` -- (a) the engine's all-reduce cycles as a model (the setup of
   ``hdl.collective.setup_cycles``, 2(P - 1) steps of ceil(B/P) beats + 2 cycles, one link
   latency and the adder) against the ring bound 2(P - 1)/P * n/W, with cycle counts measured
@@ -36,7 +36,7 @@ IMG = LAB / "img"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(LAB))
 
-from golden.collectives import CollectiveOp, ring_bound_cycles, ring_steps  # noqa: E402
+from golden.collective import CollectiveOp, ring_bound_cycles, ring_steps  # noqa: E402
 from hdl.collective import setup_cycles  # noqa: E402
 from schedule import contents  # noqa: E402
 from sim.cli.allreduce import ring_params  # noqa: E402

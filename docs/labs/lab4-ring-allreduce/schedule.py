@@ -1,17 +1,17 @@
-"""Print the ring schedule of ``golden/collectives.py`` step by step, and what every chunk holds.
+"""Print the ring schedule of ``golden/collective.py`` step by step, and what every chunk holds.
 
     python docs/labs/lab4-ring-allreduce/schedule.py [--ranks 4] [--n 4] [--link-width 1]
                                                      [--op all-reduce] [--trace]
 
 The table: for each step, the chunk each rank sends to rank + 1 and the chunk it receives
 from rank - 1 (``+`` when it adds it to its own copy, ``=`` when it stores it), from
-``golden.collectives.ring_steps``; the chunk bounds from ``golden.collectives.chunk_words``.
+``golden.collective.ring_steps``; the chunk bounds from ``golden.collective.chunk_words``.
 
 ``--trace``: rank r starts with the value 2**r in every word, so a sum of some ranks' values is
 exact in fp32 and its bits say which ranks it contains. After every step each rank's chunks are
 printed as the terms they sum, in the order they were added (``2+3+0`` is ``(x2 + x3) + x0``,
 checked against those bits); the steps run in lockstep with the golden fp32 add, and the
-final buffers are compared with ``golden.collectives.run_collective`` (exit status 1 if they
+final buffers are compared with ``golden.collective.run_collective`` (exit status 1 if they
 differ). Run it from the tree you are working in: it imports that tree's ``golden/``.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from golden.collectives import CollectiveOp, chunk_words, ring_steps, run_collective  # noqa: E402
+from golden.collective import CollectiveOp, chunk_words, ring_steps, run_collective  # noqa: E402
 from golden.fp32 import fp32_add  # noqa: E402
 
 OPS = {"all-reduce": CollectiveOp.ALL_REDUCE, "reduce-scatter": CollectiveOp.REDUCE_SCATTER,
@@ -125,8 +125,8 @@ def main(argv=None) -> int:
     start = [np.full(n, np.float32(2.0**r)).view(np.uint32) for r in range(p)]
     want = run_collective(op, start, a.link_width)
     same = all(np.array_equal(f, w) for f, w in zip(final, want, strict=True))
-    print("final buffers " + ("equal golden.collectives.run_collective's" if same else
-                              "DIFFER from golden.collectives.run_collective's"))
+    print("final buffers " + ("equal golden.collective.run_collective's" if same else
+                              "DIFFER from golden.collective.run_collective's"))
     return 0 if same else 1
 
 

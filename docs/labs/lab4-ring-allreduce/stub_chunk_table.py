@@ -9,10 +9,10 @@
 # TABLE: one entry of the chunk table per cycle, c = tab_c = 0, 1, ..., P
 #   (P + 1 cycles): starts[c] = the first beat of chunk c (relative to `base`),
 #   starts[P] = B; chunk c has q + 1 beats if c < e, else q
-#   (golden.collectives.chunk_beats). In the cycle that writes starts[P], also
+#   (golden.collective.chunk_beats). In the cycle that writes starts[P], also
 #   set `steps` (2 * (P - 1) for ALL_REDUCE, P - 1 otherwise), start the two
 #   walkers on their step-0 chunks -- tx.start(chunk sent), rx.start(chunk
-#   received), as golden.collectives.ring_steps says for rank self.rank; dec(c)
+#   received), as golden.collective.ring_steps says for rank self.rank; dec(c)
 #   is (c - 1) mod P in hardware -- and go to "RUN".
 raise NotImplementedError("lab 4: the chunk table in hdl/collective.py "
                           "(docs/labs/lab4-ring-allreduce/README.md)")

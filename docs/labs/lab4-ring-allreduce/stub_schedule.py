@@ -6,7 +6,7 @@ def chunk_beats(beats: int, ranks: int) -> list[int]:
     # TODO(lab4): return the P + 1 beat offsets (Python ints, 0 .. beats) of the P = ranks
     # contiguous chunks: sizes differ by at most one beat, the larger chunks first.
     # Example: chunk_beats(10, 4) == [0, 3, 6, 8, 10].
-    raise NotImplementedError("lab 4: chunk_beats() in golden/collectives.py "
+    raise NotImplementedError("lab 4: chunk_beats() in golden/collective.py "
                               "(docs/labs/lab4-ring-allreduce/README.md)")
 
 
@@ -27,5 +27,5 @@ def ring_steps(op, ranks: int, rank: int) -> list[Step]:
     # the reduce-scatter's P - 1 steps (reduce=True), the all-gather's P - 1 steps
     # (reduce=False), or both, in that order, for CollectiveOp.ALL_REDUCE. The contract is
     # the module docstring ("Steps").
-    raise NotImplementedError("lab 4: ring_steps() in golden/collectives.py "
+    raise NotImplementedError("lab 4: ring_steps() in golden/collective.py "
                               "(docs/labs/lab4-ring-allreduce/README.md)")

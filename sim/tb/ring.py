@@ -1,4 +1,4 @@
-"""cocotb testbench: ``hdl.ring.CollectiveRing`` against ``golden.collectives``, bit for bit.
+"""cocotb testbench: ``hdl.ring.CollectiveRing`` against ``golden.collective``, bit for bit.
 
 The testbench keeps a model of every rank's whole memory. Before a collective it may load new
 data through the ring's host port; it gives every rank the command through that rank's
@@ -6,7 +6,7 @@ data through the ring's host port; it gives every rank the command through that 
 random delay, so links fill and push back while a neighbour has not started), waits for
 ``idle`` under a watchdog (:func:`sim.tb.streams.wait_until`), reads back the buffer with a
 guard row on each side and compares every word of every rank with the model, which ran
-``golden.collectives.run_collective`` on the buffer (lanes past ``n`` in the last row and
+``golden.collective.run_collective`` on the buffer (lanes past ``n`` in the last row and
 rows outside it must be unchanged).
 
 Tests (selected by the runner's ``testcase``):
@@ -57,7 +57,7 @@ from cocotb.triggers import (
 )
 from cocotb.utils import get_sim_time
 
-from golden.collectives import CollectiveOp, chunk_words, run_collective
+from golden.collective import CollectiveOp, chunk_words, run_collective
 from hdl.collective import DEFAULT_WATCHDOG_CYCLES, collective_command_layout, setup_cycles
 from sim.tb import streams, tbutil, vectors
 from sim.tb.streams import StreamSource

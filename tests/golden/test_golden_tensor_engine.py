@@ -1,4 +1,4 @@
-"""golden.tensor (matmul_tile, TensorEngineModel, gemm_schedule, run_gemm) vs the contract.
+"""golden.tensor_engine (matmul_tile, TensorEngineModel, gemm_schedule, run_gemm) vs the contract.
 
 References: a per-element Python loop over golden.fp32's scalar ``fp32_add``/``widen_mul`` and
 a second one in plain ``np.float32`` arithmetic on ml_dtypes-widened operands (contract order,
@@ -16,7 +16,7 @@ import pytest
 
 from golden import formats as gf
 from golden.fp32 import fp32_add, widen_mul
-from golden.tensor import (
+from golden.tensor_engine import (
     LoadStationary,
     MultiplyMoving,
     Round,

@@ -1,4 +1,4 @@
-"""golden.collectives (ring all-reduce, reduce-scatter, all-gather) vs the contract.
+"""golden.collective (ring all-reduce, reduce-scatter, all-gather) vs the contract.
 
 References, none of which runs golden's step loop: the chunk layout from the contract's beat
 arithmetic, word by word (``_chunk_of``) and as properties of the bounds; the schedule as
@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from golden.collectives import (
+from golden.collective import (
     LINK_WIDTHS,
     CollectiveOp,
     Step,

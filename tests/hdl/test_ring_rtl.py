@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The ring collectives in cocotb, Icarus and Verilator: every rank bit-exact against golden.
 
-``sim/tb/collectives.py`` on ``hdl.ring:CollectiveRing``: for every ring size the issue names
+``sim/tb/ring.py`` on ``hdl.ring:CollectiveRing``: for every ring size the issue names
 (P = 2, 3, 4, 8) and every link width (1, 2, 4), back-to-back collectives of all three kinds
 with n from 1 to a few thousand, random link latencies and stalls and skewed starts, every
 word of every rank compared after every collective; illegal commands; the testbench's
@@ -37,7 +37,7 @@ CONFIGS = {
     pytest.param(c, marks=pytest.mark.slow) if c == "p8-w2" else c for c in CONFIGS])
 def test_ring(simulator, config):
     params, count = CONFIGS[config]
-    runner.run(RING, params, "sim.tb.collectives", simulator,
+    runner.run(RING, params, "sim.tb.ring", simulator,
                testcase="random_collectives,illegal_commands,watchdog,link_timeout,"
                "reset_mid_collective", run_tag=config,
                extra_env={"NCLITE_COLLECTIVES": count},
