@@ -58,6 +58,9 @@ __all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "build_ro
 SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIMESCALE = ("1ns", "1ps")
+#: The modules whose asserts cocotb rewrites for its failure messages (pytest's
+#: ``python_files`` patterns): the testbenches and the test designs beside them.
+REWRITE_ASSERTION_FILES = "sim/tb/*.py"
 VERILATOR_WAIVERS = Path(__file__).resolve().parent / "verilator_waivers.vlt"
 
 
@@ -388,6 +391,11 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         if wave_file is not None:
             wave_file.unlink(missing_ok=True)  # never show a previous run's waveform as this one's
         env = {
+            # cocotb rewrites the asserts of every module imported in the simulator by default
+            # ("*.py"): numpy, cocotbext-axi, ... are recompiled at each start (about half a
+            # second a run). Only the testbenches' asserts need rewriting.
+            "COCOTB_REWRITE_ASSERTION_FILES": os.environ.get("COCOTB_REWRITE_ASSERTION_FILES",
+                                                             REWRITE_ASSERTION_FILES),
             "NCLITE_PARAMS": json.dumps(params, default=repr),
             "NCLITE_SEED": str(seed),
             "NCLITE_SIMULATOR": simulator,

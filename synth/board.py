@@ -24,7 +24,7 @@ from pathlib import Path
 
 from amaranth.hdl import Elaboratable, Module
 
-__all__ = ["BOARDS", "BoardPlatformTop", "build_bitstream", "board_config"]
+__all__ = ["BOARDS", "BoardPlatformTop", "build_bitstream", "board_config", "uart_divisor"]
 
 #: Per board: platform, clock, baud rate and the core it carries.
 BOARDS: dict[str, dict] = {
@@ -47,7 +47,8 @@ def board_config(board: str) -> dict:
     return BOARDS[board]
 
 
-def _divisor(cfg: dict) -> int:
+def uart_divisor(cfg: dict) -> int:
+    """The UART's clock divisor on a board of :data:`BOARDS` (``cfg``): clock / baud, rounded."""
     return round(cfg["clock_hz"] / cfg["baud"])
 
 
@@ -59,7 +60,7 @@ class BoardPlatformTop(Elaboratable):
 
         self.board = board
         cfg = board_config(board)
-        self.top = BoardTop(divisor=_divisor(cfg), **cfg["core"])
+        self.top = BoardTop(divisor=uart_divisor(cfg), **cfg["core"])
 
     def elaborate(self, platform):
         m = Module()
@@ -124,7 +125,7 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
         fmax = pnr.get("fmax") or {}
         report = {
             "key": key, "board": board, "platform": cfg["platform"], "core": cfg["core"],
-            "clock_hz": cfg["clock_hz"], "baud": cfg["baud"], "divisor": _divisor(cfg),
+            "clock_hz": cfg["clock_hz"], "baud": cfg["baud"], "divisor": uart_divisor(cfg),
             "seed": SEED, "bitstream": "nclite.bit", "bitstream_bytes": len(bit),
             "fmax_mhz": {clk: round(v["achieved"], 2) for clk, v in fmax.items()},
             "utilization": {c: {"used": v["used"], "available": v["available"]}

@@ -1,5 +1,7 @@
 """The simulation runner: both simulators, the Icarus time-0 fix, caching, failure reporting."""
 
+from pathlib import Path
+
 import pytest
 
 from sim import runner
@@ -34,9 +36,13 @@ def test_elaborate_is_cached_and_keyed_by_params():
 
 
 def test_failing_cocotb_test_is_reported(simulator):
-    with pytest.raises(runner.SimulationFailed, match="seed 7"):
+    with pytest.raises(runner.SimulationFailed, match="seed 7") as failed:
         runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest_fails", simulator,
                    seed=7)
+    # cocotb rewrites a testbench's asserts (runner.REWRITE_ASSERTION_FILES), so the log shows
+    # the values compared, not only the message.
+    log = Path(str(failed.value).rsplit("log: ", 1)[1]).read_text()
+    assert "this failure is expected" in log and "assert 85 == 0" in log, log[-2000:]
 
 
 def test_unknown_simulator():

@@ -34,9 +34,9 @@ def test_board_config_is_a_legal_board_top():
     compiles."""
     from hdl.board import BoardTop
     from sim.host.programs import ProgramBuilder
-    from synth.board import BOARDS, _divisor
+    from synth.board import BOARDS, uart_divisor
 
     for name, cfg in BOARDS.items():
-        top = BoardTop(divisor=_divisor(cfg), **cfg["core"])
+        top = BoardTop(divisor=uart_divisor(cfg), **cfg["core"])
         ProgramBuilder(top.iss_config())  # raises if the SBUF is too small for the programs
-        assert abs(cfg["clock_hz"] / _divisor(cfg) / cfg["baud"] - 1) < 0.01, name
+        assert abs(cfg["clock_hz"] / uart_divisor(cfg) / cfg["baud"] - 1) < 0.01, name
