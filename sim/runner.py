@@ -5,7 +5,7 @@ One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the
 1. :func:`elaborate` converts ``hdl.module:Class(**params)`` to Verilog, cached under
    ``build/sim/<name>-<hash>/`` where the hash covers the component, its parameters, the source
    of every ``hdl/`` module and the Amaranth version. The Verilog is post-processed once here
-   (see :func:`_icarus_safe`).
+   (see :mod:`sim.icarus`).
 2. The Verilog is built with ``cocotb_tools.runner`` for Icarus or Verilator, each simulator (and
    the waveform variant) in its own build directory, reused while the Verilog is unchanged.
 3. The cocotb module runs in a test directory of its own (so parallel runs never share a
@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim import toolchain
+from sim.icarus import icarus_verilog
 
 __all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "build_root", "locked",
            "hdl_source_digest", "elaborate", "build", "run"]
@@ -108,8 +109,9 @@ def hdl_source_digest() -> str:
     except importlib.metadata.PackageNotFoundError:
         yosys = "system"
     h = hashlib.sha256(f"{amaranth.__version__} {yosys}".encode())
-    # The post-processing in this file is part of what produced the cached Verilog.
-    for path in [Path(__file__), *sorted((REPO_ROOT / "hdl").rglob("*.py"))]:
+    # The post-processing here and in sim/icarus.py is part of what produced the cached Verilog.
+    for path in [Path(__file__), Path(__file__).with_name("icarus.py"),
+                 *sorted((REPO_ROOT / "hdl").rglob("*.py"))]:
         h.update(path.relative_to(REPO_ROOT).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -120,10 +122,6 @@ def _resolve(factory: str):
     if not attr:
         raise ValueError(f"factory must look like 'hdl.module:Class', not {factory!r}")
     return getattr(importlib.import_module(module_name), attr)
-
-
-_KICK_REG = re.compile(
-    r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;", re.MULTILINE)
 
 
 _MEMORY_INIT = re.compile(
@@ -162,22 +160,6 @@ def _loop_memory_init(verilog_text: str) -> str:
     return _MEMORY_INIT.sub(rewrite, verilog_text)
 
 
-def _icarus_safe(verilog_text: str) -> str:
-    """Make Amaranth's Verilog evaluate its combinational blocks at time 0 in Icarus.
-
-    Yosys writes combinational processes as ``always @*`` blocks that all read a dummy register
-    ``$auto$...dump_module$1``, declared ``= 0``, so that a simulator starts them once. Icarus
-    11 gives a declaration initialiser no event, so a block whose inputs are all initialised
-    registers or constants stays X forever (amaranth issue 1629). Here the dummy register gets
-    its value from ``initial #0`` instead: that change happens after every ``always`` block is
-    waiting, so each runs once at time 0. (Rewriting to ``always_comb`` also works but made
-    Icarus about 1.8 times slower on a PE column.) Icarus only: Verilator evaluates all
-    combinational logic at start-up and, without ``--timing``, rejects the delay.
-    ``tests/test_runner.py`` holds a design that shows X without this rewrite.
-    """
-    return _KICK_REG.sub(r"\1reg \2;\n\1initial #0 \2 = 1'b0;", verilog_text)
-
-
 def elaborate(factory: str, params: dict | None = None, *, name: str | None = None) -> Path:
     """Convert ``factory(**params)`` to Verilog (module name ``name``); return the .v path."""
     from amaranth.back import verilog
@@ -199,7 +181,7 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
             text = _loop_memory_init(verilog.convert(component, name=name, emit_src=False))
             (out_dir / "params.json").write_text(key + "\n")
             tmp = out.with_suffix(".tmp")
-            out.with_suffix(".icarus.v").write_text(_icarus_safe(text))
+            out.with_suffix(".icarus.v").write_text(icarus_verilog(text))
             tmp.write_text(text)
             tmp.replace(out)  # last: its existence says the directory is complete
     return out

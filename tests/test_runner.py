@@ -1,10 +1,11 @@
 """The simulation runner: both simulators, the Icarus time-0 fix, caching, failure reporting."""
 
+import re
 from pathlib import Path
 
 import pytest
 
-from sim import runner
+from sim import icarus, runner
 from sim.verify import waves
 
 
@@ -20,11 +21,70 @@ def test_icarus_rewrite():
 
     raw = verilog.convert(InitialisedComb(), name="t", emit_src=False)
     assert "always @*" in raw and "initial #0" not in raw
-    fixed = runner._icarus_safe(raw)
+    fixed = icarus.kick_comb_blocks(raw)
     assert fixed.count("initial #0") == 1
     path = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {}, name="selftest_rewrite")
     assert "initial #0" not in path.read_text()
     assert "initial #0" in path.with_suffix(".icarus.v").read_text()
+
+
+def test_nets_driven_in_pieces_get_one_driver():
+    """Icarus' copy drives each wire that Yosys assigns in pieces from one assignment; the
+    wires keep their names, and a design built both ways computes the same values (the whole
+    suite runs on these copies in Icarus)."""
+    text = """module t(a, b, y, z);
+  input [3:0] a;
+  input b;
+  output [7:0] y;
+  wire [7:0] y;
+  output [1:0] z;
+  wire [1:0] z;
+  wire \\w.x ;
+  assign y[7:4] = a;
+  assign { y[3], y[1:0] } = { b, a[1:0] };
+  assign y[2] = 1'h1;
+  assign { z[1], \\w.x  } = { a[3], b };
+  assign z[0] = \\w.x ;
+endmodule
+"""
+    out = icarus.single_driver_nets(text)
+    for net in ("y", "z"):
+        assert len(re.findall(rf"assign {net}\b(?! \[)", out)) == 1, out
+        assert not re.search(rf"assign (\{{ )?{net}\[", out), out
+    assert "assign \\w.x  = nclite_net" in out, out
+    want = "assign y = { nclite_net1[3:0], nclite_net2[2:2], nclite_net3[0:0], nclite_net2[1:0] };"
+    assert want in out, out
+    untouched = "module u(a, y);\n  input a;\n  output y;\n  wire y;\n  assign y = a;\nendmodule\n"
+    assert icarus.single_driver_nets(untouched) == untouched
+
+
+def test_uniform_memory_initialisers_become_loops():
+    """A memory whose every entry starts at one value is initialised by a loop in the simulation
+    Verilog; other initialisers, and short ones, stay as Yosys wrote them."""
+    from amaranth.back import verilog
+    from amaranth.hdl import Module
+    from amaranth.lib import memory
+
+    def design(init, depth):
+        m = Module()
+        m.submodules.mem = mem = memory.Memory(shape=8, depth=depth, init=init)
+        rd = mem.read_port()
+        return m, [rd.addr, rd.data]
+
+    def text(init, depth):
+        m, ports = design(init, depth)
+        return verilog.convert(m, ports=ports, name="t", emit_src=False)
+
+    zeros = text([], 256)
+    assert "mem[255] = 8'h00;" in zeros
+    looped = runner._loop_memory_init(zeros)
+    assert "mem[255]" not in looped and looped.count("< 256;") == 1, looped
+    assert "mem[nclite_init_1] = 8'h00;" in looped
+    sevens = runner._loop_memory_init(text([7] * 100, 100))
+    assert "< 100;" in sevens and "mem[nclite_init_1] = 8'h07;" in sevens
+    for init, depth in (([1, 2] * 64, 128), ([], 16)):  # not uniform; short
+        raw = text(init, depth)
+        assert runner._loop_memory_init(raw) == raw
 
 
 def test_elaborate_is_cached_and_keyed_by_params():
