@@ -70,6 +70,8 @@ def _spelled(name: str) -> str:
 
 
 def _single_driver_module(module: str) -> str:
+    if re.search(r"^\s*(function|task)\b", module, re.MULTILINE):
+        return module  # their declarations would shadow the module's: not what Yosys writes
     widths = {m[3].strip(): (int(m[1]), int(m[2])) if m[1] else (0, 0)
               for m in _DECL.finditer(module)}
     assigns = [(m, _lhs_pieces(m[2], widths)) for m in _ASSIGN.finditer(module)]
@@ -77,7 +79,15 @@ def _single_driver_module(module: str) -> str:
     for _, pieces in assigns:
         for name, _, _ in pieces or ():
             driven[name] += 1
-    split = {name for name, count in driven.items() if count > 1 and name in widths}
+    split = {name for name, count in driven.items()
+             if count > 1 and name in widths and widths[name][0] >= widths[name][1]}
+    # A net with a descending piece, or a bit driven twice (X in Verilog), stays as it is.
+    seen: dict[str, set[int]] = defaultdict(set)
+    for _, pieces in assigns:
+        for name, msb, lsb in pieces or ():
+            if name in split and (msb < lsb or seen[name] & set(range(lsb, msb + 1))):
+                split.discard(name)
+            seen[name] |= set(range(lsb, msb + 1))
     if not split:
         return module
     bits: dict[str, dict[int, tuple[str, int]]] = {name: {} for name in split}

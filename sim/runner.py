@@ -247,8 +247,17 @@ def _tool_versions() -> dict[str, str]:
     """What a finished build's stamp records of the tools (a change rebuilds)."""
     import cocotb
 
+    def identity(program: str) -> str:  # where it is and which file (an upgrade changes it)
+        path = shutil.which(program)
+        if path is None:
+            return ""
+        st = Path(path).resolve().stat()
+        return f"{path} {st.st_size} {st.st_mtime_ns}"
+
     return {"cocotb": cocotb.__version__, "verilator_root": os.environ.get("VERILATOR_ROOT", ""),
-            "path": shutil.which("verilator") or "", "iverilog": shutil.which("iverilog") or ""}
+            "verilator": identity("verilator_bin") or identity("verilator"),
+            "iverilog": identity("iverilog"),
+            "waivers": hashlib.sha256(VERILATOR_WAIVERS.read_bytes()).hexdigest()}
 
 
 def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
@@ -297,7 +306,10 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
     if product.exists() and stamp.exists() and stamp.read_text() == stamp_text:
         return runner, build_dir, wave_format
     with locked(verilog_file.parent / f".{simulator}.lock"):
+        if product.exists() and stamp.exists() and stamp.read_text() == stamp_text:
+            return runner, build_dir, wave_format  # another worker built it meanwhile
         stamp.unlink(missing_ok=True)
+        product.unlink(missing_ok=True)  # perhaps left by a build that was killed
         runner.build(
             sources=sources,
             hdl_toplevel=toplevel,
@@ -307,7 +319,9 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
             waves=waves,
             log_file=build_dir / "build.log",
         )
-        stamp.write_text(stamp_text)
+        tmp = stamp.with_suffix(".tmp")
+        tmp.write_text(stamp_text)
+        tmp.replace(stamp)
     return runner, build_dir, wave_format
 
 

@@ -56,6 +56,13 @@ endmodule
     assert want in out, out
     untouched = "module u(a, y);\n  input a;\n  output y;\n  wire y;\n  assign y = a;\nendmodule\n"
     assert icarus.single_driver_nets(untouched) == untouched
+    # Left as written: an ascending range, a bit driven twice, a module with a function.
+    for body in ("  wire [0:3] y;\n  assign y[0:1] = a;\n  assign y[2:3] = a;\n",
+                 "  wire [3:0] y;\n  assign y[3:1] = a;\n  assign y[1:0] = a;\n",
+                 "  wire [3:0] y;\n  assign y[3:2] = a;\n  assign y[1:0] = a;\n"
+                 "  function f;\n    input [1:0] y;\n    f = y[0];\n  endfunction\n"):
+        kept = f"module v(a);\n  input [1:0] a;\n{body}endmodule\n"
+        assert icarus.single_driver_nets(kept) == kept, body
 
 
 def test_uniform_memory_initialisers_become_loops():

@@ -52,6 +52,9 @@ def test_static_check_catches_rot():
     suite = dc.DocCommand("README.md", 1, "python -m pytest -q tests/hdl/test_pe_rtl.py")
     assert dc.not_run_reason(suite) and not dc.not_run_reason(
         dc.DocCommand("README.md", 1, "WAVES=1 python -m pytest -q tests/hdl/test_pe_rtl.py"))
+    for text in ("python -m pytest tests/hdl/test_pe_rtl.py && nclite doctor",
+                 "python -m pytest -m slow tests/hdl/test_pe_rtl.py"):
+        assert not dc.not_run_reason(dc.DocCommand("README.md", 1, text)), text
     for text, msg in (("python -m pytest tests/hdl/no_such.py", "no test file"),
                       ("python -m pytest tests/hdl/test_pe_rtl.py::test_no_such", "has no")):
         with pytest.raises(AssertionError, match=msg):
