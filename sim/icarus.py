@@ -81,7 +81,7 @@ def _single_driver_module(module: str) -> str:
             driven[name] += 1
     split = {name for name, count in driven.items()
              if count > 1 and name in widths and widths[name][0] >= widths[name][1]}
-    # A net with a descending piece, or a bit driven twice (X in Verilog), stays as it is.
+    # A net with an ascending piece ([0:3]), or a bit driven twice (X in Verilog), stays as is.
     seen: dict[str, set[int]] = defaultdict(set)
     for _, pieces in assigns:
         for name, msb, lsb in pieces or ():
