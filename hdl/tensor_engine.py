@@ -155,14 +155,15 @@ class TensorEngine(wiring.Component):
         m.submodules.array = array = SystolicArray(
             n=n, mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
         m.d.comb += array.en.eq(1)  # PSUM always takes a row: the array never needs to stall
+        meta_layout = self._meta_layout()
         m.submodules.loader = loader = _Loader(n=n, row_layout=array.w_in.shape())
         m.submodules.mover = mover = _Mover(
             n=n, cmd_layout=self.cmd_layout, x_layout=array.x_in.shape(),
-            meta_layout=self._meta_layout(), hazard_window=self.hazard_window,
+            meta_layout=meta_layout, hazard_window=self.hazard_window,
             swap_clear=self.swap_clear)
         m.submodules.psum = psum = _Psum(
             n=n, banks=self.psum_banks, words=self.psum_words, add_stages=self.add_stages,
-            meta_layout=self._meta_layout())
+            meta_layout=meta_layout)
 
         wiring.connect(m, wiring.flipped(self.weights), loader.weights)
         wiring.connect(m, wiring.flipped(self.moving), mover.moving)

@@ -303,10 +303,13 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
                              "args": build_args, "control": control, "waves": waves,
                              "timescale": TIMESCALE, "tools": _tool_versions()},
                             sort_keys=True, default=str)
-    if product.exists() and stamp.exists() and stamp.read_text() == stamp_text:
+    def finished() -> bool:
+        return product.exists() and stamp.exists() and stamp.read_text() == stamp_text
+
+    if finished():
         return runner, build_dir, wave_format
     with locked(verilog_file.parent / f".{simulator}.lock"):
-        if product.exists() and stamp.exists() and stamp.read_text() == stamp_text:
+        if finished():
             return runner, build_dir, wave_format  # another worker built it meanwhile
         stamp.unlink(missing_ok=True)
         product.unlink(missing_ok=True)  # perhaps left by a build that was killed
