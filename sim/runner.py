@@ -299,9 +299,13 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
     # everything the build depends on (the Verilog's directory name holds its digest).
     stamp = build_dir / ".nclite-build"
     product = build_dir / (toplevel if simulator == "verilator" else "sim.vvp")
+    # make's variables set in MAKEFLAGS (sim/toolchain.py's optimisation level, ...) count too.
+    make_vars = sorted(w for w in os.environ.get("MAKEFLAGS", "").split()
+                       if "=" in w and not w.startswith("-"))
     stamp_text = json.dumps({"sources": [str(getattr(s, "value", s)) for s in sources],
                              "args": build_args, "control": control, "waves": waves,
-                             "timescale": TIMESCALE, "tools": _tool_versions()},
+                             "timescale": TIMESCALE, "tools": _tool_versions(),
+                             "make": make_vars if simulator == "verilator" else []},
                             sort_keys=True, default=str)
     def finished() -> bool:
         return product.exists() and stamp.exists() and stamp.read_text() == stamp_text

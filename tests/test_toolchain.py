@@ -52,3 +52,16 @@ def test_verilator_builds_use_ccache_where_installed(monkeypatch, tmp_path):
     assert os.environ["CCACHE_DIR"] == str(tmp_path.resolve() / "ccache")
     toolchain._use_ccache()  # idempotent
     assert os.environ["MAKEFLAGS"].count("OBJCACHE") == 1
+
+
+def test_verilator_models_compile_as_one_file(monkeypatch):
+    """Verilator's makefile is told to compile a model as one C++ file (no precompiled headers);
+    a VM_PARALLEL_BUILDS the user set wins."""
+    monkeypatch.setenv("MAKEFLAGS", "OPT_FAST=-O1")
+    toolchain._one_translation_unit()
+    assert os.environ["MAKEFLAGS"] == "OPT_FAST=-O1 VM_PARALLEL_BUILDS=0"
+    toolchain._one_translation_unit()  # idempotent
+    assert os.environ["MAKEFLAGS"].count("VM_PARALLEL_BUILDS") == 1
+    monkeypatch.setenv("MAKEFLAGS", "VM_PARALLEL_BUILDS=1")
+    toolchain._one_translation_unit()
+    assert os.environ["MAKEFLAGS"] == "VM_PARALLEL_BUILDS=1"
