@@ -24,13 +24,9 @@ TESTCASES = {
 
 
 def _cases():
-    # make test (10 minutes on 2 cores): n = 2 both testcases, n = 4 the random GEMMs;
-    # make test-full adds n = 4's command mix and the n = 3 deep engine.
     for config in CONFIGS:
         for label, testcase in TESTCASES.items():
-            full = config == "n3-deep" or (config == "n4" and label != "gemms")
-            yield pytest.param(config, testcase, marks=[pytest.mark.slow] if full else [],
-                               id=f"{label}-{config}")
+            yield pytest.param(config, testcase, id=f"{label}-{config}")
 
 
 @pytest.mark.parametrize("config, testcase", list(_cases()))

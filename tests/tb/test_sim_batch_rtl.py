@@ -14,8 +14,7 @@ from sim.tb import batches
 REGISTER = "sim.tb.selftest_design:StreamRegister"
 
 
-# k = 1 (every batch one beat) in make test-full: each k is a build of its own.
-@pytest.mark.parametrize("k", [pytest.param(1, marks=pytest.mark.slow), 4])
+@pytest.mark.parametrize("k", [1, 4])  # k = 1: every batch is one beat
 def test_played_beats(simulator, k):
     runner.run("hdl.sim_batch:PlayedStreams",
                {"design": REGISTER, "params": {}, "played": ["i"], "k": k},
@@ -37,7 +36,7 @@ def test_played_stream_has_the_timing_of_a_driven_one(simulator, tmp_path):
     assert runs["played"] == runs["driven"]
 
 
-@pytest.mark.parametrize("k", [pytest.param(1, marks=pytest.mark.slow), 8])
+@pytest.mark.parametrize("k", [1, 8])
 def test_replay(simulator, k):
     runner.run("hdl.sim_batch:CycleReplay",
                {"design": "sim.tb.selftest_design:InitialisedComb", "params": {}, "k": k},
