@@ -35,16 +35,21 @@ class Weight(data.Struct):
 
 
 class Moving(data.Struct):
-    """A moving operand: 16 bits (fp8 in the low 8), its format tag, and the ``swap`` flag.
+    """A moving operand: 16 bits (fp8 in the low 8), its format tag, and the ``swap`` and
+    ``pad`` flags.
 
     ``swap`` marks the first operand of a new stationary tile: the PE it reaches switches to its
     shadow weight before multiplying it. Travelling with the data, the switch sweeps through the
     array on the same skewed wavefront as the moving tile, so no PE changes weights early.
+    ``pad`` (read only with ``swap``) says the operand's row lies beyond the new tile's rows:
+    the PE's new weight is then +0, whatever its shadow weight holds, so a tile of k < n rows
+    needs no padding rows loaded.
     """
 
     data: 16
     fmt: Fmt
     swap: 1
+    pad: 1
 
 
 class PE(wiring.Component):
@@ -57,12 +62,13 @@ class PE(wiring.Component):
     Ports and timing (all registers advance only on cycles with ``en`` = 1, except the shadow
     weight, which loads whenever ``w_shift`` = 1 so a tile can load while the array stalls):
 
-    * ``w_in`` / ``w_out`` and ``w_shift``: the weight-load chain of a column. With ``w_shift``
-      the shadow weight takes ``w_in``; ``w_out`` always shows the shadow weight, for the PE
-      below. A shift must not coincide with a ``swap`` operand reaching this PE.
+    * ``w_in`` / ``w_shift``: with ``w_shift`` the shadow weight takes ``w_in`` at the clock
+      edge (a ``swap`` operand in the same cycle still meets the old shadow weight). ``w_out``
+      always shows the shadow weight, for a chain of PEs (:class:`PEColumn`).
     * ``x_in`` / ``x_out``: the moving operand, passed right through one register.
       ``x_in.swap`` first copies the shadow weight into the active one (the operand is
-      multiplied by the new weight).
+      multiplied by the new weight); with ``x_in.pad`` too, +0 (of the shadow weight's format)
+      becomes the active weight instead.
     * ``psum_in`` / ``psum_out``: the partial sum. ``psum_in`` must arrive ``mul_stages`` cycles
       after the ``x_in`` it goes with; ``psum_out`` follows ``psum_in`` by ``add_stages``
       cycles. So in a column the operand for row k + 1 is presented ``add_stages`` cycles after
@@ -122,13 +128,17 @@ class PE(wiring.Component):
             m.d.sync += shadow.eq(self.w_in)
         m.d.comb += self.w_out.eq(shadow)
 
-        # The weight this operand meets: the shadow one if it starts a new tile.
+        # The weight this operand meets: the shadow one (or +0, in a padding row) if it starts
+        # a new tile.
+        incoming = Signal(Weight)
+        m.d.comb += [incoming.data.eq(Mux(self.x_in.pad, 0, shadow.data)),
+                     incoming.fmt.eq(shadow.fmt)]
         weight = Signal(Weight)
-        m.d.comb += weight.eq(Mux(self.x_in.swap, shadow, active))
+        m.d.comb += weight.eq(Mux(self.x_in.swap, incoming, active))
         with m.If(self.en):
             m.d.sync += self.x_out.eq(self.x_in)
             with m.If(self.x_in.swap):
-                m.d.sync += active.eq(shadow)
+                m.d.sync += active.eq(incoming)
 
         m.d.comb += [
             mul.en.eq(self.en),

@@ -1,6 +1,6 @@
 """The N×N weight-stationary systolic array (without its controller and PSUM)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,19 +28,30 @@ class SystolicArray(wiring.Component):
 
     * ``x_in``: one operand per row, all of one moving column at once (unskewed). The array
       skews the rows itself (a delay line per row, the systolic skew; see
-      :attr:`hdl.pe.PE.row_skew`).
+      :attr:`hdl.pe.PE.row_skew`). The operand presented in cycle t reaches PE (k, m) in
+      cycle ``t + k·add_stages + m``.
     * ``result``: the fp32 sums of all ``n`` columns for that moving column, together (a
       delay line per column undoes the column skew), :attr:`latency` cycles after its
       ``x_in``: ``latency = n · add_stages + mul_stages + n − 1`` (7n + 4 with the default 5
       multiplier and 6 adder stages of :class:`~hdl.pe.PE`).
       Throughput: one moving column (``n²`` MACs) per cycle.
-    * ``w_in`` / ``w_shift``: the weight-load chains feed the **bottom** row and shift up, one
-      row per ``w_shift`` (independent of ``en``), into the PEs' shadow weights. After ``n``
-      shifts the first row shifted is in row 0. A ``swap`` operand (``x_in[k].swap``) makes
-      each PE copy its shadow weight into the active one as the operand reaches it; shifts must
-      not overlap the swap wavefront (the swap travels with its operand, through the skew) —
-      :class:`~hdl.tensor_engine.TensorEngine` ensures that.
-    * ``en``: clock enable of everything but the weight shift.
+    * ``w_valid`` / ``w_row`` / ``w_in``: one row of a stationary tile (row ``w_row``, lane m
+      its column m) per cycle, into the PEs' shadow weights. Lane m waits m cycles (the column
+      skew) and then travels down column m, :attr:`w_hop` cycles per row; PE (k, m) takes the
+      row tagged k as it passes. So row k presented in cycle e is in PE (k, m)'s shadow weight
+      from cycle ``e + m + k·w_hop + 1`` on: just ahead of the swap wavefront, which goes down
+      ``add_stages`` cycles per row.
+    * A ``swap`` operand (``x_in[k].swap``) makes each PE take its shadow weight (or +0 where
+      ``x_in[k].pad``) as its active one as the operand reaches it. **Background load rule**:
+      with ``δ = min(add_stages, 1)``, a swap operand presented in cycle t uses row k presented
+      in cycle e if ``e ≤ t − 1 + k·δ``, and a row k presented in cycle e leaves the tile of an
+      earlier swap operand (presented in cycle t0) alone if ``e ≥ t0 + k·δ``. Rows presented in
+      order, one per cycle at most, the first in or after the cycle of the previous swap
+      operand and the last before the new one's, meet both.
+      :class:`~hdl.tensor_engine.TensorEngine` loads that way: a tile loads while the previous
+      one computes and needs nothing but its own k cycles.
+    * ``en``: clock enable of everything (rows presented while ``en`` = 0 are ignored; cycles
+      above count enabled cycles).
 
     Parameters
     ----------
@@ -66,19 +77,50 @@ class SystolicArray(wiring.Component):
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
         self.latency = n * add_stages + mul_stages + n - 1
+        #: Cycles a weight row takes from one PE row to the next: one less than the swap
+        #: wavefront's ``add_stages`` (none if that is 0), so the loads run just ahead of it.
+        self.w_hop = max(add_stages - 1, 0)
         super().__init__({
             "en": In(1),
-            "w_shift": In(1),
+            "w_valid": In(1),
+            "w_row": In(range(max(n, 2))),
             "w_in": In(data.ArrayLayout(Weight, n)),
             "x_in": In(data.ArrayLayout(Moving, n)),
             "result": Out(data.ArrayLayout(32, n)),
         })
+
+    def _weight_taps(self, m):
+        """Per PE (k, m): the weight row passing it, as a ``(load, weight)`` pair of values.
+
+        Design note: the tile's rows do not shift through the PEs' shadow registers (a PE's
+        shadow weight would then change before the previous tile's swap reached it); each
+        column's lane travels down its own delay line instead, tagged with its row, and only
+        the PE of that row keeps it. The line is ``w_hop`` = ``add_stages`` − 1 registers per
+        row, one cycle a row faster than the swap wavefront: a row presented in order after the
+        previous swap operand stays behind that swap at every PE, and ahead of the next one.
+        """
+        n = self.n
+        lane = data.StructLayout({"valid": 1, "row": range(max(n, 2)), "weight": Weight})
+        taps = [[None] * n for _ in range(n)]
+        for col in range(n):
+            entry = Signal(lane, name=f"w_lane{col}")
+            m.d.comb += [entry.valid.eq(self.w_valid & self.en), entry.row.eq(self.w_row),
+                         entry.weight.eq(self.w_in[col])]
+            tap = delay(m, entry, col, name=f"w_skew{col}", en=self.en)
+            for k in range(n):
+                if k:
+                    tap = delay(m, tap, self.w_hop, name=f"w_down{k}_{col}", en=self.en)
+                # Loads on enabled cycles only: while en is low a tap already shows the
+                # row of the next enabled cycle, too early for the PE.
+                taps[k][col] = (tap.valid & (tap.row == k) & self.en, tap.weight)
+        return taps
 
     def elaborate(self, platform):
         m = Module()
         n = self.n
         pes = [[PE(mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
                 for _ in range(n)] for _ in range(n)]
+        taps = self._weight_taps(m)
         # lab2 begin: dataflow
         for k in range(n):
             # The input skew: row k's operand waits k * add_stages cycles, so that the partial
@@ -86,12 +128,13 @@ class SystolicArray(wiring.Component):
             row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}", en=self.en)
             for col in range(n):
                 pe = pes[k][col]
+                load, weight = taps[k][col]
                 m.submodules[f"pe_{k}_{col}"] = pe
                 m.d.comb += [
                     pe.en.eq(self.en),
-                    pe.w_shift.eq(self.w_shift),
+                    pe.w_shift.eq(load),
+                    pe.w_in.eq(weight),
                     pe.x_in.eq(row_in if col == 0 else pes[k][col - 1].x_out),
-                    pe.w_in.eq(self.w_in[col] if k == n - 1 else pes[k + 1][col].w_out),
                     pe.psum_in.eq(0 if k == 0 else pes[k - 1][col].psum_out),
                 ]
         # The output deskew: column col's sums leave col cycles after column 0's (the operand

@@ -47,10 +47,10 @@ class TensorEngine(wiring.Component):
 
       - ``LOAD_STATIONARY`` (k, m, fmt): takes k beats from ``weights`` — beat i is row i of
         the K×M stationary tile, lane j its column j (lanes ≥ m are loaded but their columns'
-        sums never written) — and shifts them,
-        padded with +0 to n×n, into the PEs' shadow weights. It runs while the previous
-        multiplication still streams (double buffering); it waits only until the previous
-        tile's ``swap`` wavefront has left the array.
+        sums never written) — one per cycle, into the PEs' shadow weights (rows ≥ k count as
+        +0). It runs while the previous multiplication still streams (double buffering, as
+        the real engine's background weight load): its rows start in the cycle that
+        multiplication takes its first column (the one that swaps the previous tile in).
       - ``MULTIPLY_MOVING`` (k, f, fmt, bank, addr, accumulate): takes f beats from
         ``moving`` — beat j is moving column j, lane i its row i (lanes ≥ k read as +0) — and
         multiplies them by the most recently loaded stationary tile. Column j produces
@@ -71,14 +71,19 @@ class TensorEngine(wiring.Component):
     Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
     :attr:`latency` cycles after that (``n·add_stages + mul_stages + n + 1 + add_stages``:
     7n + 12 with the default stages). When the streams never pause, one moving column is taken
-    per cycle (n² MACs per cycle), and a LOAD_STATIONARY between two multiplications costs no
-    cycles if the multiplications since the LOAD_STATIONARY before it have at least
-    :attr:`load_hidden_after` columns together (only the first multiplication after a
-    LOAD_STATIONARY carries the ``swap`` to the new weights, and the next tile's shifts wait
-    :attr:`swap_clear` cycles after that swap). An accumulating column waits (at most
-    :attr:`hazard_window` cycles) only while a column taken at most :attr:`hazard_window`
-    cycles before it targets the same PSUM word, so its read never misses a write still in
-    flight; otherwise multiplications follow each other without a gap.
+    per cycle (n² MACs per cycle), and **a LOAD_STATIONARY of k rows costs no cycle when the
+    multiplication just before it has at least max(k, 2) columns** (so always with
+    :attr:`load_hidden_after` = max(n, 2) columns), at every pipeline depth: its rows are taken
+    one per cycle from the cycle that multiplication takes its first column, and the next
+    multiplication's first column (carrying ``swap``) may follow the last row; the 2 is the
+    dispatch, one command per cycle. A shorter multiplication before it leaves a gap of the
+    difference. (Several multiplications between
+    two LOAD_STATIONARYs are dispatched one after the other, and the LOAD_STATIONARY after
+    the last of them: that one's columns count.) Only the first multiplication after a
+    LOAD_STATIONARY swaps. An accumulating column waits (at most :attr:`hazard_window` cycles)
+    only while a column taken at most :attr:`hazard_window` cycles before it targets the same
+    PSUM word, so its read never misses a write still in flight; otherwise multiplications
+    follow each other without a gap.
 
     Reset: a command in progress and every column still in the array or on its way to PSUM
     are abandoned (none is written to PSUM after the reset); ``busy`` and ``error`` clear, the
@@ -122,11 +127,9 @@ class TensorEngine(wiring.Component):
         self.array_latency = n * add_stages + mul_stages + n - 1  # = SystolicArray.latency
         # Issue register (1) + array + PSUM read (1) + accumulate adder (add_stages).
         self.latency = 1 + self.array_latency + 1 + add_stages
-        # Cycles after a swap operand enters until no PE can still be waiting to swap.
-        self.swap_clear = 1 + (n - 1) * (add_stages + 1) + 2
-        # The loader finishes swap_clear + n cycles after the first column; one more cycle to
-        # leave busy, one for the dispatch of the next multiplication (measured).
-        self.load_hidden_after = self.swap_clear + n + 2
+        # A LOAD_STATIONARY of k <= n rows is hidden behind a multiplication of max(k, 2)
+        # columns (the LOAD_STATIONARY and the next MULTIPLY_MOVING dispatch a cycle each).
+        self.load_hidden_after = max(n, 2)
         # A column taken at t reads PSUM at the edge ending cycle t + 1 + array_latency and
         # writes at the edge ending t + 2 + array_latency + add_stages: an accumulating column
         # must be taken >= add_stages + 2 cycles after an earlier one to the same word, i.e.
@@ -159,8 +162,7 @@ class TensorEngine(wiring.Component):
         m.submodules.loader = loader = _Loader(n=n, row_layout=array.w_in.shape())
         m.submodules.mover = mover = _Mover(
             n=n, cmd_layout=self.cmd_layout, x_layout=array.x_in.shape(),
-            meta_layout=meta_layout, hazard_window=self.hazard_window,
-            swap_clear=self.swap_clear)
+            meta_layout=meta_layout, hazard_window=self.hazard_window)
         m.submodules.psum = psum = _Psum(
             n=n, banks=self.psum_banks, words=self.psum_words, add_stages=self.add_stages,
             meta_layout=meta_layout)
@@ -170,8 +172,9 @@ class TensorEngine(wiring.Component):
         wiring.connect(m, wiring.flipped(self.drain_req), psum.drain_req)
         wiring.connect(m, wiring.flipped(self.drain_resp), psum.drain_resp)
         m.d.comb += [
-            loader.wave_clear.eq(mover.wave_clear),
-            array.w_shift.eq(loader.shift),
+            loader.swap_waiting.eq(mover.swap_waiting),
+            array.w_valid.eq(loader.row_valid),
+            array.w_row.eq(loader.row_index),
             array.w_in.eq(loader.row),
             array.x_in.eq(mover.x),
             psum.sums.eq(array.result),
@@ -195,7 +198,10 @@ class TensorEngine(wiring.Component):
         mm_ok = (fmt_ok & k_ok & (cmd.k == last_k) & (cmd.f >= 1)
                  & (cmd.addr + cmd.f <= self.psum_words) & (cmd.bank < self.psum_banks))
         legal = Mux(cmd.op == Opcode.LOAD_STATIONARY, ls_ok, mm_ok)
-        m.d.comb += [loader.k.eq(cmd.k), loader.fmt.eq(cmd.fmt), mover.cmd.eq(cmd),
+        # The loader reads the tile's k from last_k (one register for both: the dispatcher
+        # needs it for the legality of MULTIPLY_MOVINGs anyway), cmd.k as it starts.
+        m.d.comb += [loader.k.eq(Mux(loader.start, cmd.k, last_k)), loader.fmt.eq(cmd.fmt),
+                     mover.cmd.eq(cmd),
                      mover.swap.eq(fresh)]
         for i in range(n):
             m.d.comb += mover.mask[i].eq(last_m > i)
@@ -207,8 +213,9 @@ class TensorEngine(wiring.Component):
                 with m.If(~loader.busy):
                     m.d.comb += [self.cmd.ready.eq(1), loader.start.eq(1)]
                     m.d.sync += [last_m.eq(cmd.m), last_k.eq(cmd.k), fresh.eq(1)]
-            with m.Else():  # MULTIPLY_MOVING: needs the previous LS finished and the mover free
-                with m.If(~loader.busy & (~mover.busy | mover.last)):
+            with m.Else():  # MULTIPLY_MOVING: the previous LS's rows all taken (at the
+                # latest in this cycle), the mover free (at the latest after this cycle)
+                with m.If((~loader.busy | loader.last) & (~mover.busy | mover.last)):
                     m.d.comb += [self.cmd.ready.eq(1), mover.start.eq(1)]
                     m.d.sync += fresh.eq(0)
         with m.If(psum.bad_request):
@@ -230,11 +237,14 @@ class TensorEngine(wiring.Component):
 
 
 class _Loader(wiring.Component):
-    """Shifts a LOAD_STATIONARY's tile into the array's shadow weights: ``k`` rows from
-    ``weights``, then +0 rows up to ``n``, one row per cycle (``shift``, ``row``) while
-    ``wave_clear`` (the previous tile's swap has left the array).
+    """Takes a LOAD_STATIONARY's ``k`` rows from ``weights``, one per cycle, and presents each
+    the next cycle to the array (``row_valid``, ``row_index``, ``row``).
 
-    ``start`` (with ``k``, ``fmt``) begins a tile; ``busy`` until its last row is shifted.
+    ``start`` (with ``k``, ``fmt``) begins a tile, and its first row may be taken in that very
+    cycle; ``k`` must hold the tile's rows until it is done (the dispatcher keeps it);
+    ``busy`` until its last row is taken, ``last`` in that cycle. No row is taken while
+    ``swap_waiting`` (a multiplication that swaps the previous tile in has not taken its swap
+    column yet): the array's background load rule wants the rows at or after that column.
     """
 
     def __init__(self, *, n, row_layout):
@@ -242,35 +252,36 @@ class _Loader(wiring.Component):
         super().__init__({
             "start": In(1), "k": In(range(n + 1)), "fmt": In(Fmt),
             "weights": In(stream.Signature(data.ArrayLayout(16, n))),
-            "wave_clear": In(1),
-            "busy": Out(1), "shift": Out(1), "row": Out(row_layout),
+            "swap_waiting": In(1),
+            "busy": Out(1), "last": Out(1),
+            "row_valid": Out(1), "row_index": Out(range(max(n, 2))), "row": Out(row_layout),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self._n
-        row = Signal(range(n + 1))  # rows shifted so far
-        k = Signal(range(n + 1))
+        next_row = Signal(range(max(n, 2)))  # the next row to take
         fmt = Signal(Fmt)
-        with m.If(self.busy & self.wave_clear):
-            with m.If(row < k):
-                m.d.comb += self.weights.ready.eq(1)
-                with m.If(self.weights.valid):
-                    m.d.comb += self.shift.eq(1)
-                    for j in range(n):
-                        # Lanes >= m load too: their columns' sums are never written.
-                        m.d.comb += [self.row[j].data.eq(self.weights.payload[j]),
-                                     self.row[j].fmt.eq(fmt)]
-            with m.Else():
-                m.d.comb += self.shift.eq(1)  # padding rows: +0
-                for j in range(n):
-                    m.d.comb += self.row[j].fmt.eq(fmt)
-            with m.If(self.shift):
-                m.d.sync += row.eq(row + 1)
-                with m.If(row == n - 1):
-                    m.d.sync += self.busy.eq(0)
+        # In the cycle of `start` the command's own fields are the tile's.
+        index = Mux(self.start, 0, next_row)
+        tile_fmt = Mux(self.start, self.fmt, fmt)
+        active = self.busy | self.start
+        take = Signal()
+        m.d.comb += [
+            self.weights.ready.eq(active & ~self.swap_waiting),
+            take.eq(self.weights.ready & self.weights.valid),
+            self.last.eq(take & (index + 1 == self.k)),
+        ]
+        m.d.sync += [self.row_valid.eq(take), self.row_index.eq(index)]
+        for j in range(n):
+            # Lanes >= m load too: their columns' sums are never written.
+            m.d.sync += [self.row[j].data.eq(self.weights.payload[j]),
+                         self.row[j].fmt.eq(tile_fmt)]
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), row.eq(0), k.eq(self.k), fmt.eq(self.fmt)]
+            m.d.sync += [next_row.eq(0), fmt.eq(self.fmt)]
+        with m.If(take):
+            m.d.sync += next_row.eq(index + 1)
+        m.d.sync += self.busy.eq(active & ~self.last)
         return m
 
 
@@ -282,17 +293,17 @@ class _Mover(wiring.Component):
     ``start`` (with ``cmd``, ``swap``, ``mask``) begins a multiplication, also in the cycle the
     previous one takes its last column (``last``); ``busy`` until its last column is taken;
     ``take``: a column is taken this cycle. With ``swap`` its first column carries the swap to
-    the new weights; ``wave_clear`` says when that swap has left the array, so the next tile
-    may shift in. An accumulating column waits while a column taken in the last
+    the new weights (lanes >= k with ``pad``: +0 weights there); ``swap_waiting`` while that
+    column is still to be taken. An accumulating column waits while a column taken in the last
     ``hazard_window`` cycles targets the same PSUM word.
     """
 
-    def __init__(self, *, n, cmd_layout, x_layout, meta_layout, hazard_window, swap_clear):
-        self._n, self._hazard_window, self._swap_clear = n, hazard_window, swap_clear
+    def __init__(self, *, n, cmd_layout, x_layout, meta_layout, hazard_window):
+        self._n, self._hazard_window = n, hazard_window
         super().__init__({
             "start": In(1), "cmd": In(cmd_layout), "swap": In(1), "mask": In(n),
             "moving": In(stream.Signature(data.ArrayLayout(16, n))),
-            "busy": Out(1), "last": Out(1), "take": Out(1), "wave_clear": Out(1),
+            "busy": Out(1), "last": Out(1), "take": Out(1), "swap_waiting": Out(1),
             "x": Out(x_layout), "meta": Out(meta_layout),
         })
 
@@ -303,13 +314,6 @@ class _Mover(wiring.Component):
         col = Signal.like(cmd.f)  # columns taken so far
         mask = Signal(n)
         swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
-
-        # Swap wavefront bookkeeping: the next tile's shifts wait until the swap has cleared.
-        swap_pending = Signal()  # a swapping MM was started, its swap column not yet taken
-        since_swap = Signal(range(self._swap_clear + 1), init=self._swap_clear)
-        with m.If(since_swap < self._swap_clear):
-            m.d.sync += since_swap.eq(since_swap + 1)
-        m.d.comb += self.wave_clear.eq(~swap_pending & (since_swap >= self._swap_clear))
 
         # Columns taken in the last hazard_window cycles, for the read-after-write check.
         recent_layout = data.StructLayout({"valid": 1, "bank": self.meta.bank.shape(),
@@ -328,6 +332,7 @@ class _Mover(wiring.Component):
             self.moving.ready.eq(self.busy & gap_ok),
             self.take.eq(self.busy & gap_ok & self.moving.valid),
             self.last.eq(self.take & (col + 1 == cmd.f)),
+            self.swap_waiting.eq(swap & ~self.take),
         ]
         m.d.sync += [self.x.eq(0), self.meta.eq(0)]  # a bubble unless a column is taken
         with m.If(self.take):
@@ -336,6 +341,7 @@ class _Mover(wiring.Component):
                     self.x[i].data.eq(Mux(cmd.k > i, self.moving.payload[i], 0)),
                     self.x[i].fmt.eq(cmd.fmt),
                     self.x[i].swap.eq(swap),
+                    self.x[i].pad.eq(cmd.k <= i),
                 ]
             m.d.sync += [
                 self.meta.valid.eq(1), self.meta.bank.eq(cmd.bank), self.meta.addr.eq(col_addr),
@@ -343,18 +349,15 @@ class _Mover(wiring.Component):
                 col.eq(col + 1), swap.eq(0),
                 recent[0].valid.eq(1), recent[0].bank.eq(cmd.bank), recent[0].addr.eq(col_addr),
             ]
-            with m.If(swap):
-                m.d.sync += [swap_pending.eq(0), since_swap.eq(0)]
             with m.If(self.last):
                 m.d.sync += self.busy.eq(0)
         # After the column's statements: a multiplication started in the cycle the previous
         # one takes its last column wins over that column's bookkeeping.
         with m.If(self.start):
-            # Only the first multiplication after a LOAD_STATIONARY swaps: for the others
-            # shadow and active weights are equal, and not swapping lets the next tile's
-            # shifts start swap_clear cycles after that first column.
+            # Only the first multiplication after a LOAD_STATIONARY swaps: the next tile's
+            # rows go into the shadow weights as soon as that first column is taken.
             m.d.sync += [self.busy.eq(1), cmd.eq(self.cmd), col.eq(0), mask.eq(self.mask),
-                         swap.eq(self.swap), swap_pending.eq(self.swap)]
+                         swap.eq(self.swap)]
         return m
 
 

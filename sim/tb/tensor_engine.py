@@ -16,6 +16,8 @@ Tests (selected by the runner's ``testcase``):
   random K, M, F (1 included, partial tiles), banks, addresses, overwrite and accumulate,
   several multiplications per stationary tile, special values; PSUM drained and compared.
 * ``back_to_back`` — no gaps: accumulate read-after-write and load-after-swap hazards.
+* ``hidden_loads`` — no gaps, cycles counted: a LOAD_STATIONARY of k rows after a
+  multiplication of f columns leaves exactly ``max(0, max(k, 2) − f)`` idle cycles.
 * ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
 * ``random_gemms`` — tiled GEMMs of random shapes (1 and non-multiples of n included) and
   dtype pairs, back to back without reset.
@@ -219,7 +221,7 @@ async def back_to_back(dut):
     """No gaps, one phase: the hazards only a full-rate stream shows. Accumulating
     multiplications of one or two columns into the words just written (read-after-write
     through the adder), and a LOAD_STATIONARY right after a one-column multiplication (its
-    shifts must wait for the swap wavefront to leave the array)."""
+    rows go in while the swap wavefront of that column still runs through the array)."""
     cfg = _config()
     rng = tbutil.rng(8)
     n, fmts = cfg.n, list(cfg.formats)
@@ -240,6 +242,65 @@ async def back_to_back(dut):
     tb = TensorEngineTB(dut, 0.0)
     await tb.start()
     await tb.run(prog)
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def hidden_loads(dut):
+    """The background weight load, counted in cycles: LOAD_STATIONARY / MULTIPLY_MOVING pairs
+    of random k (1..n rows) and f (1..2n columns), streams never paused, no accumulation (so
+    no PSUM hazard waits). The gap between the last column of one multiplication and the
+    first of the next must be exactly ``max(0, max(k_next, 2) − f)``: none when the
+    multiplication before a tile has at least its k columns (and 2: the LOAD_STATIONARY and
+    the next MULTIPLY_MOVING take a cycle each to dispatch), so always when it has n >= 2;
+    the shortfall otherwise. Results bit-exact as everywhere."""
+    cfg = _config()
+    rng = tbutil.rng(9)
+    n, fmts = cfg.n, list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=rng)
+    shapes = [(n, n)] + [(int(rng.integers(1, n + 1)), int(rng.integers(1, 2 * n + 1)))
+                         for _ in range(15)]
+    shapes[1:4] = [(n, n), (1, 1), (n, 1)]  # a full tile behind n columns, then a short one
+    written = []
+    for i, (k, f) in enumerate(shapes):
+        sfmt, mfmt = fmts[i % len(fmts)], fmts[(i // len(fmts)) % len(fmts)]
+        m = int(rng.integers(1, n + 1))
+        prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
+        f = min(f, cfg.words)
+        bank = i % cfg.psum_banks
+        prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
+                             addr=0, accumulate=False)
+        written.append((bank, f))
+        shapes[i] = (k, f)
+        if (i + 1) % cfg.psum_banks == 0 or i == len(shapes) - 1:  # drain before reuse
+            for b, w in written:
+                prog.drain(b, 0, w, label=f"hidden loads {i}")
+            written = []
+    taken: list[int] = []
+    monitor = streams.StreamMonitor(dut, "moving", on_beat=lambda _: taken.append(
+        streams.sim_cycles()))
+    tb = TensorEngineTB(dut, 0.0)
+    await tb.start()
+    await tb.run(prog)
+    monitor.stop()
+    # Within one phase the multiplications follow each other; compare each gap.
+    starts, col = [], 0
+    for _, f in shapes:
+        starts.append(col)
+        col += f
+    assert len(taken) == col, (len(taken), col)
+    errors = []
+    for i in range(1, len(shapes)):
+        if i % cfg.psum_banks == 0:
+            continue  # a new phase: the testbench waited for idle and drained in between
+        k, _ = shapes[i]
+        f_prev = shapes[i - 1][1]
+        gap = taken[starts[i]] - taken[starts[i] - 1] - 1
+        want = max(0, max(k, 2) - f_prev)  # two commands to dispatch, one cycle each
+        if gap != want:
+            errors.append(f"multiplication {i} (k={k}, after f={f_prev}): {gap} idle "
+                          f"cycles, want {want}")
+    assert not errors, (f"seed {tbutil.seed()}, n={n}, add_stages "
+                        f"{_engine_params().get('add_stages', 6)}:\n  " + "\n  ".join(errors))
 
 
 def class_representatives(fmt: str) -> np.ndarray:

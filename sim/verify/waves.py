@@ -349,7 +349,7 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
             for fld in ("op", "k", "m", "f", "bank", "addr", "accumulate")])),
         ("weights stream: stationary rows", stream("weights", [
             (f"{t}weights__payload[{j}]", "hex", f"weights[{j}]") for j in range(n)])
-         + [(f"{t}loader.row", "dec", "loader row")]),
+         + [(f"{t}loader.next_row", "dec", "loader row")]),
         ("moving stream: moving columns", stream("moving", [
             (f"{t}moving__payload[{i}]", "hex", f"moving[{i}]") for i in range(n)])
          + [(f"{t}mover.col", "dec", "mover column")]),

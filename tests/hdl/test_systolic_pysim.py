@@ -1,17 +1,21 @@
 # amaranth: UnusedElaboratable=no
 """SystolicArray in amaranth.sim (no Verilog simulator), bit-exact against golden/tensor_engine.py.
 
-The testbench is the array's contract (hdl/systolic.py): weights are shifted in from the
-bottom row, ``n`` rows per tile in natural order; moving columns enter unskewed, one per
-enabled cycle, the first column of a tile carrying ``swap``; the ``n`` column sums of a moving
-column appear together on ``result`` exactly ``latency`` enabled cycles later and must equal
-:func:`golden.tensor_engine.matmul_tile` of the tile (``s = +0 + a[0,m]·b[0,f] + …`` in PE-row
-order), bit for bit. Tiles follow each other double-buffered: the next tile's weights shift
-into the shadow registers while the current tile streams, as soon as the current tile's
-``swap`` wavefront has left the array.
+The testbench is the array's contract (hdl/systolic.py): a tile's k rows go in one per cycle
+(``w_valid``, ``w_row``, ``w_in``) into the shadow weights while the previous tile still
+computes; moving columns enter unskewed, one per enabled cycle, the first column of a tile
+carrying ``swap`` (and ``pad`` in rows >= k); the ``n`` column sums of a moving column appear
+together on ``result`` exactly ``latency`` enabled cycles later and must equal
+:func:`golden.tensor_engine.matmul_tile` of the tile padded with +0 rows (``s = +0 +
+a[0,m]·b[0,f] + …`` in PE-row order), bit for bit. Tiles follow each other at the limits of the
+background load rule: ``early`` puts a tile's rows from the cycle of the previous tile's swap
+column on and its own swap column right after its last row; ``late`` puts its swap column as
+early as the previous tile allows and its rows as late as the rule allows (``e = t − 1 + k·δ``:
+with ``add_stages`` > 0 the rows keep coming while the swap wavefront runs behind them).
 
 Cases: arrays of 1 to 4 PEs a side with the PE's default pipeline (5 multiplier and 6 adder
-stages) and shallower ones; every pair of operand formats; random clock enable with junk
+stages) and shallower ones; every pair of operand formats; partial tiles whose padding rows
+hold the old tiles' weights (infinities and NaNs among them); random clock enable with junk
 driven on the inputs while it is low. Seed: ``NCLITE_SEED`` (default 1), printed on failure.
 A few seconds in all (it is the fast check of lab 2, docs/labs/lab2-systolic/).
 """
@@ -51,94 +55,110 @@ def _packer(layout, n):
     return pack
 
 
-def random_tile(rng, n, f_cols, *, wild=False):
-    """A random (stationary n x n, its format, moving n x f_cols, its format).
+def random_tile(rng, n, f_cols, *, wild=False, k=None):
+    """A random (stationary k x n, its format, moving k x f_cols, its format); k = n unless
+    given.
 
     Tame tiles hold normal-distributed values, so that nearly every sum is finite and a sum
     that meets a wrong partner shows; ``wild`` ones the full mix of sim.tb.vectors (subnormals,
     overflow, ties, a few infinities and NaNs).
     """
+    k = n if k is None else k
     s_fmt, m_fmt = (str(f) for f in rng.choice(INPUT_FORMATS, 2))
     if wild:
-        return (operands(s_fmt, rng, (n, n), specials=0.03), s_fmt,
-                operands(m_fmt, rng, (n, f_cols), specials=0.03), m_fmt)
-    return (to_bits(rng.standard_normal((n, n)), s_fmt), s_fmt,
-            to_bits(rng.standard_normal((n, f_cols)), m_fmt), m_fmt)
+        return (operands(s_fmt, rng, (k, n), specials=0.03), s_fmt,
+                operands(m_fmt, rng, (k, f_cols), specials=0.03), m_fmt)
+    return (to_bits(rng.standard_normal((k, n)), s_fmt), s_fmt,
+            to_bits(rng.standard_normal((k, f_cols)), m_fmt), m_fmt)
 
 
-def run_array(dut, tiles, *, en_prob=1.0, rng=None):
+def schedule(tiles, delta: int, mode: str):
+    """Per tile, the enabled cycles of its rows and of its swap (first) column, at the limits
+    of the background load rule (see the module docstring)."""
+    plan, last_row, last_col, prev_swap = [], -1, -1, None
+    for stat, _, mov, _ in tiles:
+        k = stat.shape[0]
+        if mode == "late" and delta and prev_swap is not None:
+            swap = max(last_col + 1, prev_swap + 1, last_row + 2)
+            rows = [swap - 1 + r for r in range(k)]
+        else:
+            first = max(last_row + 1, 0 if prev_swap is None else prev_swap)
+            rows = [first + r for r in range(k)]
+            swap = max(rows[-1] + 1, last_col + 1)
+        plan.append((rows, swap))
+        last_row, last_col, prev_swap = rows[-1], swap + mov.shape[1] - 1, swap
+    return plan
+
+
+def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None):
     """Run ``tiles`` through ``dut`` (see the module docstring); return, per tile, the
-    ``result`` rows of its moving columns as a uint32 array of shape (n, F)."""
+    ``result`` rows of its moving columns as a uint32 array of shape (n, F), and golden's."""
     n, latency = dut.n, dut.latency
     assert latency >= 1, "the testbench samples results after clock edges"
-    # The swap of a column entering at enabled edge e reaches PE (k, m) k·add_stages + m
-    # enabled edges later; weights of the next tile may shift once it has passed every PE.
-    clear = (n - 1) * dut.add_stages + (n - 1) + 1
     pack_x = _packer(Moving, n)
     pack_w = _packer(Weight, n)
     rng = rng or seeded_rng("en")
     x_port, w_port = Value.cast(dut.x_in), Value.cast(dut.w_in)
     results = [np.zeros((n, mov.shape[1]), dtype=np.uint32) for _, _, mov, _ in tiles]
-    want = [matmul_tile(stat, s_fmt, mov, m_fmt) for stat, s_fmt, mov, m_fmt in tiles]
 
+    def padded(a):
+        return np.vstack([a, np.zeros((n - a.shape[0], a.shape[1]), dtype=a.dtype)])
+
+    want = [matmul_tile(padded(stat), s_fmt, padded(mov), m_fmt)
+            for stat, s_fmt, mov, m_fmt in tiles]
+    plan = plan or schedule(tiles, min(dut.add_stages, 1), mode)
+    rows_at = {e: (t, r) for t, (rows, _) in enumerate(plan) for r, e in enumerate(rows)}
+    cols_at = {swap + c: (t, c) for t, (_, swap) in enumerate(plan)
+               for c in range(tiles[t][2].shape[1])}
+    end = max(cols_at) + latency + 1
     total = sum(r.shape[1] for r in results)
-    max_cycles = 20 * (total + len(tiles) * (n + clear) + latency) + 100
+    max_cycles = int(20 * end / max(en_prob, 0.05)) + 100
 
     def junk(port):
         return int.from_bytes(rng.bytes(len(port) // 8 + 1), "little") % (1 << len(port))
 
     async def testbench(ctx):
-        loaded = 0  # tiles whose n weight rows are all shifted in
-        shifted = 0  # rows of tile `loaded` shifted so far
-        swapped = 0  # tiles whose first (swap) column has entered the array
-        since_swap = clear  # enabled edges since the last swap column entered
-        cur, col = 0, 0  # the next moving column to issue: tile, column
+        step = 0  # enabled cycles so far
         issued = []  # per enabled edge: (tile, column), or None for a bubble
         collected = 0
         for _ in range(max_cycles):
             if collected == total:
                 return
             en = bool(rng.random() < en_prob)
-            # Weight shifts (independent of en): the next tile, once the swap of the tile
-            # before it has passed every PE.
-            shift = loaded < len(tiles) and loaded == swapped and since_swap >= clear
-            if shift:
-                stat, s_fmt = tiles[loaded][:2]
-                row = stat[shifted]  # rows go in in natural order: row 0 first, ends on top
-                ctx.set(w_port, pack_w([{"data": row[c], "fmt": CODES[s_fmt]}
+            ctx.set(dut.en, en)
+            if not en:  # junk everywhere, w_valid included
+                for port in (w_port, x_port, dut.w_row, dut.w_valid):
+                    ctx.set(port, junk(port))
+                await ctx.tick()
+                continue
+            row = rows_at.get(step)
+            if row is not None:
+                t, r = row
+                stat, s_fmt = tiles[t][:2]
+                ctx.set(w_port, pack_w([{"data": stat[r, c], "fmt": CODES[s_fmt]}
                                         for c in range(n)]))
+                ctx.set(dut.w_row, r)
             else:
                 ctx.set(w_port, junk(w_port))
-            ctx.set(dut.w_shift, shift)
-            # Moving columns, on enabled cycles, of tiles whose weights are all in.
-            this = None
-            if not en:
-                ctx.set(x_port, junk(x_port))
-            elif cur < loaded:
-                _, _, mov, m_fmt = tiles[cur]
-                ctx.set(x_port, pack_x([{"data": mov[k, col], "fmt": CODES[m_fmt],
-                                         "swap": col == 0} for k in range(n)]))
-                this = (cur, col)
-                col += 1
-                if col == mov.shape[1]:
-                    cur, col = cur + 1, 0
+                ctx.set(dut.w_row, junk(dut.w_row))
+            ctx.set(dut.w_valid, row is not None)
+            this = cols_at.get(step)
+            if this is not None:
+                t, c = this
+                _, _, mov, m_fmt = tiles[t]
+                k = mov.shape[0]
+                ctx.set(x_port, pack_x([{"data": mov[i, c] if i < k else 0,
+                                         "fmt": CODES[m_fmt], "swap": c == 0, "pad": i >= k}
+                                        for i in range(n)]))
             else:
                 ctx.set(x_port, 0)  # a bubble: +0 operands, no swap
-            ctx.set(dut.en, en)
             await ctx.tick()
-            if shift:
-                shifted += 1
-                if shifted == n:
-                    loaded, shifted = loaded + 1, 0
-            if en:
-                issued.append(this)
-                since_swap += 1
-                if this is not None and this[1] == 0:
-                    swapped, since_swap = swapped + 1, 1
-                if len(issued) >= latency and issued[-latency] is not None:
-                    t, c = issued[-latency]
-                    results[t][:, c] = [ctx.get(dut.result[i]) for i in range(n)]
-                    collected += 1
+            step += 1
+            issued.append(this)
+            if len(issued) >= latency and issued[-latency] is not None:
+                t, c = issued[-latency]
+                results[t][:, c] = [ctx.get(dut.result[i]) for i in range(n)]
+                collected += 1
         raise AssertionError(f"seed={SEED}: testbench did not finish in {max_cycles} cycles")
 
     sim = Simulator(dut)
@@ -169,14 +189,21 @@ CONFIGS = {
     "n4-comb-add": dict(n=4, mul_stages=1, add_stages=0),
 }
 
+# (moving columns, wild values, rows) per tile: a tile of each kind, short multiplications
+# (one column: the next tile's rows straddle its swap) and partial tiles after full ones.
+SHAPES = ((5, False, None), (1, True, None), (3, False, 1), (1, True, None), (4, True, 2),
+          (2, False, None))
 
+
+@pytest.mark.parametrize("mode", ["early", "late"])
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_tiles_back_to_back(config):
-    """Four tiles, each of another format pair and width, double-buffered, en always 1."""
-    rng = seeded_rng("tiles", config)
+def test_tiles_back_to_back(config, mode):
+    """Six tiles of other format pairs, widths and row counts, loaded in the background at
+    the limits of the rule, en always 1."""
+    rng = seeded_rng("tiles", config, mode)
     dut = SystolicArray(**CONFIGS[config])
-    check(dut, [random_tile(rng, dut.n, f, wild=wild) for f, wild in ((5, False), (1, True),
-                                                                       (3, False), (4, True))])
+    check(dut, [random_tile(rng, dut.n, f, wild=wild, k=None if k is None else min(k, dut.n))
+                for f, wild, k in SHAPES], mode=mode)
 
 
 @pytest.mark.parametrize("config", ["n2-default", "n3-m2a3"])
@@ -184,8 +211,31 @@ def test_random_clock_enable(config):
     """The clock enable drops at random; junk on the inputs while it is low is ignored."""
     rng = seeded_rng("en", config)
     dut = SystolicArray(**CONFIGS[config])
-    check(dut, [random_tile(rng, dut.n, f, wild=wild) for f, wild in ((4, False), (2, True))],
-          en_prob=0.7, rng=rng)
+    check(dut, [random_tile(rng, dut.n, f, wild=wild) for f, wild in ((4, False), (2, True),
+                                                                       (1, True))],
+          en_prob=0.7, rng=rng, mode="late")
+
+
+def test_the_rule_is_tight():
+    """The background load rule is tight at both ends: a row presented one cycle later than
+    ``t − 1 + k·δ`` misses its swap (the PE multiplies the old tile's weight), and one
+    presented before the previous swap reached its row replaces a weight still in use. So the
+    testbench's schedules are the limits, not margins."""
+    dut = SystolicArray(n=2, mul_stages=1, add_stages=2)  # δ = 1
+    rng = seeded_rng("tight")
+    tiles = [random_tile(rng, 2, 3), random_tile(rng, 2, 3)]
+    for plan in ([([0, 1], 2), ([2, 3], 5)], schedule(tiles, 1, "late")):
+        got, want = run_array(dut, tiles, plan=plan)
+        assert all((g == w).all() for g, w in zip(got, want, strict=True)), plan
+    # Too late: the second tile's last row one cycle after the limit.
+    plan = schedule(tiles, 1, "late")
+    rows, swap = plan[1]
+    plan[1] = ([*rows[:-1], rows[-1] + 1], swap)
+    got, want = run_array(dut, tiles, plan=plan)
+    assert (got[0] == want[0]).all() and not (got[1] == want[1]).all()
+    # Too early: the second tile's row 0 one cycle before the first tile's swap column.
+    got, want = run_array(dut, tiles, plan=[([0, 1], 3), ([2, 3], 6)])
+    assert not (got[0] == want[0]).all() and (got[1] == want[1]).all()
 
 
 def test_every_format_pair():

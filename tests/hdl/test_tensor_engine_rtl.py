@@ -14,11 +14,14 @@ CONFIGS = {
     # test_full_rate_gemm_utilization: one Verilator model for the three.
     "n4": engine_params(4),
     "n3-deep": {"n": 3, "psum_banks": 3, "psum_words": 7, "mul_stages": 2, "add_stages": 3},
+    # No pipeline at all: combinational PEs and PSUM adder (the weight rows' shortest path).
+    "n2-comb": {"n": 2, "psum_banks": 2, "psum_words": 8, "mul_stages": 0, "add_stages": 0},
 }
 
 #: The testcases of sim/tb/tensor_engine.py, in two simulations per configuration.
 TESTCASES = {
-    "commands": "random_commands,back_to_back,illegal_commands,reset_midway,special_products",
+    "commands": ("random_commands,back_to_back,hidden_loads,illegal_commands,reset_midway,"
+                 "special_products"),
     "gemms": "random_gemms",
 }
 

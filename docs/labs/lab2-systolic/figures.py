@@ -37,7 +37,7 @@ from amaranth.sim import Simulator  # noqa: E402
 import hdl.systolic as systolic  # noqa: E402
 from golden.formats import BF16, fp32_from_bits, to_bits  # noqa: E402
 from golden.tensor_engine import LoadStationary, gemm_schedule  # noqa: E402
-from hdl.pe import PE  # noqa: E402
+from hdl.pe import PE, Moving, Weight  # noqa: E402
 
 IMG = Path(__file__).resolve().parent / "img"
 META = {"Software": None}  # no version string in the PNG: the files stay byte-identical
@@ -81,13 +81,15 @@ def trace_array(n: int = N, columns: int = COLUMNS) -> dict:
         return j if 0 <= j < columns and value == (k + 1) * (j + 1) else -1
 
     async def testbench(ctx):
-        # LOAD_STATIONARY: n rows of 1.0 through the bottom of the array (independent of en).
-        ctx.set(Value.cast(dut.w_in), sum(one << (18 * c) for c in range(n)))
-        ctx.set(dut.w_shift, 1)
-        for _ in range(n):
-            await ctx.tick()
-        ctx.set(dut.w_shift, 0)
+        # LOAD_STATIONARY: n rows of 1.0, one per cycle, into the shadow weights.
         ctx.set(dut.en, 1)
+        ctx.set(Value.cast(dut.w_in), sum(one << (Weight.as_shape().size * c)
+                                          for c in range(n)))
+        ctx.set(dut.w_valid, 1)
+        for r in range(n):
+            ctx.set(dut.w_row, r)
+            await ctx.tick()
+        ctx.set(dut.w_valid, 0)
         # Bubbles (+0 operands) first, to flush the reset values out of the pipelines: a
         # register that has never taken data decodes as 1.0 in the multiplier's datapath.
         ctx.set(Value.cast(dut.x_in), 0)
@@ -95,8 +97,10 @@ def trace_array(n: int = N, columns: int = COLUMNS) -> dict:
             await ctx.tick()
         for t in range(cycles):
             if t < columns:  # moving column t: value t + 1 in every row; column 0 swaps
-                lane = int(to_bits(np.float32(t + 1), BF16)) | (int(t == 0) << 18)
-                ctx.set(Value.cast(dut.x_in), sum(lane << (19 * k) for k in range(n)))
+                lane = Moving.const({"data": int(to_bits(np.float32(t + 1), BF16)),
+                                     "swap": t == 0}).as_value().value
+                ctx.set(Value.cast(dut.x_in),
+                        sum(lane << (Moving.as_shape().size * k) for k in range(n)))
             else:
                 ctx.set(Value.cast(dut.x_in), 0)
             for (k, m), pe in pes.items():

@@ -60,8 +60,8 @@ def main(argv=None) -> int:
           f"{n}x{n} array's slots in those cycles")
     print(f"pipeline latency              : {te.latency} cycles (moving beat -> PSUM write: "
           f"n*add + mul + n - 1 + 2 + add with add={te.add_stages}, mul={te.mul_stages})")
-    print(f"hidden weight loads           : a LOAD_STATIONARY costs no cycles only if the "
-          f"multiplications since the one before it have >= {te.load_hidden_after} columns "
+    print(f"hidden weight loads           : a LOAD_STATIONARY costs no cycles if the "
+          f"multiplication before it has >= {te.load_hidden_after} columns "
           f"(TensorEngine.load_hidden_after)")
     print(f"so at best about {columns + te.latency} cycles, "
           f"utilization <= {macs / (n * n * (columns + te.latency)):.1%}")
