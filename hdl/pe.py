@@ -60,14 +60,15 @@ class PE(wiring.Component):
     result), so PEs chain register to register.
 
     Ports and timing (all registers advance only on cycles with ``en`` = 1, except the shadow
-    weight, which loads whenever ``w_shift`` = 1 so a tile can load while the array stalls):
+    weight, which loads whenever ``w_shift`` = 1: the driver decides when, :class:`PEColumn`
+    also while the column stalls; :class:`~hdl.systolic.SystolicArray` only with ``en``):
 
     * ``w_in`` / ``w_shift``: with ``w_shift`` the shadow weight takes ``w_in`` at the clock
       edge (a ``swap`` operand in the same cycle still meets the old shadow weight). ``w_out``
       always shows the shadow weight, for a chain of PEs (:class:`PEColumn`).
     * ``x_in`` / ``x_out``: the moving operand, passed right through one register.
       ``x_in.swap`` first copies the shadow weight into the active one (the operand is
-      multiplied by the new weight); with ``x_in.pad`` too, +0 (of the shadow weight's format)
+      multiplied by the new weight); with ``x_in.pad`` too, +0 (in the operand's format)
       becomes the active weight instead.
     * ``psum_in`` / ``psum_out``: the partial sum. ``psum_in`` must arrive ``mul_stages`` cycles
       after the ``x_in`` it goes with; ``psum_out`` follows ``psum_in`` by ``add_stages``
@@ -131,8 +132,10 @@ class PE(wiring.Component):
         # The weight this operand meets: the shadow one (or +0, in a padding row) if it starts
         # a new tile.
         incoming = Signal(Weight)
+        # A padding row's +0 takes the operand's format: one the multiplier is built for
+        # (a shadow register never loaded holds format 0, bf16, which it may not be).
         m.d.comb += [incoming.data.eq(Mux(self.x_in.pad, 0, shadow.data)),
-                     incoming.fmt.eq(shadow.fmt)]
+                     incoming.fmt.eq(Mux(self.x_in.pad, self.x_in.fmt, shadow.fmt))]
         weight = Signal(Weight)
         m.d.comb += weight.eq(Mux(self.x_in.swap, incoming, active))
         with m.If(self.en):

@@ -95,9 +95,10 @@ class SystolicArray(wiring.Component):
         Design note: the tile's rows do not shift through the PEs' shadow registers (a PE's
         shadow weight would then change before the previous tile's swap reached it); each
         column's lane travels down its own delay line instead, tagged with its row, and only
-        the PE of that row keeps it. The line is ``w_hop`` = ``add_stages`` − 1 registers per
-        row, one cycle a row faster than the swap wavefront: a row presented in order after the
-        previous swap operand stays behind that swap at every PE, and ahead of the next one.
+        the PE of that row keeps it. The line is ``w_hop`` = max(``add_stages`` − 1, 0)
+        registers per row, one cycle a row faster than the swap wavefront (as fast when
+        ``add_stages`` is 0): a row presented in order after the previous swap operand stays
+        behind that swap at every PE, and ahead of the next one.
         """
         n = self.n
         lane = data.StructLayout({"valid": 1, "row": range(max(n, 2)), "weight": Weight})

@@ -77,9 +77,9 @@ class TensorEngine(wiring.Component):
     one per cycle from the cycle that multiplication takes its first column, and the next
     multiplication's first column (carrying ``swap``) may follow the last row; the 2 is the
     dispatch, one command per cycle. A shorter multiplication before it leaves a gap of the
-    difference. (Several multiplications between
-    two LOAD_STATIONARYs are dispatched one after the other, and the LOAD_STATIONARY after
-    the last of them: that one's columns count.) Only the first multiplication after a
+    difference. (Several multiplications between two LOAD_STATIONARYs are dispatched one after
+    the other, and the LOAD_STATIONARY after the last of them: that one's columns count.)
+    Only the first multiplication after a
     LOAD_STATIONARY swaps. An accumulating column waits (at most :attr:`hazard_window` cycles)
     only while a column taken at most :attr:`hazard_window` cycles before it targets the same
     PSUM word, so its read never misses a write still in flight; otherwise multiplications
@@ -148,7 +148,7 @@ class TensorEngine(wiring.Component):
         })
 
     def elaborate(self, platform):
-        # Four parts: the array; the loader, which shifts LOAD_STATIONARY tiles into the PEs'
+        # Four parts: the array; the loader, which feeds LOAD_STATIONARY tiles into the PEs'
         # shadow weights; the mover, which issues MULTIPLY_MOVING columns into the array; and
         # PSUM, which accumulates the array's sums and answers drain reads. Here, only what
         # ties them together: the in-order dispatch of commands with its legality checks, and

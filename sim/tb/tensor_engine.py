@@ -260,21 +260,28 @@ async def hidden_loads(dut):
     shapes = [(n, n)] + [(int(rng.integers(1, n + 1)), int(rng.integers(1, 2 * n + 1)))
                          for _ in range(15)]
     shapes[1:4] = [(n, n), (1, 1), (n, 1)]  # a full tile behind n columns, then a short one
-    written = []
+    # Each multiplication writes fresh PSUM words (bank by bank); once PSUM is full the
+    # program drains it, and the next multiplication starts a new phase (after idle).
+    written, bank, addr, new_phase = [], 0, 0, set()
     for i, (k, f) in enumerate(shapes):
         sfmt, mfmt = fmts[i % len(fmts)], fmts[(i // len(fmts)) % len(fmts)]
+        f = min(f, cfg.words)
+        if addr + f > cfg.words:
+            bank, addr = bank + 1, 0
+        if bank == cfg.psum_banks:
+            for b, a, w in written:
+                prog.drain(b, a, w, label=f"hidden loads before {i}")
+            written, bank, addr = [], 0, 0
+            new_phase.add(i)
         m = int(rng.integers(1, n + 1))
         prog.load_stationary(vectors.operands(sfmt, rng, (k, m), 0.05), sfmt)
-        f = min(f, cfg.words)
-        bank = i % cfg.psum_banks
         prog.multiply_moving(vectors.operands(mfmt, rng, (k, f), 0.05), mfmt, bank=bank,
-                             addr=0, accumulate=False)
-        written.append((bank, f))
+                             addr=addr, accumulate=False)
+        written.append((bank, addr, f))
+        addr += f
         shapes[i] = (k, f)
-        if (i + 1) % cfg.psum_banks == 0 or i == len(shapes) - 1:  # drain before reuse
-            for b, w in written:
-                prog.drain(b, 0, w, label=f"hidden loads {i}")
-            written = []
+    for b, a, w in written:
+        prog.drain(b, a, w, label="hidden loads, last")
     taken: list[int] = []
     monitor = streams.StreamMonitor(dut, "moving", on_beat=lambda _: taken.append(
         streams.sim_cycles()))
@@ -290,8 +297,8 @@ async def hidden_loads(dut):
     assert len(taken) == col, (len(taken), col)
     errors = []
     for i in range(1, len(shapes)):
-        if i % cfg.psum_banks == 0:
-            continue  # a new phase: the testbench waited for idle and drained in between
+        if i in new_phase:
+            continue  # the testbench waited for idle and drained in between
         k, _ = shapes[i]
         f_prev = shapes[i - 1][1]
         gap = taken[starts[i]] - taken[starts[i] - 1] - 1

@@ -91,6 +91,8 @@ SYNTH_DESIGNS = [
     ("Sequencer n=4 sbuf_words=1024", "hdl.sequencer:Sequencer",
      {"n": 4, "sbuf_words": 1024, "psum_banks": 8, "psum_words": 64, "dram_bytes": 1 << 24},
      None),
+    # The tensor engine alone: what its weight-load delay lines and PSUM cost (issue 20).
+    ("TensorEngine n=4 psum 8x16", "hdl.tensor_engine:TensorEngine", {"n": 4}, None),
     ("NeuronCore n=4 sbuf_words=64 psum 4x16", "hdl.core:NeuronCore",
      {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16}, None),
 ]

@@ -206,14 +206,28 @@ def test_tiles_back_to_back(config, mode):
                 for f, wild, k in SHAPES], mode=mode)
 
 
+@pytest.mark.parametrize("mode", ["early", "late"])
 @pytest.mark.parametrize("config", ["n2-default", "n3-m2a3"])
-def test_random_clock_enable(config):
-    """The clock enable drops at random; junk on the inputs while it is low is ignored."""
-    rng = seeded_rng("en", config)
+def test_random_clock_enable(config, mode):
+    """The clock enable drops at random; junk on the inputs while it is low is ignored, and
+    the limits of the load rule hold in enabled cycles."""
+    rng = seeded_rng("en", config, mode)
     dut = SystolicArray(**CONFIGS[config])
     check(dut, [random_tile(rng, dut.n, f, wild=wild) for f, wild in ((4, False), (2, True),
-                                                                       (1, True))],
-          en_prob=0.7, rng=rng, mode="late")
+                                                                       (1, True), (3, False))],
+          en_prob=0.7, rng=rng, mode=mode)
+
+
+def test_padding_rows_without_bf16():
+    """A partial tile right after reset on an array without bf16: the rows never loaded hold
+    the reset value (format 0, bf16) and must still give +0, not the multiplier's NaN for a
+    format it lacks."""
+    rng = seeded_rng("no-bf16")
+    dut = SystolicArray(n=3, mul_stages=1, add_stages=2, formats=("fp8_e4m3",))
+    tiles = [(operands("fp8_e4m3", rng, (k, 3), specials=0.05), "fp8_e4m3",
+              operands("fp8_e4m3", rng, (k, f), specials=0.05), "fp8_e4m3")
+             for k, f in ((1, 3), (2, 2), (3, 1), (1, 2))]
+    check(dut, tiles)
 
 
 def test_the_rule_is_tight():
@@ -233,9 +247,11 @@ def test_the_rule_is_tight():
     plan[1] = ([*rows[:-1], rows[-1] + 1], swap)
     got, want = run_array(dut, tiles, plan=plan)
     assert (got[0] == want[0]).all() and not (got[1] == want[1]).all()
-    # Too early: the second tile's row 0 one cycle before the first tile's swap column.
-    got, want = run_array(dut, tiles, plan=[([0, 1], 3), ([2, 3], 6)])
-    assert not (got[0] == want[0]).all() and (got[1] == want[1]).all()
+    # Too early: the second tile's row 0 one cycle before the first tile's swap column; its
+    # row 1 in the cycle of that swap column (row k may go in only k·δ cycles after it).
+    for plan in ([([0, 1], 3), ([2, 3], 6)], [([0, 1], 2), ([3, 2], 5)]):
+        got, want = run_array(dut, tiles, plan=plan)
+        assert not (got[0] == want[0]).all() and (got[1] == want[1]).all(), plan
 
 
 def test_every_format_pair():
