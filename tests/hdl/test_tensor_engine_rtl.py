@@ -38,7 +38,6 @@ def test_tensor_engine(simulator, config, testcase):
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
 
 
-@pytest.mark.slow  # make test-full: make test's 10 minutes on 2 cores
 def test_tensor_engine_8x8(simulator):
     """The 8×8 array: fewer commands (9: one per dtype pair) and GEMMs (Icarus runs it at
     ~150 cycles per second).
