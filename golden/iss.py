@@ -81,7 +81,8 @@ _NEG_ZERO = 0x80000000
 class CoreConfig:
     """Sizes of one core: ``n`` partitions (= PE rows = activation lanes), ``sbuf_words``
     per partition, PSUM ``psum_banks`` x ``psum_words``, ``dram_bytes``, the activation
-    engine's ``random_bits``, and the ring's ``link_width``."""
+    engine's ``random_bits``, the ring's ``link_width``, and the DMA's AXI ``data_width``
+    (timing only: no result depends on it; programs size their commands by it)."""
 
     n: int = 4
     sbuf_words: int = 256
@@ -90,6 +91,7 @@ class CoreConfig:
     dram_bytes: int = 1 << 16
     random_bits: int = 16
     link_width: int = 1
+    data_width: int = 32
 
 
 class CommandError(Exception):

@@ -5,7 +5,7 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from .cmdqueue import AxiLiteSignature
-from .dma import AxiSignature
+from .dma import AxiSignature, check_data_width
 from .params import check_int, check_power_of_two
 
 __all__ = ["AxiMemory", "OKAY", "DECERR"]
@@ -22,14 +22,15 @@ def _in_range(addr, log2_size):
 
 
 class AxiMemory(wiring.Component):
-    """``size_bytes`` of block RAM, 32-bit words, with two independent slave ports.
+    """``size_bytes`` of block RAM in words of ``data_width`` bits, with two independent slave
+    ports.
 
     ``axi``: AXI4 slave (the DMA's :class:`~hdl.dma.AxiSignature`, flipped). One burst at a
     time: an AR or AW is taken only when the previous burst has finished (its last R beat or
     its B response taken); when both wait, reads and writes take turns. ``rid`` / ``bid``
     echo the burst's ID. Burst types: INCR, FIXED and WRAP (2, 4, 8 or 16 beats, address
     aligned to AxSIZE), as AXI defines them; the reserved type 3 is treated as INCR. AxSIZE
-    0, 1 or 2 (1, 2 or 4 bytes; 3 and above are illegal on a 32-bit bus and treated as 2):
+    up to log2 of the data word's bytes (a larger one is illegal and treated as that):
     beat addresses follow AXI's rules, each beat writes the byte lanes its ``wstrb`` selects
     in the word holding its address, and each read beat returns that whole word (a narrow
     master takes its own lanes). Any ``awlen`` / ``arlen``; the address simply counts on
@@ -66,26 +67,34 @@ class AxiMemory(wiring.Component):
     Parameters
     ----------
     size_bytes : int
-        The memory's size, a power of two, at least 4.
+        The memory's size, a power of two, at least 4 and at least a data word.
     addr_width : int
         Bits of the byte address on ``axi`` (and ``axil``), log2(``size_bytes``) (at least 2)
         to 64 (default 32).
     axil_addr_width : int or None
         The same for ``axil`` alone, e.g. the width of an AXI4-Lite decoder's window (default
         ``addr_width``).
+    data_width : int
+        The ``axi`` data bus and the memory's word, 32, 64, 128 or 256 bits (default 32);
+        ``axil`` stays 32 bits wide (a 32-bit lane of a word, by address bits 2 and up).
 
     Raises
     ------
     TypeError
-        If ``size_bytes``, ``addr_width`` or ``axil_addr_width`` is not an integer.
+        If ``size_bytes``, ``addr_width``, ``axil_addr_width`` or ``data_width`` is not an
+        integer.
     ValueError
-        If ``size_bytes`` is not a power of two of at least 4; if ``addr_width`` or
-        ``axil_addr_width`` is out of range.
+        If ``size_bytes`` is not a power of two of at least 4 and a data word; if
+        ``addr_width`` or ``axil_addr_width`` is out of range; if ``data_width`` is not 32,
+        64, 128 or 256.
     """
 
     def __init__(self, *, size_bytes: int, addr_width: int = 32,
-                 axil_addr_width: int | None = None):
-        check_power_of_two("size_bytes", size_bytes, lo=4)
+                 axil_addr_width: int | None = None, data_width: int = 32):
+        self.data_width = check_data_width(data_width)
+        self.beat_bytes = data_width // 8
+        check_power_of_two("size_bytes", size_bytes, lo=max(4, self.beat_bytes),
+                           note="(at least a data word)")
         log2_size = size_bytes.bit_length() - 1
         if axil_addr_width is None:
             axil_addr_width = addr_width
@@ -94,7 +103,7 @@ class AxiMemory(wiring.Component):
         self.size_bytes, self.log2_size = size_bytes, log2_size
         self.addr_width, self.axil_addr_width = addr_width, axil_addr_width
         super().__init__({
-            "axi": In(AxiSignature(addr_width=addr_width)),
+            "axi": In(AxiSignature(addr_width=addr_width, data_width=data_width)),
             "axil": Out(AxiLiteSignature(addr_width=axil_addr_width)),
         })
 
@@ -114,7 +123,8 @@ class AxiMemory(wiring.Component):
         # AXI4 side holds a beat under back-pressure by not enabling the read port again.
         m = Module()
         lg = self.log2_size
-        mem = memory.Memory(shape=32, depth=self.size_bytes // 4, init=[])
+        mem = memory.Memory(shape=self.data_width, depth=self.size_bytes // self.beat_bytes,
+                            init=[])
         m.submodules.ram = mem  # (not "mem": the board names this engine so; Verilator VARHIDDEN)
         wr_a, wr_b = mem.write_port(granularity=8), mem.write_port(granularity=8)
         rd_a = mem.read_port(transparent_for=(wr_b,))
@@ -129,7 +139,7 @@ class AxiMemory(wiring.Component):
         state = Signal(2)
         addr = Signal(aw)  # the byte address of the current beat
         count = Signal(8)  # beats left after the current one
-        size = Signal(2)
+        size = Signal(3)
         fixed, wrap = Signal(), Signal()
         wrap_mask = Signal(aw)  # the WRAP burst's byte span - 1
         ident = Signal(1)
@@ -139,15 +149,16 @@ class AxiMemory(wiring.Component):
 
         # Beat addresses (AXI4 A3.4.1): the next beat after `addr`. AXI aligns the address of
         # an unaligned INCR burst's second beat down to the beat size; here it is not, but the
-        # beats land in the same words (the offset is below the beat size, which divides 4),
-        # and only the word and the range check use the address.
+        # beats land in the same words (the offset is below the beat size, which divides the
+        # word), and only the word and the range check use the address.
         step = Signal(aw)
-        m.d.comb += step.eq(addr + (Const(1, 3) << size))
+        m.d.comb += step.eq(addr + (Const(1, 8) << size))
         nxt = Mux(fixed, addr, Mux(wrap, (addr & ~wrap_mask) | (step & wrap_mask), step))
         in_range = _in_range(addr, lg)
 
-        word = Signal(max(lg - 2, 0))  # one address for both ports: one RAM port
-        m.d.comb += [word.eq(addr[2:lg]), wr.addr.eq(word), rd.addr.eq(word),
+        bl = self.beat_bytes.bit_length() - 1
+        word = Signal(max(lg - bl, 0))  # one address for both ports: one RAM port
+        m.d.comb += [word.eq(addr[bl:lg]), wr.addr.eq(word), rd.addr.eq(word),
                      wr.data.eq(axi.wdata)]
 
         # Address channels: taken when idle; reads and writes alternate when both wait.
@@ -156,10 +167,11 @@ class AxiMemory(wiring.Component):
                      axi.arready.eq(is_idle & (~axi.awvalid | last_write))]
 
         def start(a, length, sz, burst, ident_in, new_state):
+            sz = Mux(sz > bl, bl, sz)
             m.d.sync += [state.eq(new_state), addr.eq(a), count.eq(length), ident.eq(ident_in),
-                         size.eq(Mux(sz > 2, 2, sz)), fixed.eq(burst == _FIXED),
+                         size.eq(sz), fixed.eq(burst == _FIXED),
                          wrap.eq(burst == _WRAP), err.eq(0),
-                         wrap_mask.eq(((length + 1) << Mux(sz > 2, 2, sz[:2])) - 1)]
+                         wrap_mask.eq(((length + 1) << sz) - 1)]
 
         with m.If(axi.awvalid & axi.awready):
             start(axi.awaddr, axi.awlen, axi.awsize, axi.awburst, axi.awid, writing)
@@ -199,6 +211,7 @@ class AxiMemory(wiring.Component):
 
     def _axil_side(self, m, wr, rd, lg):
         bus, aw = self.axil, self.axil_addr_width
+        bl = self.beat_bytes.bit_length() - 1
         aw_addr, aw_full = Signal(aw), Signal()
         w_data, w_strb, w_full = Signal(32), Signal(4), Signal()
         b_pending, b_err = Signal(), Signal()
@@ -206,16 +219,20 @@ class AxiMemory(wiring.Component):
 
         do_write = aw_full & w_full
         read = bus.arvalid & bus.arready
-        word = Signal(max(lg - 2, 0))  # one address for both ports: one RAM port
+        word = Signal(max(lg - bl, 0))  # one address for both ports: one RAM port
+        # The 32-bit lane of a data word the address names (always 0 when words are 32 bits).
+        w_lane = aw_addr[2:bl] if bl > 2 else Const(0, 1)
+        r_lane = Signal(max(bl - 2, 1))
         m.d.comb += [
             bus.awready.eq(~aw_full & ~b_pending), bus.wready.eq(~w_full & ~b_pending),
             bus.bvalid.eq(b_pending), bus.bresp.eq(Mux(b_err, DECERR, OKAY)),
             bus.arready.eq(~r_pending & ~do_write),
             bus.rvalid.eq(r_pending), bus.rresp.eq(Mux(r_err, DECERR, OKAY)),
-            bus.rdata.eq(Mux(r_err, 0, rd.data)),
-            word.eq(Mux(do_write, aw_addr[2:lg], bus.araddr[2:lg])),
-            wr.addr.eq(word), rd.addr.eq(word), wr.data.eq(w_data),
-            wr.en.eq(Mux(do_write & _in_range(aw_addr, lg), w_strb, 0)),
+            bus.rdata.eq(Mux(r_err, 0, (rd.data >> (r_lane * 32))[:32])),
+            word.eq(Mux(do_write, aw_addr[bl:lg], bus.araddr[bl:lg])),
+            wr.addr.eq(word), rd.addr.eq(word),
+            wr.data.eq(w_data.replicate(self.beat_bytes // 4)),
+            wr.en.eq(Mux(do_write & _in_range(aw_addr, lg), w_strb << (w_lane * 4), 0)),
             rd.en.eq(read),
         ]
         with m.If(bus.awvalid & bus.awready):
@@ -229,5 +246,7 @@ class AxiMemory(wiring.Component):
             m.d.sync += b_pending.eq(0)
         with m.If(read):
             m.d.sync += [r_pending.eq(1), r_err.eq(~_in_range(bus.araddr, lg))]
+            if bl > 2:
+                m.d.sync += r_lane.eq(bus.araddr[2:bl])
         with m.Elif(bus.rvalid & bus.rready):
             m.d.sync += r_pending.eq(0)

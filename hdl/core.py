@@ -1,13 +1,13 @@
 """The NeuronCore top: command queue, sequencer, SBUF, tensor / activation / DMA engines."""
 
-from amaranth.hdl import Array, Module, Mux, ResetInserter, Shape, Signal
+from amaranth.hdl import Array, Const, Module, Mux, ResetInserter, Shape, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .activation import ActivationEngine, activation_command_layout
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
 from .collective import DEFAULT_WATCHDOG_CYCLES, MAX_RANKS, CollectiveEngine, check_watchdog
-from .dma import AxiSignature, DmaEngine
+from .dma import AxiSignature, DmaEngine, check_data_width
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .fp_mul import FP_MUL_MAX_CUTS
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
@@ -45,10 +45,14 @@ class _TensorFeeder(wiring.Component):
 
     LOAD_STATIONARY: reads the tile's m columns (word ``sbuf_addr + j`` of every partition,
     one per cycle; partition ``part + k`` is row k) into an n x n register tile, then sends
-    the tensor engine its command and k weight beats (lanes >= m are +0). MATMUL: sends the
-    command and f moving beats, beat j being word ``sbuf_addr + j`` of partitions ``part..``
-    (the read port holds its data while the engine stalls). ``busy`` until the last beat is
-    taken."""
+    the tensor engine its k weight beats (lanes >= m are +0). MATMUL: sends f moving beats,
+    beat j being word ``sbuf_addr + j`` of partitions ``part..`` (the read port holds its data
+    while the engine stalls). The tensor engine's command goes out in the cycle the
+    descriptor is taken, and so does the first SBUF read.
+
+    ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
+    descriptor is taken the cycle after and its first moving beat is ready the cycle after
+    that (one idle cycle of the tensor engine between two MATMULs)."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -73,34 +77,37 @@ class _TensorFeeder(wiring.Component):
         n, S = self.n, self._State
         state = Signal(S)
         cur = Signal(DESCRIPTOR_BITS)
-        ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], cur)
-        mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], cur)
+        take = Signal()  # a descriptor is taken this cycle
+        m.d.comb += [self.cmd.ready.eq(state == S.IDLE),
+                     take.eq(self.cmd.valid & self.cmd.ready)]
+        # The descriptor: the one taken this cycle, else the one held.
+        desc = Signal(DESCRIPTOR_BITS)
+        m.d.comb += desc.eq(Mux(take, self.cmd.payload, cur))
+        ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], desc)
+        mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], desc)
         is_mm = Signal()
+        m.d.comb += is_mm.eq(desc[:4] == Opcode.MATMUL)
         idx = Signal(range(max(self.words, n) + 2))
-        cmd_pending = Signal()
-        m.d.comb += [self.busy.eq((state != S.IDLE) | cmd_pending),
-                     self.cmd.ready.eq((state == S.IDLE) & ~cmd_pending)]
+        cmd_pending = Signal()  # the tensor engine has not taken the held command yet
+        finishing = Signal()  # the last beat is taken this cycle
+        m.d.comb += self.busy.eq(((state != S.IDLE) | cmd_pending) & ~finishing)
+        with m.If(take):
+            m.d.sync += cur.eq(self.cmd.payload)
 
-        with m.If(self.cmd.valid & self.cmd.ready):
-            op = self.cmd.payload[:4]
-            m.d.sync += [cur.eq(self.cmd.payload), cmd_pending.eq(1), idx.eq(0),
-                         is_mm.eq(op == Opcode.MATMUL)]
-            m.d.sync += state.eq(Mux(op == Opcode.MATMUL, S.MM, S.LS_READ))
-
-        # The tensor engine's command.
+        # The tensor engine's command: in the cycle the descriptor is taken, or later.
         p = self.te_cmd.payload
-        m.d.comb += [self.te_cmd.valid.eq(cmd_pending),
+        m.d.comb += [self.te_cmd.valid.eq(take | cmd_pending),
                      p.op.eq(Mux(is_mm, TeOpcode.MULTIPLY_MOVING, TeOpcode.LOAD_STATIONARY)),
                      p.fmt.as_value().eq(Mux(is_mm, mm.fmt.as_value(), ls.fmt.as_value())),
                      p.k.eq(Mux(is_mm, mm.k, ls.k)), p.m.eq(ls.m), p.f.eq(mm.f),
                      p.bank.eq(mm.bank), p.addr.eq(mm.psum_addr),
                      p.accumulate.eq(mm.accumulate)]
-        with m.If(self.te_cmd.ready):
-            m.d.sync += cmd_pending.eq(0)
+        m.d.sync += cmd_pending.eq(self.te_cmd.valid & ~self.te_cmd.ready)
 
         rot = _rotate(m, self.rd_data, Mux(is_mm, mm.part, ls.part), n, "rot")
 
-        # LOAD_STATIONARY: m column reads into the tile, then k row beats.
+        # LOAD_STATIONARY: m column reads into the tile (the first as it is taken), then k
+        # row beats.
         tile = [[Signal(16, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
         col_q, col_valid = Signal(range(n)), Signal()
         m.d.sync += col_valid.eq(0)
@@ -108,10 +115,13 @@ class _TensorFeeder(wiring.Component):
             for j in range(n):
                 with m.If(col_q == j):
                     m.d.sync += [tile[k][j].eq(rot[k][:16]) for k in range(n)]
-        with m.If(state == S.LS_READ):
-            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(ls.sbuf_addr + idx)]
-            m.d.sync += [col_q.eq(idx), col_valid.eq(1), idx.eq(idx + 1)]
-            with m.If(idx + 1 == ls.m):
+        read_col = (take & ~is_mm) | (state == S.LS_READ)
+        col = Mux(take, 0, idx)
+        with m.If(read_col):
+            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(ls.sbuf_addr + col)]
+            m.d.sync += [col_q.eq(col), col_valid.eq(1), idx.eq(col + 1),
+                         state.eq(S.LS_READ)]
+            with m.If(col + 1 == ls.m):
                 m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
         with m.If(state == S.LS_SEND):
             m.d.comb += self.weights.valid.eq(~col_valid & (idx < ls.k))
@@ -120,22 +130,28 @@ class _TensorFeeder(wiring.Component):
                     Mux(ls.m > j, Array(tile[k][j] for k in range(n))[idx], 0))
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
-            with m.If((idx == ls.k) & ~cmd_pending):
-                m.d.sync += state.eq(S.IDLE)
+                with m.If(idx + 1 == ls.k):
+                    m.d.comb += finishing.eq(~cmd_pending)
+                    m.d.sync += state.eq(S.IDLE)
 
-        # MATMUL: the read port feeds the moving stream, holding its data while stalled.
+        # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
+        # first read as the descriptor is taken.
         mv_valid = Signal()
-        with m.If(state == S.MM):
-            adv = ~mv_valid | self.moving.ready
-            m.d.comb += [self.rd_en.eq(adv & (idx < mm.f)), self.rd_addr.eq(mm.sbuf_addr + idx),
-                         self.moving.valid.eq(mv_valid)]
+        in_mm = state == S.MM
+        first = take & is_mm
+        with m.If(first | in_mm):
+            col = Mux(first, 0, idx)
+            adv = first | ~mv_valid | self.moving.ready
+            more = col < mm.f
+            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(mm.sbuf_addr + col),
+                         self.moving.valid.eq(in_mm & mv_valid)]
             for i in range(n):
                 m.d.comb += self.moving.payload[i].eq(rot[i][:16])
             with m.If(adv):
-                m.d.sync += mv_valid.eq(idx < mm.f)
-                with m.If(idx < mm.f):
-                    m.d.sync += idx.eq(idx + 1)
-            with m.If((idx == mm.f) & ~mv_valid & ~cmd_pending):
+                m.d.sync += [mv_valid.eq(more), idx.eq(Mux(more, col + 1, col))]
+            m.d.sync += state.eq(S.MM)
+            with m.If(in_mm & mv_valid & self.moving.ready & ~more):
+                m.d.comb += finishing.eq(~cmd_pending)
                 m.d.sync += state.eq(S.IDLE)
         return m
 
@@ -240,35 +256,94 @@ class _ActivationFeeder(wiring.Component):
 
 
 class _Sbuf(wiring.Component):
-    """The SBUF: ``n`` partitions of ``words`` 32-bit words, one memory each.
+    """The SBUF: ``n`` partitions of ``words`` 32-bit words, each partition in ``lanes``
+    memories (word w in lane w mod lanes, row w // lanes), so that any ``lanes`` consecutive
+    words of a partition are read or written in one cycle: the DMA moves a whole AXI beat a
+    cycle (``lanes`` = the beat's bytes, the most elements it holds).
 
-    Two read ports across all partitions (``rd0``, ``rd1``: one address, a word of every
-    partition, one cycle after ``en``, not transparent to writes) and a write port (``wr``:
-    one address, a word and an enable per partition), Amaranth's memory port signatures.
+    Ports (one address each; reads one cycle after ``en``, not transparent to writes, the
+    data held while ``en`` is low):
+
+    * ``rd0`` (the tensor feeder, or a COLLECTIVE): word ``addr`` of every partition.
+    * ``rd1`` (DMA stores, ACTIVATE, debug reads, a COLLECTIVE): ``data``, word ``addr`` of
+      every partition, and ``window``, words ``addr .. addr + lanes − 1`` of partition
+      ``part`` (those past the end undefined).
+    * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
+    * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
+      ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
     """
 
-    def __init__(self, *, n, words):
-        self._n, self._words = n, words
+    def __init__(self, *, n, words, lanes):
+        self._n, self._words, self._lanes = n, words, lanes
         row = data.ArrayLayout(32, n)
-        addr_width = Shape.cast(range(max(words, 2))).width
+        window = data.ArrayLayout(32, lanes)
+        addr = range(max(words, 2))
         super().__init__({
-            "rd0": In(memory.ReadPort.Signature(addr_width=addr_width, shape=row)),
-            "rd1": In(memory.ReadPort.Signature(addr_width=addr_width, shape=row)),
-            "wr": In(memory.WritePort.Signature(addr_width=addr_width, shape=row,
+            "rd0": In(memory.ReadPort.Signature(addr_width=Shape.cast(addr).width, shape=row)),
+            "rd1": In(wiring.Signature({"en": In(1), "addr": In(addr),
+                                        "part": In(range(max(n, 2))), "data": Out(row),
+                                        "window": Out(window)})),
+            "wr": In(memory.WritePort.Signature(addr_width=Shape.cast(addr).width, shape=row,
                                                 granularity=1)),
+            "wwin": In(wiring.Signature({"en": In(1), "part": In(range(max(n, 2))),
+                                         "addr": In(addr), "count": In(range(lanes + 1)),
+                                         "data": In(window)})),
         })
 
     def elaborate(self, platform):
         m = Module()
-        for p in range(self._n):
-            mem = memory.Memory(shape=32, depth=self._words, init=[])
-            m.submodules[f"part{p}"] = mem
-            w = mem.write_port()
-            m.d.comb += [w.en.eq(self.wr.en[p]), w.addr.eq(self.wr.addr),
-                         w.data.eq(self.wr.data[p])]
-            for port in (self.rd0, self.rd1):
-                r = mem.read_port(transparent_for=())
-                m.d.comb += [r.en.eq(port.en), r.addr.eq(port.addr), port.data[p].eq(r.data)]
+        n, L = self._n, self._lanes
+        lg = L.bit_length() - 1
+        depth = -(-self._words // L)
+
+        def split(addr):
+            """(lane of word addr, the row of the window's word in each lane)."""
+            if L == 1:
+                return Const(0, 1), [addr]
+            lo, hi = addr[:lg], addr[lg:]
+            return lo, [hi + (lo > lane) for lane in range(L)]
+
+        lo0, rows0 = split(self.rd0.addr)
+        lo1, rows1 = split(self.rd1.addr)
+        w_addr = Mux(self.wwin.en, self.wwin.addr, self.wr.addr)
+        lo_w, rows_w = split(w_addr)
+        lo0_q, lo1_q = Signal.like(lo0), Signal.like(lo1)
+        part_q = Signal.like(self.rd1.part)
+        with m.If(self.rd0.en):
+            m.d.sync += lo0_q.eq(lo0)
+        with m.If(self.rd1.en):
+            m.d.sync += [lo1_q.eq(lo1), part_q.eq(self.rd1.part)]
+        # The window's data rotated into lanes: lane l takes element (l - lo) mod L.
+        rel = [Signal(range(L), name=f"wwin_rel{lane}") for lane in range(L)]
+        rotated = [Signal(32, name=f"wwin_data{lane}") for lane in range(L)]
+        elements = Array(self.wwin.data[i] for i in range(L))
+        for lane in range(L):
+            m.d.comb += [rel[lane].eq(lane - lo_w), rotated[lane].eq(elements[rel[lane]])]
+        raw1 = [[None] * L for _ in range(n)]  # rd1's read data, partition x lane
+        raw0 = [[None] * L for _ in range(n)]
+        for p in range(n):
+            for lane in range(L):
+                mem = memory.Memory(shape=32, depth=depth, init=[])
+                m.submodules[f"part{p}_lane{lane}"] = mem
+                w = mem.write_port()
+                r0 = mem.read_port(transparent_for=())
+                r1 = mem.read_port(transparent_for=())
+                win_en = (self.wwin.en & (self.wwin.part == p)
+                          & (rel[lane] < self.wwin.count))
+                m.d.comb += [
+                    w.addr.eq(rows_w[lane]),
+                    w.en.eq(win_en | (~self.wwin.en & self.wr.en[p] & (lo_w == lane))),
+                    w.data.eq(Mux(self.wwin.en, rotated[lane], self.wr.data[p])),
+                    r0.en.eq(self.rd0.en), r0.addr.eq(rows0[lane]),
+                    r1.en.eq(self.rd1.en), r1.addr.eq(rows1[lane]),
+                ]
+                raw0[p][lane], raw1[p][lane] = r0.data, r1.data
+            m.d.comb += [self.rd0.data[p].eq(Array(raw0[p])[lo0_q]),
+                         self.rd1.data[p].eq(Array(raw1[p])[lo1_q])]
+        part_lanes = [Array(raw1[p][lane] for p in range(n))[part_q] for lane in range(L)]
+        for i in range(L):
+            lane = (lo1_q + i)[:lg] if L > 1 else 0
+            m.d.comb += self.rd1.window[i].eq(Array(part_lanes)[lane])
         return m
 
 
@@ -417,6 +492,10 @@ class NeuronCore(wiring.Component):
     watchdog_cycles : int
         The collective engine's link watchdog (:class:`~hdl.collective.CollectiveEngine`): 0
         for none, or 16 to 2^30 cycles.
+    data_width : int
+        The AXI4 master's data bus, 32, 64, 128 or 256 bits (default 32): the DMA moves a
+        beat (``data_width / 8`` bytes) a cycle, and each SBUF partition is that many
+        memories wide (:class:`~hdl.dma.DmaEngine`).
 
     Raises
     ------
@@ -431,7 +510,7 @@ class NeuronCore(wiring.Component):
                  te_mul_stages: int = DEFAULT_MUL_STAGES,
                  te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
                  max_burst: int = 16, ranks: int = 0, link_width: int = 1,
-                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES, data_width: int = 32):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -448,7 +527,8 @@ class NeuronCore(wiring.Component):
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
                               link_width=link_width)
         self._coll = None
-        ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature()),
+        self.data_width = check_data_width(data_width)
+        ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature(data_width=data_width)),
                  # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
                  "busy": Out(1), "error": Out(1)}
         if ranks:
@@ -460,7 +540,7 @@ class NeuronCore(wiring.Component):
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages)
         self._act = ActivationEngine(lanes=n, random_bits=random_bits)
-        self._dma = DmaEngine(n=n, words=sbuf_words, max_burst=max_burst)
+        self._dma = DmaEngine(n=n, words=sbuf_words, max_burst=max_burst, data_width=data_width)
         super().__init__(ports)
 
     def iss_config(self, **kwargs):
@@ -469,7 +549,8 @@ class NeuronCore(wiring.Component):
 
         return CoreConfig(n=self.n, sbuf_words=self.sbuf_words, psum_banks=self.psum_banks,
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
-                          random_bits=self.random_bits, link_width=self.link_width, **kwargs)
+                          random_bits=self.random_bits, link_width=self.link_width,
+                          data_width=self.data_width, **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -520,7 +601,8 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, af.act_i, act.i)
         wiring.connect(m, act.o, af.act_o)
         m.d.comb += [seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
-                     seq.te_busy.eq(te.busy), seq.act_busy.eq(af.busy),
+                     seq.te_busy.eq(te.busy), seq.te_done.eq(te.done),
+                     seq.te_done_bank.eq(te.done_bank), seq.act_busy.eq(af.busy),
                      seq.dma_error.eq(dma.error), seq.clear_error.eq(cq.clear_error)]
         m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
                      cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
@@ -565,20 +647,18 @@ class NeuronCore(wiring.Component):
                                          coll_wdata[q + j].eq(coll.wr.data[j])]
             coll_busy = coll.busy
 
-        # --- SBUF: one memory per partition. ---------------------------------------------------
+        # --- SBUF: a memory per partition and lane. ------------------------------------------
         r0_data = Signal(data.ArrayLayout(32, n))
         r1_data = Signal(data.ArrayLayout(32, n))
         r1_en, r1_addr = Signal(), Signal(range(max(words, 2)))
         dbg = m.submodules.debug = _DebugReader(n=n, words=words, psum_banks=self.psum_banks,
                                                 psum_words=self.psum_words)
         r0_en, r0_addr = Signal(), Signal(range(max(words, 2)))
-        w_sel = Signal(range(3))  # the write port's user: 0 DMA, 1 activation, 2 collective
         m.d.comb += [
             r0_en.eq(tf.rd_en), r0_addr.eq(tf.rd_addr),
             r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg.sbuf_rd_en),
             r1_addr.eq(Mux(dma.sbuf_rd_en, dma.sbuf_rd_addr,
                            Mux(af.rd_en, af.rd_addr, dbg.sbuf_rd_addr))),
-            w_sel.eq(Mux(dma.sbuf_wr_en, 0, Mux(af.busy, 1, 2))),
         ]
         if coll is not None:
             # The sequencer runs a COLLECTIVE alone: its reads take both ports.
@@ -586,26 +666,23 @@ class NeuronCore(wiring.Component):
                 m.d.comb += [r0_en.eq(coll.tx_rd.en), r0_addr.eq(coll.tx_rd.addr),
                              r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
             m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
-        m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words)
+        m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words, lanes=dma.lanes)
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
-                     sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr), r1_data.eq(sbuf.rd1.data)]
+                     sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
+                     sbuf.rd1.part.eq(dma.sbuf_rd_part), r1_data.eq(sbuf.rd1.data),
+                     dma.sbuf_rd_data.eq(sbuf.rd1.window)]
+        # The word write port: ACTIVATE's results, or a COLLECTIVE's (never both at once).
         for p in range(n):
-            dma_w = dma.sbuf_wr_en & (dma.sbuf_wr_part == p)
-            m.d.comb += sbuf.wr.en[p].eq(dma_w | af.wr_en[p] | coll_wen[p])
-        with m.Switch(w_sel):
-            with m.Case(0):
-                m.d.comb += [sbuf.wr.addr.eq(dma.sbuf_wr_addr),
-                             *(sbuf.wr.data[p].eq(dma.sbuf_wr_data) for p in range(n))]
-            with m.Case(1):
-                m.d.comb += [sbuf.wr.addr.eq(af.wr_addr), sbuf.wr.data.eq(af.wr_data)]
-            with m.Default():
-                if coll is not None:
-                    m.d.comb += [sbuf.wr.addr.eq(coll.wr.addr), sbuf.wr.data.eq(coll_wdata)]
+            m.d.comb += sbuf.wr.en[p].eq(af.wr_en[p] | coll_wen[p])
+        m.d.comb += [sbuf.wr.addr.eq(af.wr_addr), sbuf.wr.data.eq(af.wr_data)]
+        if coll is not None:
+            with m.If(coll.busy):
+                m.d.comb += [sbuf.wr.addr.eq(coll.wr.addr), sbuf.wr.data.eq(coll_wdata)]
+        # The window write port: DMA loads.
+        m.d.comb += [sbuf.wwin.en.eq(dma.sbuf_wr_en), sbuf.wwin.part.eq(dma.sbuf_wr_part),
+                     sbuf.wwin.addr.eq(dma.sbuf_wr_addr), sbuf.wwin.count.eq(dma.sbuf_wr_count),
+                     sbuf.wwin.data.eq(dma.sbuf_wr_data)]
         m.d.comb += [tf.rd_data.eq(r0_data), af.rd_data.eq(r1_data), dbg.sbuf_rd_data.eq(r1_data)]
-        dma_part = Signal.like(dma.sbuf_rd_part)
-        with m.If(dma.sbuf_rd_en):
-            m.d.sync += dma_part.eq(dma.sbuf_rd_part)
-        m.d.comb += dma.sbuf_rd_data.eq(Array(r1_data[p] for p in range(n))[dma_part])
 
         # --- The drain port: the activation feeder's, or a debug read's. ---------------------
         with m.If(af.busy):

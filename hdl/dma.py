@@ -5,29 +5,39 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .formats import Dtype
-from .params import check_int
+from .params import check_int, check_one_of
 
-__all__ = ["AxiSignature", "DmaEngine", "dma_command_layout"]
+__all__ = ["AxiSignature", "DATA_WIDTHS", "DmaEngine", "check_data_width",
+           "dma_command_layout"]
 
 _INCR = 1
-_SIZE_CODE = 2  # AxSIZE for 4 bytes
+#: The AXI4 data widths the DMA (and ``hdl.axi_mem.AxiMemory``) can be built with.
+DATA_WIDTHS = (32, 64, 128, 256)
+
+
+def check_data_width(data_width) -> int:
+    """``data_width`` must be one of :data:`DATA_WIDTHS` (TypeError / ValueError, as
+    :func:`~hdl.params.check_one_of`)."""
+    return check_one_of("data_width", data_width, DATA_WIDTHS)
 
 
 class AxiSignature(wiring.Signature):
-    """An AXI4 master port with a 32-bit data bus (IDs of one bit, always 0): the member names
-    are AXI's, so cocotbext-axi finds them under any prefix."""
+    """An AXI4 master port with a ``data_width``-bit data bus (32 to 256; IDs of one bit,
+    always 0): the member names are AXI's, so cocotbext-axi finds them under any prefix."""
 
-    def __init__(self, *, addr_width: int = 32):
+    def __init__(self, *, addr_width: int = 32, data_width: int = 32):
+        self.data_width = check_data_width(data_width)
+        strb = data_width // 8
         super().__init__({
             "awid": Out(1), "awaddr": Out(addr_width), "awlen": Out(8), "awsize": Out(3),
             "awburst": Out(2), "awvalid": Out(1), "awready": In(1),
-            "wdata": Out(32), "wstrb": Out(4), "wlast": Out(1), "wvalid": Out(1),
+            "wdata": Out(data_width), "wstrb": Out(strb), "wlast": Out(1), "wvalid": Out(1),
             "wready": In(1),
             "bid": In(1), "bresp": In(2), "bvalid": In(1), "bready": Out(1),
             "arid": Out(1), "araddr": Out(addr_width), "arlen": Out(8), "arsize": Out(3),
             "arburst": Out(2), "arvalid": Out(1), "arready": In(1),
-            "rid": In(1), "rdata": In(32), "rresp": In(2), "rlast": In(1), "rvalid": In(1),
-            "rready": Out(1),
+            "rid": In(1), "rdata": In(data_width), "rresp": In(2), "rlast": In(1),
+            "rvalid": In(1), "rready": Out(1),
         })
 
 
@@ -46,7 +56,8 @@ def dma_command_layout(n: int, words: int) -> data.StructLayout:
 
 
 class DmaEngine(wiring.Component):
-    """Moves a ``rows`` x ``cols`` tile of elements between DRAM and SBUF, dtype-preserving.
+    """Moves a ``rows`` x ``cols`` tile of elements between DRAM and SBUF, dtype-preserving,
+    one AXI beat per cycle.
 
     Semantics (``golden.iss``, DMA_LOAD / DMA_STORE): element (p, c) lives in DRAM at byte
     ``dram_addr + p * dram_stride + c * size`` (little-endian) and in SBUF partition
@@ -55,9 +66,23 @@ class DmaEngine(wiring.Component):
     legal (the sequencer checks ranges, dtype and alignment to the element size); the engine
     does not check it again.
 
-    AXI4 (``axi``): INCR bursts of 4-byte beats, at most ``max_burst`` beats, never across a
-    4 KiB boundary, one ID (0), reads in order. Each row is its own run of bursts from its
-    first byte rounded down to 4; stores write only the element bytes (``wstrb``).
+    AXI4 (``axi``, ``data_width`` bits = B bytes): INCR bursts of full-width beats (AxSIZE =
+    log2 B), at most ``max_burst`` beats, never across a 4 KiB boundary, one ID (0), reads in
+    order. Each row is its own run of bursts, from its first byte rounded down to B up to its
+    last byte; stores write only the element bytes (``wstrb``).
+
+    Throughput: **one beat per cycle, every element it holds**, loads and stores, while AXI
+    keeps up: B / size elements a cycle in the middle of a row (B bytes a cycle), fewer in a
+    row's first and last beat. So a row of c elements takes ceil(((a mod B) + c·size) / B)
+    beats, a the row's first byte.
+
+    SBUF ports (a window of ``lanes`` = B words of one partition, the most elements a beat
+    holds): ``sbuf_wr_*`` writes elements 0 .. ``sbuf_wr_count`` − 1 of ``sbuf_wr_data`` to
+    words ``sbuf_wr_addr ..`` of partition ``sbuf_wr_part``; ``sbuf_rd_*`` reads words
+    ``sbuf_rd_addr .. + lanes − 1`` of partition ``sbuf_rd_part`` into ``sbuf_rd_data`` one
+    cycle after ``sbuf_rd_en`` (the words past the beat's elements are not used). A load
+    writes each R beat's elements the cycle after the beat is taken; a store reads a beat's
+    elements and sends the beat on W from the cycle after, through a 4-beat queue.
 
     Bus errors: an error response (SLVERR or DECERR: ``rresp`` / ``bresp`` bit 1) on any R
     beat or B response sets ``error``, which stays set until the engine takes its next
@@ -68,11 +93,6 @@ class DmaEngine(wiring.Component):
     is up to DRAM), and ``busy`` falls as usual once the last response is in. The sequencer
     turns ``error`` into ``ErrorCode.BUS_ERROR``.
 
-    SBUF ports: ``sbuf_wr_*`` writes one word per cycle; ``sbuf_rd_*`` reads one word with a
-    one-cycle latency. Throughput: loads write one element per cycle while R keeps up;
-    stores assemble a beat from its elements and then wait for W, about one beat per
-    (elements + 2) cycles.
-
     Parameters
     ----------
     n : int
@@ -81,72 +101,85 @@ class DmaEngine(wiring.Component):
         SBUF words per partition, 1 to 2^16.
     max_burst : int
         The longest AXI burst, 1 to 256 beats (default 16).
+    data_width : int
+        The AXI4 data bus, one of :data:`DATA_WIDTHS` bits (default 32).
 
     Raises
     ------
     TypeError
-        If ``n``, ``words`` or ``max_burst`` is not an integer.
+        If ``n``, ``words``, ``max_burst`` or ``data_width`` is not an integer.
     ValueError
-        If ``n``, ``words`` or ``max_burst`` is out of range.
+        If ``n``, ``words`` or ``max_burst`` is out of range, or ``data_width`` is not one of
+        :data:`DATA_WIDTHS`.
     """
 
-    def __init__(self, *, n: int, words: int, max_burst: int = 16):
+    def __init__(self, *, n: int, words: int, max_burst: int = 16, data_width: int = 32):
         self.n = check_int("n", n, lo=1, hi=256)
         self.words = check_int("words", words, lo=1, hi=1 << 16)
         self.max_burst = check_int("max_burst", max_burst, lo=1, hi=256)
+        self.data_width = check_data_width(data_width)
+        self.lanes = data_width // 8  # B: bytes a beat, the most elements it holds
         self.cmd_layout = dma_command_layout(n, words)
+        lanes = self.lanes
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
-            "axi": Out(AxiSignature()),
+            "axi": Out(AxiSignature(data_width=data_width)),
             "sbuf_wr_en": Out(1), "sbuf_wr_part": Out(range(max(n, 2))),
-            "sbuf_wr_addr": Out(range(max(words, 2))), "sbuf_wr_data": Out(32),
+            "sbuf_wr_addr": Out(range(max(words, 2))), "sbuf_wr_count": Out(range(lanes + 1)),
+            "sbuf_wr_data": Out(data.ArrayLayout(32, lanes)),
             "sbuf_rd_en": Out(1), "sbuf_rd_part": Out(range(max(n, 2))),
-            "sbuf_rd_addr": Out(range(max(words, 2))), "sbuf_rd_data": In(32),
+            "sbuf_rd_addr": Out(range(max(words, 2))),
+            "sbuf_rd_data": In(data.ArrayLayout(32, lanes)),
             "busy": Out(1),
             "error": Out(1),
         })
 
     def _burst_walker(self, m, name, cmd, size, start):
-        """The address side (AR or AW): rows of bursts. Returns (valid, addr, len, fire_in,
-        done) where the caller drives ``fire_in`` on a handshake."""
+        """The address side (AR or AW): rows of bursts. Returns (active, addr, beats, fire)
+        where the caller drives ``fire`` on a handshake."""
+        B, lg = self.lanes, self.lanes.bit_length() - 1
         row = Signal(range(self.n + 1), name=f"{name}_row")
         row_start = Signal(32, name=f"{name}_row_start")
         addr = Signal(32, name=f"{name}_addr")
         left = Signal(range(self.words + 3), name=f"{name}_left")  # beats left in the row
         active = Signal(name=f"{name}_active")
         fire = Signal(name=f"{name}_fire")
-        to_4k = (4096 - addr[:12]) >> 2
+        to_4k = (4096 - addr[:12]) >> lg
         beats = Signal(range(self.max_burst + 1), name=f"{name}_beats")
         m.d.comb += beats.eq(Mux(left < self.max_burst, Mux(left < to_4k, left, to_4k),
                                  Mux(to_4k < self.max_burst, to_4k, self.max_burst)))
 
         def row_beats(a):
-            return ((a[:2] + cmd.cols * size + 3) >> 2)
+            return (a[:lg] + cmd.cols * size + B - 1) >> lg
+
+        def aligned(a):
+            return Cat(Const(0, lg), a[lg:])
 
         with m.If(start):
             m.d.sync += [active.eq(1), row.eq(0), row_start.eq(cmd.dram_addr),
-                         addr.eq(Cat(Const(0, 2), cmd.dram_addr[2:])),
-                         left.eq(row_beats(cmd.dram_addr))]
+                         addr.eq(aligned(cmd.dram_addr)), left.eq(row_beats(cmd.dram_addr))]
         with m.Elif(fire):
             with m.If(left == beats):
                 next_start = row_start + cmd.dram_stride
                 m.d.sync += [row.eq(row + 1), row_start.eq(next_start),
-                             addr.eq(Cat(Const(0, 2), next_start[2:])),
-                             left.eq(row_beats(next_start))]
+                             addr.eq(aligned(next_start)), left.eq(row_beats(next_start))]
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
-                m.d.sync += [addr.eq(addr + (beats << 2)), left.eq(left - beats)]
+                m.d.sync += [addr.eq(addr + (beats << lg)), left.eq(left - beats)]
         return active, addr, beats, fire
 
     def elaborate(self, platform):
         # Design note: the address side (AR or AW) and the data side (R or W) each walk the
-        # tile on their own -- the address side in bursts, the data side element by element
-        # -- and agree because both cut each row into the same beats: from its first byte
-        # rounded down to 4 up to its last byte. Elements are aligned to their size, so none
-        # straddles a beat. W needs the burst lengths for wlast: the AW side queues them.
+        # tile on their own -- the address side in bursts, the data side beat by beat -- and
+        # agree because both cut each row into the same beats: from its first byte rounded
+        # down to B up to its last byte. Elements are aligned to their size and B is a
+        # multiple of 4, so none straddles a beat: a row's first beat holds the elements from
+        # its offset in the beat on, the others start at byte 0. W needs the burst lengths for
+        # wlast: the AW side queues them.
         m = Module()
-        axi = self.axi
+        axi, B, lanes = self.axi, self.lanes, self.lanes
+        lg = B.bit_length() - 1
         cmd_q = Signal(self.cmd_layout)  # the command being executed
         busy = Signal()
         error = Signal()
@@ -158,23 +191,25 @@ class DmaEngine(wiring.Component):
         m.d.comb += cmd.eq(Mux(start, self.cmd.payload, cmd_q))
         with m.If(start):
             m.d.sync += [cmd_q.eq(self.cmd.payload), busy.eq(1), error.eq(0)]
-        size = Signal(3)  # element bytes: 1, 2 or 4 (of the command starting, or running)
+        size_log = Signal(2)  # log2 of the element's bytes: 0 (fp8), 1 (bf16, fp16), 2 (fp32)
         with m.Switch(cmd.dtype):
             with m.Case(Dtype.FP8_E4M3, Dtype.FP8_E5M2):
-                m.d.comb += size.eq(1)
+                m.d.comb += size_log.eq(0)
             with m.Case(Dtype.BF16, Dtype.FP16):
-                m.d.comb += size.eq(2)
+                m.d.comb += size_log.eq(1)
             with m.Default():
-                m.d.comb += size.eq(4)
+                m.d.comb += size_log.eq(2)
+        size = Signal(3)
+        m.d.comb += size.eq(1 << size_log)
 
         # --- Address side. -------------------------------------------------------------------
         a_active, a_addr, a_beats, a_fire = self._burst_walker(m, "a", cmd, size, start)
         is_store = cmd_q.store
         m.d.comb += [
             axi.arid.eq(0), axi.araddr.eq(a_addr), axi.arlen.eq(a_beats - 1),
-            axi.arsize.eq(_SIZE_CODE), axi.arburst.eq(_INCR),
+            axi.arsize.eq(lg), axi.arburst.eq(_INCR),
             axi.awid.eq(0), axi.awaddr.eq(a_addr), axi.awlen.eq(a_beats - 1),
-            axi.awsize.eq(_SIZE_CODE), axi.awburst.eq(_INCR),
+            axi.awsize.eq(lg), axi.awburst.eq(_INCR),
         ]
         m.submodules.bursts = bursts = fifo.SyncFIFO(width=9, depth=4)  # AW lengths for W
         with m.If(a_active & ~is_store):
@@ -189,95 +224,94 @@ class DmaEngine(wiring.Component):
             m.d.sync += error.eq(1)
         m.d.sync += outstanding.eq(outstanding + (a_fire & is_store) - b_done)
 
-        # --- Data side: element walker shared by load (R) and store (W). --------------------
+        # --- Data side: a beat walker shared by load (R) and store (W). ----------------------
         d_active = Signal()
         d_row = Signal(range(self.n + 1))
         d_col = Signal(range(self.words + 1))
         d_row_start = Signal(32)
-        off = Signal(2)  # byte offset of the next element in the current beat
-        last_col = d_col + 1 == cmd_q.cols
-        beat_end = (off + size > 3) | last_col  # this element ends its beat
-        step = Signal()  # one element handled this cycle
+        off = Signal(lg)  # byte offset of the beat's first element
+        left = Signal(range(self.words + 1))  # elements left in the row
+        fit = Signal(range(B + 1))  # elements from `off` to the beat's end
+        m.d.comb += [left.eq(cmd_q.cols - d_col), fit.eq((B - off) >> size_log)]
+        count = Signal(range(B + 1))  # elements in this beat
+        m.d.comb += count.eq(Mux(left < fit, left, fit))
+        row_end = left == count
+        step = Signal()  # one beat handled this cycle
         with m.If(start):
             m.d.sync += [d_active.eq(1), d_row.eq(0), d_col.eq(0),
                          d_row_start.eq(self.cmd.payload.dram_addr),
-                         off.eq(self.cmd.payload.dram_addr[:2])]
+                         off.eq(self.cmd.payload.dram_addr[:lg])]
         with m.Elif(step):
-            with m.If(last_col):
+            with m.If(row_end):
                 next_start = d_row_start + cmd_q.dram_stride
                 m.d.sync += [d_col.eq(0), d_row.eq(d_row + 1), d_row_start.eq(next_start),
-                             off.eq(next_start[:2])]
+                             off.eq(next_start[:lg])]
                 with m.If(d_row + 1 == cmd_q.rows):
                     m.d.sync += d_active.eq(0)
             with m.Else():
-                m.d.sync += [d_col.eq(d_col + 1), off.eq(off + size)]
+                m.d.sync += [d_col.eq(d_col + count), off.eq(0)]
         part = cmd_q.part + d_row
         word = cmd_q.sbuf_addr + d_col
 
-        # Load: hold an R beat, write its elements to SBUF one per cycle.
-        beat = Signal(32)
+        # Load: take an R beat, write its elements to SBUF the next cycle.
+        beat = Signal(self.data_width)
+        beat_off, beat_count = Signal(lg), Signal(range(B + 1))
         beat_valid = Signal()
-        elem = Signal(32)
-        shifted = beat >> Cat(Const(0, 3), off)
-        with m.Switch(size):
-            with m.Case(1):
-                m.d.comb += elem.eq(shifted[:8])
-            with m.Case(2):
-                m.d.comb += elem.eq(shifted[:16])
-            with m.Default():
-                m.d.comb += elem.eq(shifted)
-        load_step = d_active & ~is_store & beat_valid & ~start
         take_r = Signal()
-        m.d.comb += [
-            axi.rready.eq(d_active & ~is_store & ~start & (~beat_valid | (load_step & beat_end))),
-            take_r.eq(axi.rready & axi.rvalid),
-        ]
-        with m.If(load_step & beat_end):
-            m.d.sync += beat_valid.eq(0)
+        m.d.comb += [axi.rready.eq(d_active & ~is_store & ~start),
+                     take_r.eq(axi.rready & axi.rvalid), step.eq(take_r)]
+        m.d.sync += beat_valid.eq(take_r)
         with m.If(take_r):
-            m.d.sync += [beat.eq(axi.rdata), beat_valid.eq(1)]
+            m.d.sync += [beat.eq(axi.rdata), beat_off.eq(off), beat_count.eq(count),
+                         self.sbuf_wr_part.eq(part), self.sbuf_wr_addr.eq(word)]
             with m.If(axi.rresp[1]):
                 m.d.sync += error.eq(1)
-        m.d.comb += [self.sbuf_wr_en.eq(load_step), self.sbuf_wr_part.eq(part),
-                     self.sbuf_wr_addr.eq(word), self.sbuf_wr_data.eq(elem)]
+        shifted = Signal(self.data_width)
+        m.d.comb += shifted.eq(beat >> Cat(Const(0, 3), beat_off))
+        with m.Switch(size_log):  # the running command's (size_log follows cmd_q then)
+            for lg_size in range(3):
+                with m.Case(lg_size):
+                    bits = 8 << lg_size
+                    for i in range(min(lanes, self.data_width // bits)):
+                        m.d.comb += self.sbuf_wr_data[i].eq(shifted[i * bits:(i + 1) * bits])
+        m.d.comb += [self.sbuf_wr_en.eq(beat_valid), self.sbuf_wr_count.eq(beat_count)]
 
-        # Store: read elements (one-cycle latency) into a W beat; send it at the beat's end.
-        w_data = Signal(32)
-        w_strb = Signal(4)
-        w_full = Signal()  # w_data/w_strb hold a finished beat
-        rd_pending = Signal()  # an element read was issued last cycle
-        rd_off = Signal(2)
-        rd_size = Signal(3)
-        rd_end = Signal()
-        burst_left = Signal(9)  # W beats left in the current burst (0: take the next length)
-        # An element read may start unless a beat is waiting for W, or the read in flight
-        # ends a beat (the next element would go into a new one before this one is sent).
+        # Store: read a beat's elements (one cycle), pack them into a W beat, queue it.
+        m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B, depth=4)
+        rd_pending = Signal()  # a beat's read was issued last cycle
+        rd_off, rd_count = Signal(lg), Signal(range(B + 1))
         store_go = Signal()
-        m.d.comb += store_go.eq(d_active & is_store & ~start & ~w_full & ~(rd_pending & rd_end))
+        m.d.comb += store_go.eq(d_active & is_store & ~start
+                                & (w_queue.level + rd_pending < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
-        m.d.sync += [rd_pending.eq(store_go), rd_off.eq(off), rd_size.eq(size),
-                     rd_end.eq(beat_end)]
-        lane_data = Signal(32)
-        lane_strb = Signal(4)
-        m.d.comb += [lane_data.eq(self.sbuf_rd_data << Cat(Const(0, 3), rd_off)),
-                     lane_strb.eq(Mux(rd_size == 1, 0b0001, Mux(rd_size == 2, 0b0011, 0b1111))
-                                  << rd_off)]
-        with m.If(rd_pending):
-            mask = Cat(*(lane_strb[i].replicate(8) for i in range(4)))
-            m.d.sync += [w_data.eq((w_data & ~mask) | (lane_data & mask)),
-                         w_strb.eq(w_strb | lane_strb)]
-            with m.If(rd_end):
-                m.d.sync += w_full.eq(1)
-        m.d.comb += step.eq(load_step | store_go)
+        m.d.sync += [rd_pending.eq(store_go), rd_off.eq(off), rd_count.eq(count)]
+        with m.If(store_go):
+            m.d.comb += step.eq(1)
+        packed = Signal(self.data_width)
+        n_bytes = Signal(range(B + 1))  # the beat's element bytes
+        with m.Switch(size_log):
+            for lg_size in range(3):
+                with m.Case(lg_size):
+                    bits = 8 << lg_size
+                    elems = [Mux(rd_count > i, self.sbuf_rd_data[i][:bits], 0)
+                             for i in range(min(lanes, self.data_width // bits))]
+                    m.d.comb += [packed.eq(Cat(*elems)), n_bytes.eq(rd_count << lg_size)]
+        strb = Signal(B)
+        beat_data = Signal(self.data_width)
+        m.d.comb += [strb.eq(((1 << n_bytes) - 1) << rd_off),
+                     beat_data.eq(packed << Cat(Const(0, 3), rd_off)),
+                     w_queue.w_en.eq(rd_pending), w_queue.w_data.eq(Cat(beat_data, strb))]
+        burst_left = Signal(9)  # W beats left in the current burst (0: take the next length)
         need_len = burst_left == 0
         m.d.comb += [
-            axi.wdata.eq(w_data), axi.wstrb.eq(w_strb),
-            axi.wvalid.eq(w_full & (~need_len | bursts.r_rdy)),
+            axi.wdata.eq(w_queue.r_data[:self.data_width]),
+            axi.wstrb.eq(w_queue.r_data[self.data_width:]),
+            axi.wvalid.eq(w_queue.r_rdy & (~need_len | bursts.r_rdy)),
             axi.wlast.eq(Mux(need_len, bursts.r_data == 1, burst_left == 1)),
+            w_queue.r_en.eq(axi.wvalid & axi.wready),
         ]
         with m.If(axi.wvalid & axi.wready):
-            m.d.sync += [w_full.eq(0), w_strb.eq(0), w_data.eq(0)]
             with m.If(need_len):
                 m.d.comb += bursts.r_en.eq(1)
                 m.d.sync += burst_left.eq(bursts.r_data - 1)
@@ -285,7 +319,7 @@ class DmaEngine(wiring.Component):
                 m.d.sync += burst_left.eq(burst_left - 1)
 
         # Done: both walkers finished and nothing in flight.
-        idle = (~a_active & ~d_active & ~beat_valid & ~w_full & ~rd_pending
+        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & ~rd_pending
                 & (outstanding == 0) & ~start)
         with m.If(busy & idle):
             m.d.sync += busy.eq(0)

@@ -54,7 +54,7 @@ class CoreRing(wiring.Component):
         ports = {}
         for r in range(ranks):
             ports[f"axil{r}"] = Out(AxiLiteSignature())
-            ports[f"axi{r}"] = Out(AxiSignature())
+            ports[f"axi{r}"] = Out(AxiSignature(data_width=self._cores[0].data_width))
             ports[f"busy{r}"], ports[f"error{r}"] = Out(1), Out(1)
         ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
                       "stall_seed": In(32), "stall_reseed": In(1)})

@@ -1,5 +1,7 @@
 """The sequencer: checks each descriptor and dispatches it to its engine, in program order."""
 
+import functools
+
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -14,6 +16,25 @@ __all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
 
 #: Width of the error index (the ERROR register's ``index`` field, ``golden.isa``).
 ERROR_INDEX_BITS = _isa.REGISTER_MAP["ERROR"].fields["index"][1]
+#: MATMULs counted in flight per PSUM bank; one more waits (a bound no pipeline reaches).
+_MAX_MATMULS = 255
+
+
+class _Region:
+    """A rectangle of partitions [plo, phi) x words [lo, hi) held in registers."""
+
+    def __init__(self, name, *, pshape, wshape):
+        self.plo = Signal(pshape, name=f"{name}_plo")
+        self.phi = Signal(pshape, name=f"{name}_phi")
+        self.lo = Signal(wshape, name=f"{name}_lo")
+        self.hi = Signal(wshape, name=f"{name}_hi")
+
+    def set(self, plo, phi, lo, hi):
+        return [self.plo.eq(plo), self.phi.eq(phi), self.lo.eq(lo), self.hi.eq(hi)]
+
+    def overlaps(self, plo, phi, lo, hi):
+        """Whether the rectangle [plo, phi) x [lo, hi) shares a word with this one."""
+        return (self.plo < phi) & (plo < self.phi) & (self.lo < hi) & (lo < self.hi)
 
 
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
@@ -65,17 +86,25 @@ class Sequencer(wiring.Component):
       share the SBUF's second read port and its write port); a load also waits while the
       tensor feeder reads the SBUF words it writes.
     * ``te`` — LOAD_STATIONARY / MATMUL (the raw descriptor), when the tensor feeder is free,
-      no DMA load or activation writes the words it reads, and (MATMUL) no activation is
-      reading the PSUM bank it writes.
+      no DMA load or activation writes the SBUF words it reads, and (MATMUL) no activation is
+      reading the PSUM words it writes.
     * ``act`` — ACTIVATE (the raw descriptor), when the activation path and the DMA are free,
-      no tensor-feeder read overlaps the words it writes, and no MATMUL still in flight
-      writes the PSUM bank it reads. ``seed`` — SET_SEED, when the activation path is free.
+      no tensor-feeder read overlaps the words it writes, and (from PSUM) no MATMUL still in
+      flight writes the PSUM words it reads. ``seed`` — SET_SEED, when the activation path is
+      free.
     * ``coll`` — COLLECTIVE (``ring`` only) and BARRIER wait until everything is idle.
 
-    SBUF regions are compared as word ranges over all partitions (conservative). The engines'
-    busy inputs must rise the cycle after they take a command and stay high until its last
-    effect on a memory; ``hold`` (a debug read waiting for the SBUF port) stops DMA, ACTIVATE
-    and COLLECTIVE dispatch.
+    Regions are compared exactly where it pays and conservatively elsewhere, never missing a
+    real overlap: an SBUF region is a rectangle of partitions x words; a MATMUL writes PSUM
+    partitions ``0 .. m − 1`` (m of its LOAD_STATIONARY), words ``psum_addr ..`` of its bank.
+    MATMULs in flight are counted per bank (dispatched, and not yet reported written by the
+    tensor engine's ``te_done`` / ``te_done_bank``, which must pulse once per MATMUL as its
+    last write lands), with the union of their partitions and words; a bank's record clears
+    when its count falls to zero. So an ACTIVATE drains one PSUM bank while MATMULs write
+    another (PSUM ping-pong), and the DMA of the next tile runs beside the current MATMUL.
+    The engines' busy inputs must rise the cycle after they take a command and stay high until
+    its last effect on a memory; ``hold`` (a debug read waiting for the SBUF port) stops DMA,
+    ACTIVATE and COLLECTIVE dispatch.
 
     Parameters
     ----------
@@ -119,6 +148,8 @@ class Sequencer(wiring.Component):
             "dma_busy": In(1),
             "te_feed_busy": In(1),  # the tensor feeder is reading SBUF for a command
             "te_busy": In(1),  # the tensor engine still computes or writes PSUM
+            "te_done": In(1),  # a MATMUL's last PSUM write lands (one pulse per MATMUL)
+            "te_done_bank": In(range(max(psum_banks, 2))),  # ... in this bank
             "act_busy": In(1),  # the activation path reads or writes for a command
             "coll_busy": In(1),
             "dma_error": In(1),  # the DMA command running (or last) got an error response
@@ -233,11 +264,20 @@ class Sequencer(wiring.Component):
 
         # --- Hazard records: the regions of the command each engine holds. ------------------
         word = range(words + 1)
-        dma_lo, dma_hi, dma_load = Signal(word), Signal(word), Signal()
-        te_lo, te_hi = Signal(word), Signal(word)
-        act_lo, act_hi = Signal(word), Signal(word)  # words it writes
-        act_psum, act_bank = Signal(), Signal(range(max(banks, 2)))  # the PSUM bank it reads
-        psum_dirty = Signal(banks)  # banks a MATMUL in flight writes
+        part = range(n + 1)
+        Region = functools.partial(_Region, pshape=part, wshape=word)
+
+        dma_r, dma_load = Region("dma"), Signal()  # the SBUF words a DMA command touches
+        te_r = Region("te")  # ... the tensor feeder reads
+        act_r = Region("act")  # ... an ACTIVATE writes
+        pword = range(pwords + 1)
+        # The words an ACTIVATE reads (compared only when they are PSUM words).
+        act_src = Region("act_src", wshape=range(max(words, pwords) + 1))
+        act_psum, act_bank = Signal(), Signal(range(max(banks, 2)))
+        # MATMULs in flight per PSUM bank, and the union of the PSUM words they write.
+        mm_count = [Signal(range(_MAX_MATMULS + 1), name=f"mm_count{b}") for b in range(banks)]
+        mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
+        stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
         dma_held = self.dma.valid | self.dma_busy
         te_held = self.te.valid | self.te_feed_busy
@@ -245,11 +285,6 @@ class Sequencer(wiring.Component):
         coll_held = self.coll.valid | self.coll_busy
         te_idle = ~te_held & ~self.te_busy
         all_idle = ~dma_held & te_idle & ~act_held & ~coll_held
-        with m.If(te_idle):
-            m.d.sync += psum_dirty.eq(0)
-
-        def overlaps(lo, hi, lo2, hi2):
-            return (lo < hi2) & (lo2 < hi)
 
         # --- Dispatch. -------------------------------------------------------------------------
         for s in (self.dma, self.te, self.act, self.seed, self.coll):
@@ -260,18 +295,19 @@ class Sequencer(wiring.Component):
         abort = Signal()  # a running command's error arrives: nothing is dispatched
         ok = Signal()  # the head is legal and may go (if its engine is free)
         m.d.comb += ok.eq(head_valid & (fault == ErrorCode.OK) & ~abort)
+        mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         d = v[Opcode.DMA_LOAD]
         mm = v[Opcode.MATMUL]
         ls = v[Opcode.LOAD_STATIONARY]
         a = v[Opcode.ACTIVATE]
         with m.Switch(op):
             with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
-                lo, hi = d.sbuf_addr, d.sbuf_addr + d.cols
+                rect = (d.part, d.part + d.rows, d.sbuf_addr, d.sbuf_addr + d.cols)
                 is_load = op == Opcode.DMA_LOAD
                 m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
-                                  & ~(is_load & te_held & overlaps(lo, hi, te_lo, te_hi)))
+                                  & ~(is_load & te_held & te_r.overlaps(*rect)))
                 with m.If(go & ok):
-                    m.d.sync += [self.dma.valid.eq(1), dma_lo.eq(lo), dma_hi.eq(hi),
+                    m.d.sync += [self.dma.valid.eq(1), *dma_r.set(*rect),
                                  dma_load.eq(is_load), dma_index.eq(executed)]
                     p = self.dma.payload
                     m.d.sync += [p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
@@ -280,35 +316,42 @@ class Sequencer(wiring.Component):
                                  p.dram_stride.eq(d.dram_stride)]
             with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
                 is_mm = op == Opcode.MATMUL
-                lo = Mux(is_mm, mm.sbuf_addr, ls.sbuf_addr)
-                hi = Mux(is_mm, mm.sbuf_addr + mm.f, ls.sbuf_addr + ls.m)
+                rect = (Mux(is_mm, mm.part, ls.part),
+                        Mux(is_mm, mm.part + mm.k, ls.part + ls.k),
+                        Mux(is_mm, mm.sbuf_addr, ls.sbuf_addr),
+                        Mux(is_mm, mm.sbuf_addr + mm.f, ls.sbuf_addr + ls.m))
+                count = Signal.like(mm_count[0])
+                for b in range(banks):
+                    with m.If(mm.bank == b):
+                        m.d.comb += count.eq(mm_count[b])
+                # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
+                war = (act_held & act_psum & (act_bank == mm.bank)
+                       & act_src.overlaps(0, stat_m, mm.psum_addr, mm.psum_addr + mm.f))
                 m.d.comb += go.eq(
                     ~te_held & ~coll_held
-                    & ~(dma_held & dma_load & overlaps(lo, hi, dma_lo, dma_hi))
-                    & ~(act_held & overlaps(lo, hi, act_lo, act_hi))
-                    & ~(is_mm & act_held & act_psum & (act_bank == mm.bank)))
+                    & ~(dma_held & dma_load & dma_r.overlaps(*rect))
+                    & ~(act_held & act_r.overlaps(*rect))
+                    & ~(is_mm & (war | (count == _MAX_MATMULS))))
                 with m.If(go & ok):
-                    m.d.sync += [self.te.valid.eq(1), self.te.payload.eq(head),
-                                 te_lo.eq(lo), te_hi.eq(hi)]
+                    m.d.sync += [self.te.valid.eq(1), self.te.payload.eq(head), *te_r.set(*rect)]
                     with m.If(is_mm):
-                        for b in range(banks):
-                            with m.If(mm.bank == b):
-                                m.d.sync += psum_dirty[b].eq(1)
+                        m.d.comb += mm_go.eq(1)
                     with m.Else():
-                        m.d.sync += stat_k.eq(ls.k)
+                        m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m)]
             with m.Case(Opcode.ACTIVATE):
-                lo, hi = a.dst_addr, a.dst_addr + a.cols
-                dirty = Signal()
+                rect = (a.part, a.part + a.rows, a.dst_addr, a.dst_addr + a.cols)
+                src = (a.part, a.part + a.rows, a.src_addr, a.src_addr + a.cols)
+                raw = Signal()  # a MATMUL in flight writes PSUM words it reads
                 for b in range(banks):
                     with m.If(a.src_bank == b):
-                        m.d.comb += dirty.eq(psum_dirty[b])
+                        m.d.comb += raw.eq((mm_count[b] != 0) & mm_r[b].overlaps(*src))
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
-                                  & ~(te_held & overlaps(lo, hi, te_lo, te_hi))
-                                  & ~(~a.src_sbuf & dirty))
+                                  & ~(te_held & te_r.overlaps(*rect))
+                                  & ~(~a.src_sbuf & raw))
                 with m.If(go & ok):
                     m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
-                                 act_lo.eq(lo), act_hi.eq(hi), act_psum.eq(~a.src_sbuf),
-                                 act_bank.eq(a.src_bank)]
+                                 *act_r.set(*rect), *act_src.set(*src),
+                                 act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank)]
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
                 with m.If(go & ok):
@@ -321,6 +364,23 @@ class Sequencer(wiring.Component):
                 with m.If(go & ok):
                     m.d.sync += [self.coll.valid.eq(1), self.coll.payload.eq(head),
                                  coll_index.eq(executed)]
+
+        # MATMULs in flight per bank: one more as one is dispatched, one less as the tensor
+        # engine reports its last write; the region grows by each dispatched MATMUL's and is
+        # set afresh by the first one after the count fell to zero.
+        for b in range(banks):
+            inc = mm_go & (mm.bank == b)
+            dec = self.te_done & (self.te_done_bank == b)
+            m.d.sync += mm_count[b].eq(mm_count[b] + inc - dec)
+            r = mm_r[b]
+            lo, hi = mm.psum_addr, mm.psum_addr + mm.f
+            with m.If(inc):
+                with m.If((mm_count[b] == 0) | ((mm_count[b] == 1) & dec)):
+                    m.d.sync += r.set(0, stat_m, lo, hi)
+                with m.Else():
+                    m.d.sync += [r.phi.eq(Mux(stat_m > r.phi, stat_m, r.phi)),
+                                 r.lo.eq(Mux(lo < r.lo, lo, r.lo)),
+                                 r.hi.eq(Mux(hi > r.hi, hi, r.hi))]
 
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK

@@ -38,7 +38,7 @@ from amaranth.lib.wiring import In, Out
 from .axi_mem import AxiMemory
 from .cmdqueue import AxiLiteSignature
 from .core import NeuronCore
-from .dma import AxiSignature
+from .dma import AxiSignature, check_data_width
 from .multicore import CoreRing
 from .params import check_int, check_power_of_two
 from .ring import MAX_LINK_LATENCY
@@ -88,20 +88,23 @@ class AxiStalls(wiring.Component):
     ----------
     addr_width : int
         The AXI4 address bits, 1 to 64 (default 32).
+    data_width : int
+        The AXI4 data bits, 32, 64, 128 or 256 (default 32).
 
     Raises
     ------
     TypeError
-        If ``addr_width`` is not an integer.
+        If ``addr_width`` or ``data_width`` is not an integer.
     ValueError
-        If ``addr_width`` is out of range.
+        If ``addr_width`` is out of range, or ``data_width`` not one of the widths.
     """
 
-    def __init__(self, *, addr_width: int = 32):
+    def __init__(self, *, addr_width: int = 32, data_width: int = 32):
         self.addr_width = check_int("addr_width", addr_width, lo=1, hi=64)
+        self.data_width = check_data_width(data_width)
         super().__init__({
-            "up": In(AxiSignature(addr_width=addr_width)),
-            "down": Out(AxiSignature(addr_width=addr_width)),
+            "up": In(AxiSignature(addr_width=addr_width, data_width=data_width)),
+            "down": Out(AxiSignature(addr_width=addr_width, data_width=data_width)),
             "stall_rate": In(8),
             "seed": In(32),
             "stalled": Out(32),
@@ -151,10 +154,10 @@ class CoreWithDram(wiring.Component):
     ``error`` (the core's); ``dram_stall_rate``, ``dram_stall_seed`` and ``dram_stalls`` (the
     stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls).
 
-    DRAM byte ``a`` is byte ``a % 4`` (little-endian) of word ``a // 4`` of the memory array
-    ``mem.ram`` (the one signal of :attr:`public`), which a testbench reads and writes through
-    VPI; it should do so only while no DMA runs. The memory starts zeroed, and reset does not
-    clear it.
+    DRAM byte ``a`` is byte ``a % B`` (little-endian) of word ``a // B`` of the memory array
+    ``mem.ram`` (B = the core's ``data_width`` / 8; the one signal of :attr:`public`), which
+    a testbench reads and writes through VPI; it should do so only while no DMA runs. The
+    memory starts zeroed, and reset does not clear it.
 
     Parameters
     ----------
@@ -172,16 +175,27 @@ class CoreWithDram(wiring.Component):
         :class:`~hdl.core.NeuronCore` for the others.
     """
 
-    #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
+    #: The internal signal a testbench reads and writes (``sim.runner.run(public=...)``):
+    #: DRAM.
     public = ("mem.ram",)
+
+    @staticmethod
+    def public_for(*, n: int = 4, data_width: int = 32, **_) -> tuple[str, ...]:
+        """:attr:`public` and the SBUF's and PSUM's memories of a core of these parameters
+        (``**core_params`` as given to the constructor), which ``sim.host.core.CoreHost``
+        then reads through VPI instead of the debug registers."""
+        lanes = data_width // 8
+        return (*CoreWithDram.public, "core.te.psum.mem",
+                *(f"core.sbuf.part{p}_lane{lane}" for p in range(n) for lane in range(lanes)))
 
     def __init__(self, **core_params):
         check_int("ranks", core_params.get("ranks", 0), lo=0, hi=0,
                   note="in CoreWithDram (RingWithDram is the ring)")
         self._core = NeuronCore(**core_params)
         self.dram_bytes = _check_pow2(self._core.dram_bytes)
-        self._mem = AxiMemory(size_bytes=self.dram_bytes)
-        self._stalls = AxiStalls()
+        dw = self._core.data_width
+        self._mem = AxiMemory(size_bytes=self.dram_bytes, data_width=dw)
+        self._stalls = AxiStalls(data_width=dw)
         super().__init__({"axil": Out(AxiLiteSignature()), "busy": Out(1), "error": Out(1),
                           **_stall_ports()})
 
@@ -233,8 +247,10 @@ class RingWithDram(wiring.Component):
         self.link_width = self._ring.link_width
         self.watchdog_cycles = self._ring.watchdog_cycles
         self.dram_bytes = _check_pow2(self._ring.iss_config().dram_bytes)
-        self._mems = [AxiMemory(size_bytes=self.dram_bytes) for _ in range(self.ranks)]
-        self._stalls = [AxiStalls() for _ in range(self.ranks)]
+        dw = core.get("data_width", 32)
+        self._mems = [AxiMemory(size_bytes=self.dram_bytes, data_width=dw)
+                      for _ in range(self.ranks)]
+        self._stalls = [AxiStalls(data_width=dw) for _ in range(self.ranks)]
         #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
         self.public = self.public_for(self.ranks)
         ports = {}

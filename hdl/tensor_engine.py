@@ -66,7 +66,11 @@ class TensorEngine(wiring.Component):
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
       ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured.
     * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
-      issued while ``busy`` may see old values.
+      issued while ``busy`` may see old values of the banks still being written.
+    * ``done`` / ``done_bank``: a pulse in the cycle a MULTIPLY_MOVING's last column is
+      written to PSUM (its every write done: columns reach PSUM in order), with its bank. A
+      drain read of that bank issued after it sees every sum of that command; so the core
+      drains one bank while multiplications write another (PSUM ping-pong).
 
     Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
     :attr:`latency` cycles after that (``n·add_stages + mul_stages + n + 1 + add_stages``:
@@ -145,6 +149,8 @@ class TensorEngine(wiring.Component):
             "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
             "busy": Out(1),
             "error": Out(1),
+            "done": Out(1),
+            "done_bank": Out(range(max(self.psum_banks, 2))),
         })
 
     def elaborate(self, platform):
@@ -225,7 +231,8 @@ class TensorEngine(wiring.Component):
         # In-flight columns, for `busy`.
         in_flight = Signal(range(self.latency + 2))
         m.d.sync += in_flight.eq(in_flight + mover.take - psum.written)
-        m.d.comb += self.busy.eq(loader.busy | mover.busy | (in_flight != 0))
+        m.d.comb += [self.busy.eq(loader.busy | mover.busy | (in_flight != 0)),
+                     self.done.eq(psum.done), self.done_bank.eq(psum.done_bank)]
         return m
 
     def _meta_layout(self) -> data.StructLayout:
@@ -233,6 +240,7 @@ class TensorEngine(wiring.Component):
         return data.StructLayout({
             "valid": 1, "bank": range(max(self.psum_banks, 2)),
             "addr": range(max(self.psum_words, 2)), "accumulate": 1, "mask": self.n,
+            "last": 1,  # the multiplication's last column
         })
 
 
@@ -346,6 +354,7 @@ class _Mover(wiring.Component):
             m.d.sync += [
                 self.meta.valid.eq(1), self.meta.bank.eq(cmd.bank), self.meta.addr.eq(col_addr),
                 self.meta.accumulate.eq(cmd.accumulate), self.meta.mask.eq(mask),
+                self.meta.last.eq(col + 1 == cmd.f),
                 col.eq(col + 1), swap.eq(0),
                 recent[0].valid.eq(1), recent[0].bank.eq(cmd.bank), recent[0].addr.eq(col_addr),
             ]
@@ -368,7 +377,8 @@ class _Psum(wiring.Component):
     (partitions in ``meta.mask``) to word ``meta.addr`` of bank ``meta.bank``, as ``p = s``
     or, with ``meta.accumulate``, ``p = p + s`` (the old value is read the cycle the row
     arrives and added in ``add_stages`` cycles); ``written`` pulses as it is written, ``1 +
-    add_stages`` cycles after it arrived. ``drain_req`` / ``drain_resp``: one row per cycle,
+    add_stages`` cycles after it arrived; ``done`` (with ``done_bank``) as a row with
+    ``meta.last`` is written. ``drain_req`` / ``drain_resp``: one row per cycle,
     responses in order; a request outside PSUM answers zeros and pulses ``bad_request``.
     """
 
@@ -379,6 +389,7 @@ class _Psum(wiring.Component):
             "drain_req": In(stream.Signature(drain_request_layout(banks, words))),
             "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
             "written": Out(1), "bad_request": Out(1),
+            "done": Out(1), "done_bank": Out(range(max(banks, 2))),
         })
 
     def elaborate(self, platform):
@@ -405,7 +416,8 @@ class _Psum(wiring.Component):
             adders.append(add)
         row_w = delay(m, row_a, self._add_stages, name="row_w")
         meta_w = delay(m, meta_a, self._add_stages, name="meta_w")
-        m.d.comb += [wr.addr.eq(meta_w.bank * words + meta_w.addr), self.written.eq(meta_w.valid)]
+        m.d.comb += [wr.addr.eq(meta_w.bank * words + meta_w.addr), self.written.eq(meta_w.valid),
+                     self.done.eq(meta_w.valid & meta_w.last), self.done_bank.eq(meta_w.bank)]
         for i in range(n):
             m.d.comb += [
                 wr.data[i].eq(Mux(meta_w.accumulate, adders[i].result, row_w[i])),

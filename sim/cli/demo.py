@@ -20,7 +20,8 @@ __all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_g
 
 #: The single core of the demo (the same build as tests/hdl/test_core_rtl.py's programs on
 #: hdl.sim_top.CoreWithDram).
-CORE_CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
+CORE_CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64,
+               "data_width": 64}
 #: The ring of the demo (the same build as tests/hdl/test_multicore_rtl.py): its subject is the
 #: collectives, so its cores keep shallow PE pipelines (a smaller, faster four-core model).
 #: Its link watchdog is short, so that the test of a COLLECTIVE a core never joins ends soon,
@@ -55,7 +56,7 @@ def run_mlp_demo(*, simulator: str = "verilator", seed: int = 1, d_in: int = 16,
     dims = [d_in, d_hidden, d_out, batch]
     return _run("hdl.sim_top:CoreWithDram", CORE_CONFIG, "mlp_demo", simulator, seed,
                 {"NCLITE_DEMO_MLP": json.dumps(dims)}, waves, "x".join(map(str, dims)),
-                CoreWithDram.public)
+                CoreWithDram.public_for(**CORE_CONFIG))
 
 
 def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None = None,
@@ -66,12 +67,18 @@ def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None 
                 RingWithDram.public_for(RING_CONFIG["ranks"]))
 
 
-def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator") -> dict:
-    """Tiled GEMMs on a core whose queue holds each whole program (``queue_depth`` 256)."""
-    params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256}
+def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator",
+                   params: dict | None = None) -> dict:
+    """Tiled GEMMs (``(m, k, f)`` or ``(m, k, f, dtype code)``) on a core whose queue holds
+    256 descriptors (the host keeps it filled): ``params`` the core's (default: the demo's
+    core at this ``n``, with the smallest SBUF the programs take)."""
+    if params is None:
+        params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256}
+    tag = "-".join(f"{k}{v}" for k, v in sorted(params.items()))
     return _run("hdl.sim_top:CoreWithDram", params, "gemm_bench", simulator, 1,
                 {"NCLITE_BENCH_GEMMS": json.dumps([list(s) for s in shapes])}, False,
-                f"n{n}-" + "-".join("x".join(map(str, s)) for s in shapes), CoreWithDram.public)
+                f"{tag}-" + "-".join("x".join(map(str, s)) for s in shapes),
+                CoreWithDram.public_for(**params))
 
 
 def _engines(perf: dict) -> str:

@@ -108,22 +108,25 @@ class AxiRamPort:
 
 
 class MemoryPort:
-    """An RTL memory array seen as DRAM: 32-bit words, byte ``a`` the little-endian byte
-    ``a % 4`` of word ``a // 4`` (``hdl.sim_top``'s ``mem.ram``), read and written word by
-    word through VPI in zero simulated time. ``array`` is the array's cocotb handle
-    (``dut.mem.ram``), ``size`` its size in bytes. Writes are immediate, so a read right after
-    a write sees it; write only while no DMA runs (the core idle). The driver's async DRAM
-    port, and direct access for testbenches (:meth:`write_now`, :meth:`read_now`)."""
+    """An RTL memory array seen as DRAM: words of B bytes (the array's width), byte ``a`` the
+    little-endian byte ``a % B`` of word ``a // B`` (``hdl.sim_top``'s ``mem.ram``), read and
+    written word by word through VPI in zero simulated time. ``array`` is the array's cocotb
+    handle (``dut.mem.ram``), ``size`` its size in bytes. Writes are immediate, so a read right
+    after a write sees it; write only while no DMA runs (the core idle). The driver's async
+    DRAM port, and direct access for testbenches (:meth:`write_now`, :meth:`read_now`)."""
 
     def __init__(self, array, size: int):
-        if not isinstance(size, int) or size <= 0 or size % 4:
-            raise ValueError(f"size must be a positive multiple of 4 bytes, not {size!r}")
-        self.array, self.size = array, size
+        self.array = array
         self._handles: list | None = None
+        self.word_bytes = len(array[0]) // 8
+        if not isinstance(size, int) or size <= 0 or size % self.word_bytes:
+            raise ValueError(f"size must be a positive multiple of {self.word_bytes} bytes, "
+                             f"not {size!r}")
+        self.size = size
 
     def _words(self) -> list:
         if self._handles is None:  # (about 5 us a word, once)
-            self._handles = [self.array[i] for i in range(self.size // 4)]
+            self._handles = [self.array[i] for i in range(self.size // self.word_bytes)]
         return self._handles
 
     def _check(self, addr: int, size: int) -> None:
@@ -132,8 +135,9 @@ class MemoryPort:
                              f"{self.size} bytes")
 
     def _read_words(self, lo: int, hi: int) -> bytes:
-        words = self._words()[lo:hi]
-        return np.array([w.value.to_unsigned() for w in words], dtype="<u4").tobytes()
+        B = self.word_bytes
+        return b"".join(w.value.to_unsigned().to_bytes(B, "little")
+                        for w in self._words()[lo:hi])
 
     def write_now(self, addr: int, data: bytes) -> None:
         """Write ``data`` at byte ``addr`` (the other bytes of its first and last words kept)."""
@@ -141,29 +145,74 @@ class MemoryPort:
         self._check(addr, len(data))
         if not data:
             return
+        B = self.word_bytes
         end = addr + len(data)
-        lo, hi = addr // 4, -(-end // 4)
-        buf = bytearray(4 * (hi - lo))
-        if addr % 4:
-            buf[:4] = self._read_words(lo, lo + 1)
-        if end % 4:
-            buf[-4:] = self._read_words(hi - 1, hi)
-        buf[addr - 4 * lo:end - 4 * lo] = data
+        lo, hi = addr // B, -(-end // B)
+        buf = bytearray(B * (hi - lo))
+        if addr % B:
+            buf[:B] = self._read_words(lo, lo + 1)
+        if end % B:
+            buf[-B:] = self._read_words(hi - 1, hi)
+        buf[addr - B * lo:end - B * lo] = data
         words = self._words()
-        for i, w in enumerate(np.frombuffer(bytes(buf), dtype="<u4").tolist(), lo):
-            words[i].value = Immediate(w)
+        for i in range(hi - lo):
+            words[lo + i].value = Immediate(int.from_bytes(buf[B * i:B * (i + 1)], "little"))
 
     def read_now(self, addr: int, size: int) -> bytes:
         """``size`` bytes from byte ``addr``."""
         self._check(addr, size)
-        lo, hi = addr // 4, -(-(addr + size) // 4)
-        return self._read_words(lo, hi)[addr - 4 * lo:addr - 4 * lo + size]
+        B = self.word_bytes
+        lo, hi = addr // B, -(-(addr + size) // B)
+        return self._read_words(lo, hi)[addr - B * lo:addr - B * lo + size]
 
     async def write(self, addr: int, data: bytes) -> None:
         self.write_now(addr, data)
 
     async def read(self, addr: int, size: int) -> bytes:
         return self.read_now(addr, size)
+
+
+class _MemoryBackdoor:
+    """The SBUF and PSUM arrays of ``hdl.sim_top.CoreWithDram``'s core, read through VPI:
+    SBUF partition p, word w is row w // L of memory ``core.sbuf.part<p>_lane<w mod L>``
+    (``hdl.core``'s SBUF, L its lanes); PSUM bank b, word w is row b·W + w of
+    ``core.te.psum.mem``, partition p its bits 32p .. 32p + 31."""
+
+    def __init__(self, sbuf_arrays, psum_array, cfg):
+        self.cfg, self.lanes = cfg, len(sbuf_arrays[0])
+        self._sbuf = [[[h[i] for i in range(-(-cfg.sbuf_words // self.lanes))] for h in part]
+                      for part in sbuf_arrays]
+        self._psum = [psum_array[i] for i in range(cfg.psum_banks * cfg.psum_words)]
+
+    def sbuf(self) -> np.ndarray:
+        c, L = self.cfg, self.lanes
+        out = np.zeros((c.n, c.sbuf_words), dtype=np.uint32)
+        for p, lanes in enumerate(self._sbuf):
+            for w in range(c.sbuf_words):
+                out[p, w] = lanes[w % L][w // L].value.to_unsigned()
+        return out
+
+    def psum(self) -> np.ndarray:
+        c = self.cfg
+        rows = [h.value.to_unsigned() for h in self._psum]
+        out = np.zeros((c.n, c.psum_banks, c.psum_words), dtype=np.uint32)
+        for i, row in enumerate(rows):
+            b, w = divmod(i, c.psum_words)
+            for p in range(c.n):
+                out[p, b, w] = (row >> (32 * p)) & 0xFFFF_FFFF
+        return out
+
+
+def _memory_backdoor(dut, cfg) -> _MemoryBackdoor | None:
+    """The backdoor of a top whose SBUF and PSUM memories are visible, else None."""
+    try:
+        sbuf = dut.core.sbuf
+        lanes = cfg.data_width // 8
+        arrays = [[getattr(sbuf, f"part{p}_lane{lane}") for lane in range(lanes)]
+                  for p in range(cfg.n)]
+        return _MemoryBackdoor(arrays, dut.core.te.psum.mem, cfg)
+    except AttributeError:
+        return None
 
 
 def _stall_rate(p: float) -> int:
@@ -243,8 +292,22 @@ class CoreHost(CoreDriver):
 
         self._suffix = suffix
         self.port = port
+        self._backdoor = _memory_backdoor(dut, cfg) if dram == "memory" and not suffix else None
         super().__init__(cfg, regs, port, wait=wait, now=sim_cycles, perf_names=perf_names,
                          until_idle=until_idle)
+
+    async def read_sbuf(self) -> np.ndarray:
+        """Every SBUF word: through VPI where the top made the SBUF's memories visible
+        (``hdl.sim_top.CoreWithDram.public_for``), in zero time; else by debug reads."""
+        if self._backdoor is None:
+            return await super().read_sbuf()
+        return self._backdoor.sbuf()
+
+    async def read_psum(self) -> np.ndarray:
+        """Every PSUM word, as :meth:`read_sbuf`."""
+        if self._backdoor is None:
+            return await super().read_psum()
+        return self._backdoor.psum()
 
     def dram_stalls(self) -> int:
         """Cycles the RTL DRAM's stalls held a beat back so far (``"memory"`` only)."""

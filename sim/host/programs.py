@@ -4,20 +4,35 @@ A :class:`ProgramBuilder` lays tensors out in DRAM (row-major, each at a 64-byte
 emits descriptors (:mod:`golden.isa`). The same program runs on the golden ISS
 (``golden.iss``) and, through the host driver, on the RTL.
 
-SBUF plan (N partitions, words per partition; W = PSUM words per bank): two stationary tile
-areas at words ``0`` and ``N``, two moving tile areas at ``2N`` and ``2N + W``, the output
-staging area at ``2N + 2W`` and the bias column at word ``2N + 3W``; so a core needs at least
-``2N + 3W + 1`` SBUF words. Tiles alternate between their two areas, so the core can load the
-next tile by DMA while the tensor engine still reads the current one.
+:func:`gemm` computes ``C = A.T @ B`` with the tiles of ``golden.tensor_engine.gemm_schedule``
+(N x N stationary tiles, moving tiles of one PSUM bank's width W) and the same order of
+additions: every output element sums its K tiles in increasing order, the first overwriting
+PSUM (so C's bits equal ``golden.tensor_engine.run_gemm``'s). Each finished PSUM block goes
+through ACTIVATE (identity, scale 1, bias −0 and an fp32 cast leave every PSUM value
+unchanged; or any function, per-row bias, dtype and rounding for a dense layer) and is stored.
+The program is written so that the engines overlap, as NKI kernels are:
 
-:func:`gemm` tiles ``C = A.T @ B`` exactly as ``golden.tensor_engine.gemm_schedule`` does (so C's
-bits equal ``golden.tensor_engine.run_gemm``'s), takes each finished PSUM block through ACTIVATE
-(identity, scale 1, bias −0 and an fp32 cast leave every PSUM value unchanged; or any
-function, per-row bias, dtype and rounding for a dense layer) and stores it.
+* **Units.** The output is cut into units of one M tile x a group of at most ``banks // 2``
+  F tiles (every F tile one PSUM bank). Consecutive units use alternate halves of PSUM
+  (ping-pong), so the drain of one unit (ACTIVATE, DMA store) runs while the tensor engine
+  fills the other half with the next.
+* **SBUF reuse.** When they fit, B's columns of a group stay in SBUF for all the group's
+  units (loaded once), and the stationary tiles of a unit are loaded as one block, double
+  buffered: unit u + 1's block is loaded while unit u computes. Otherwise tiles are loaded
+  one by one into ping-pong areas just before use (:meth:`ProgramBuilder.plan` says which).
+* **Background work between multiplications.** The sequencer dispatches in program order and
+  a command waiting at the head holds back those behind it, so the loads for the next unit and
+  the drain of the previous one are spread one command after each MATMUL, never queued in a
+  block in front of the tensor engine's work.
+
+SBUF plan (words of every partition): the output staging area ``0 .. W − 1``
+(:attr:`ProgramBuilder.out_addr`), the bias column at ``W``, then the areas of
+:meth:`ProgramBuilder.plan`. A core needs at least ``2N + 3W + 1`` SBUF words.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +51,6 @@ from golden.isa import (
 )
 from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
-from golden.tensor_engine import LoadStationary, gemm_schedule
 
 __all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "collective",
            "FP32",
@@ -63,6 +77,21 @@ class DramTensor:
         return self.addr + (r * self.cols + c) * self.size
 
 
+@dataclass(frozen=True)
+class GemmPlan:
+    """Where :func:`gemm` keeps its tiles in SBUF (words of every partition)."""
+
+    group: int  #: F tiles (PSUM banks) a unit
+    a_block: bool  #: a unit's stationary tiles as one block (else tile by tile)
+    a_addr: tuple[int, int]  #: its two areas (block or tile)
+    b_resident: bool  #: B's columns of a group stay in SBUF for the group's units
+    b_addr: tuple[int, int]  #: the area (both the same) or the two tile areas
+
+
+def _tiles(size: int, step: int) -> list[tuple[int, int]]:
+    return [(i, min(i + step, size)) for i in range(0, size, step)]
+
+
 class ProgramBuilder:
     def __init__(self, cfg: CoreConfig):
         need = 2 * cfg.n + 3 * cfg.psum_words + 1
@@ -72,17 +101,28 @@ class ProgramBuilder:
         self.cfg = cfg
         self.program: list[np.ndarray] = []
         self.dram_top = 0
-        self.stat_areas = (0, cfg.n)
-        self.mov_areas = (2 * cfg.n, 2 * cfg.n + cfg.psum_words)
-        self.out_addr = 2 * cfg.n + 2 * cfg.psum_words
-        self.bias_addr = 2 * cfg.n + 3 * cfg.psum_words
-        self._placed: dict[tuple[int, int], int] = {}  # tiles placed per pair of areas
+        self.out_addr = 0
+        self.bias_addr = cfg.psum_words
+        self.free_addr = cfg.psum_words + 1  # the first word the tile areas may use
 
-    def next_area(self, areas: tuple[int, int]) -> int:
-        """The next of a pair of ping-pong areas."""
-        k = self._placed.get(areas, 0)
-        self._placed[areas] = k + 1
-        return areas[k % 2]
+    def plan(self, m: int, k: int, f: int) -> GemmPlan:
+        """The SBUF areas of an M x K x F GEMM: B resident if it fits (it saves a reload per
+        unit), then the stationary blocks; else tile-sized ping-pong areas."""
+        cfg = self.cfg
+        n, w, lo = cfg.n, cfg.psum_words, self.free_addr
+        room = cfg.sbuf_words - lo
+        group = max(1, cfg.psum_banks // 2)
+        k_tiles = -(-k // n)
+        b_width = min(f, group * w)
+        b_words, a_words = k_tiles * b_width, k_tiles * n
+        b_resident = b_words + 2 * n <= room
+        b_need = b_words if b_resident else 2 * w
+        a_block = b_need + 2 * a_words <= room
+        a_size = a_words if a_block else n
+        a_addr = (lo, lo + a_size)
+        b0 = lo + 2 * a_size
+        b_addr = (b0, b0) if b_resident else (b0, b0 + w)
+        return GemmPlan(group, a_block, a_addr, b_resident, b_addr)
 
     def alloc(self, rows: int, cols: int, dtype: int) -> DramTensor:
         t = DramTensor(self.dram_top, rows, cols, dtype)
@@ -94,15 +134,18 @@ class ProgramBuilder:
     def emit(self, op: Opcode, **fields) -> None:
         self.program.append(encode(op, **fields))
 
-    def _dma(self, op, t: DramTensor, r0, r1, c0, c1, sbuf_addr):
-        self.emit(op, dtype=t.dtype, part=0, rows=r1 - r0, sbuf_addr=sbuf_addr, cols=c1 - c0,
-                  dram_addr=t.at(r0, c0), dram_stride=t.cols * t.size)
+    def _dma(self, op, t: DramTensor, r0, r1, c0, c1, sbuf_addr, part):
+        self.emit(op, dtype=t.dtype, part=part, rows=r1 - r0, sbuf_addr=sbuf_addr,
+                  cols=c1 - c0, dram_addr=t.at(r0, c0), dram_stride=t.cols * t.size)
 
-    def load(self, t, r0, r1, c0, c1, sbuf_addr):
-        self._dma(Opcode.DMA_LOAD, t, r0, r1, c0, c1, sbuf_addr)
+    def load(self, t, r0, r1, c0, c1, sbuf_addr, part=0):
+        """Rows r0..r1 - 1, columns c0..c1 - 1 of ``t`` into partitions ``part..``, words
+        ``sbuf_addr..``."""
+        self._dma(Opcode.DMA_LOAD, t, r0, r1, c0, c1, sbuf_addr, part)
 
-    def store(self, t, r0, r1, c0, c1, sbuf_addr):
-        self._dma(Opcode.DMA_STORE, t, r0, r1, c0, c1, sbuf_addr)
+    def store(self, t, r0, r1, c0, c1, sbuf_addr, part=0):
+        """The reverse of :meth:`load`."""
+        self._dma(Opcode.DMA_STORE, t, r0, r1, c0, c1, sbuf_addr, part)
 
 
 def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | None, *,
@@ -111,9 +154,10 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
          keep_in_sbuf: bool = False) -> None:
     """``out = cast(f(A.T @ B + bias))``: A (K x M, bf16/fp8) stationary, B (K x F) moving,
     ``bias`` an M x 1 fp32 column (one value per output row), ``out`` M x F of ``dtype``.
-    With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the SBUF staging area and is
-    not stored. ``saturate`` defaults to the command layer's rule (on for fp8,
-    ``golden.rounding.DEFAULT_SATURATE``)."""
+    With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the SBUF staging area
+    (:attr:`ProgramBuilder.out_addr`) and is not stored. ``saturate`` defaults to the command
+    layer's rule (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). The schedule: see the
+    module's text."""
     cfg = b.cfg
     if saturate is None:
         saturate = DEFAULT_SATURATE.get(DTYPE_NAMES[dtype], False)
@@ -122,30 +166,93 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
     if a.rows != mov.rows:
         raise ValueError(f"A and B must share K, got {a.rows} and {mov.rows}")
     m, k, f = a.cols, a.rows, mov.cols
-    if keep_in_sbuf and (m > cfg.n or f > cfg.psum_words):
+    n, w = cfg.n, cfg.psum_words
+    if keep_in_sbuf and (m > n or f > w):
         raise ValueError("keep_in_sbuf needs M <= N and F <= psum_words")
-    for rnd in gemm_schedule(m, k, f, n=cfg.n, banks=cfg.psum_banks, bank_words=cfg.psum_words):
-        for c in rnd.commands:
-            if isinstance(c, LoadStationary):
-                addr = b.next_area(b.stat_areas)
-                b.load(a, c.k0, c.k1, c.m0, c.m1, addr)
-                b.emit(Opcode.LOAD_STATIONARY, fmt=a.dtype, part=0, k=c.k1 - c.k0,
-                       m=c.m1 - c.m0, sbuf_addr=addr)
-            else:
-                addr = b.next_area(b.mov_areas)
-                b.load(mov, c.k0, c.k1, c.f0, c.f1, addr)
-                b.emit(Opcode.MATMUL, fmt=mov.dtype, part=0, k=c.k1 - c.k0, f=c.f1 - c.f0,
-                       sbuf_addr=addr, bank=c.bank, psum_addr=c.addr,
-                       accumulate=int(c.accumulate))
-        for blk in rnd.blocks:
-            if bias is not None:
-                b.load(bias, blk.m0, blk.m1, 0, 1, b.bias_addr)
-            b.emit(Opcode.ACTIVATE, func=int(func), src_sbuf=0, part=0, rows=blk.m1 - blk.m0,
-                   cols=blk.f1 - blk.f0, src_bank=blk.bank, src_addr=blk.addr,
-                   bias_en=int(bias is not None), bias_addr=b.bias_addr, scale=_ONE,
-                   dtype=dtype, mode=mode, saturate=int(saturate), dst_addr=b.out_addr)
+    plan = b.plan(m, k, f)
+    k_tiles, f_tiles = _tiles(k, n), _tiles(f, w)
+    groups = [f_tiles[g:g + plan.group] for g in range(0, len(f_tiles), plan.group)]
+    units = [(mt, g) for g in range(len(groups)) for mt in _tiles(m, n)]
+    half = plan.group if 2 * plan.group <= cfg.psum_banks else 0  # the other half's offset
+
+    def bank(u: int, t: int) -> int:
+        return (u % 2) * half + t
+
+    def a_block_tile(u: int, j: int):
+        """Load unit u's stationary tile j into its block; returns the load as a callable."""
+        (m0, m1), _ = units[u]
+        k0, k1 = k_tiles[j]
+        return functools.partial(b.load, a, k0, k1, m0, m1, plan.a_addr[u % 2] + j * n)
+
+    def drain(u: int) -> list:
+        """Unit u's PSUM blocks through ACTIVATE to ``out`` (or kept), as callables: the
+        stores cut into rows of about a MATMUL's length each."""
+        (m0, m1), g = units[u]
+        cmds = []
+        if bias is not None:
+            cmds.append(functools.partial(b.load, bias, m0, m1, 0, 1, b.bias_addr))
+        row_cycles = -(-w * DTYPE_BYTES[dtype] // (cfg.data_width // 8)) + 2  # a row's store
+        rows_a_store = max(1, w // row_cycles)
+        for t, (f0, f1) in enumerate(groups[g]):
+            cmds.append(functools.partial(
+                b.emit, Opcode.ACTIVATE, func=int(func), src_sbuf=0, part=0, rows=m1 - m0,
+                cols=f1 - f0, src_bank=bank(u, t), src_addr=0, bias_en=int(bias is not None),
+                bias_addr=b.bias_addr, scale=_ONE, dtype=dtype, mode=mode,
+                saturate=int(saturate), dst_addr=b.out_addr))
             if not keep_in_sbuf:
-                b.store(out, blk.m0, blk.m1, blk.f0, blk.f1, b.out_addr)
+                cmds += [functools.partial(b.store, out, r0, min(r0 + rows_a_store, m1), f0, f1,
+                                           b.out_addr, part=r0 - m0)
+                         for r0 in range(m0, m1, rows_a_store)]
+        return cmds
+
+    # Commands spread one after each MATMUL: (the unit they must precede, the command).
+    background: list[tuple[int, object]] = []
+    turn = {"a": 0, "b": 0}  # ping-pong turns of the tile-by-tile areas
+    # Unit u's drain must precede the MATMULs that next write its banks: unit u + 2's with
+    # PSUM ping-pong, unit u + 1's without.
+    reuse = 2 if half else 1
+
+    def tile_area(which: str, areas: tuple[int, int]) -> int:
+        turn[which] += 1
+        return areas[turn[which] % 2]
+
+    def due(u: int) -> None:
+        """Emit, in order, every background command that must precede unit u."""
+        for entry in [e for e in background if e[0] <= u]:
+            background.remove(entry)
+            entry[1]()
+
+    for u, ((m0, m1), g) in enumerate(units):
+        due(u)
+        if plan.a_block and u + 1 < len(units):  # the next unit's block, first
+            background[:0] = [(u + 1, a_block_tile(u + 1, j)) for j in range(len(k_tiles))]
+        group = groups[g]
+        g0, g1 = group[0][0], group[-1][1]
+        first_of_group = u == 0 or units[u - 1][1] != g
+        for j, (k0, k1) in enumerate(k_tiles):
+            if plan.a_block:
+                if u == 0:  # the first block: nothing to overlap it with yet
+                    a_block_tile(0, j)()
+                s_addr = plan.a_addr[u % 2] + j * n
+            else:
+                s_addr = tile_area("a", plan.a_addr)
+                b.load(a, k0, k1, m0, m1, s_addr)
+            if plan.b_resident and first_of_group:
+                b.load(mov, k0, k1, g0, g1, plan.b_addr[0] + j * (g1 - g0))
+            b.emit(Opcode.LOAD_STATIONARY, fmt=a.dtype, part=0, k=k1 - k0, m=m1 - m0,
+                   sbuf_addr=s_addr)
+            for t, (f0, f1) in enumerate(group):
+                if plan.b_resident:
+                    m_addr = plan.b_addr[0] + j * (g1 - g0) + (f0 - g0)
+                else:
+                    m_addr = tile_area("b", plan.b_addr)
+                    b.load(mov, k0, k1, f0, f1, m_addr)
+                b.emit(Opcode.MATMUL, fmt=mov.dtype, part=0, k=k1 - k0, f=f1 - f0,
+                       sbuf_addr=m_addr, bank=bank(u, t), psum_addr=0, accumulate=int(j > 0))
+                if background:
+                    background.pop(0)[1]()
+        background += [(u + reuse, cmd) for cmd in drain(u)]
+    due(len(units) + reuse)
 
 
 def collective(b: ProgramBuilder, op: int, part: int, rows: int, sbuf_addr: int,

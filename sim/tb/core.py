@@ -37,8 +37,11 @@ Tests (the runner picks one per pytest case with ``testcase``):
   the queue stopped (a program pushed then is dropped); after CTRL clear-error (the last
   case: a soft reset) the same program on good DRAM is bit-exact with the ISS.
 * ``hazards`` - each ordering the sequencer enforces (DMA load / MATMUL / ACTIVATE against the
-  SBUF words and PSUM banks of a command in flight), in a program where breaking it changes
-  the result (each of the six rules was once removed from the sequencer: this test caught it).
+  SBUF rectangles and the PSUM banks, partitions and words of a command in flight), in a
+  program where breaking it changes the result (each of the six rules was once removed from
+  the sequencer: this test caught it; so are a bank released by another bank's MATMUL, and
+  regions compared without their partitions or PSUM words); then PSUM ping-pong: an
+  ACTIVATE of bank 0 behind MATMULs to bank 1 costs no busy cycle.
 """
 
 from __future__ import annotations
@@ -372,16 +375,17 @@ async def hazards(dut):
         return encode(Opcode.DMA_LOAD, dtype=dtype, part=0, rows=n, sbuf_addr=addr, cols=cols,
                       dram_addr=dram, dram_stride=size * c.sbuf_words)
 
-    def ls(addr):
-        return encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n, m=n, sbuf_addr=addr)
+    def ls(addr, k=n, m=n):
+        return encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=k, m=m, sbuf_addr=addr)
 
-    def mm(addr, bank, f=w, acc=0):
-        return encode(Opcode.MATMUL, fmt=BF16, part=0, k=n, f=f, sbuf_addr=addr, bank=bank,
-                      psum_addr=0, accumulate=acc)
+    def mm(addr, bank, f=w, acc=0, k=n, psum=0):
+        return encode(Opcode.MATMUL, fmt=BF16, part=0, k=k, f=f, sbuf_addr=addr, bank=bank,
+                      psum_addr=psum, accumulate=acc)
 
-    def act(src, dst, cols=w, src_sbuf=0, bank=0, mode=_RNE):
-        return encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=src_sbuf, part=0,
-                      rows=n, cols=cols, src_bank=bank, src_addr=src, bias_en=0, bias_addr=0,
+    def act(src, dst, cols=w, src_sbuf=0, bank=0, mode=_RNE, part=0, rows=n):
+        return encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=src_sbuf,
+                      part=part, rows=rows, cols=cols, src_bank=bank, src_addr=src, bias_en=0,
+                      bias_addr=0,
                       scale=0x3F800000, dtype=FP32 if mode == _RNE else BF16, mode=mode,
                       saturate=0, dst_addr=dst)
 
@@ -408,9 +412,43 @@ async def hazards(dut):
         # not read yet.
         "ACTIVATE after MATMUL reads": [ls(0), mm(8, 2), act(2, 8 + w - 3, cols=3,
                                                             src_sbuf=1)],
+        # PSUM is tracked per bank: a MATMUL to another bank finishing first does not release
+        # the bank an ACTIVATE reads.
+        "ACTIVATE after MATMUL writes, another bank done first":
+            [ls(0), mm(8, 1, acc=1), mm(8, 0, acc=1), act(0, 40, bank=0)],
+        # ... and per partition range: a tile of m = 2 columns writes PSUM partitions 0 and 1;
+        # an ACTIVATE of partitions 1.. overlaps it in one.
+        "ACTIVATE after MATMUL writes, one partition shared":
+            [ls(0, m=2), mm(8, 3, acc=1), act(0, 40, bank=3, part=1, rows=n - 1)],
+        # ... and per word range: the MATMUL writes words w/2.., the ACTIVATE reads from w/2-2.
+        "ACTIVATE after MATMUL writes, some words shared":
+            [ls(0), mm(8, 2, f=w // 2, psum=w // 2, acc=1),
+             act(w // 2 - 2, 40, cols=4, bank=2)],
+        # A MATMUL may not write PSUM words an ACTIVATE still reads, in the partitions shared.
+        "MATMUL after ACTIVATE reads, one partition shared":
+            [encode(Opcode.SET_SEED, seed=9), act(0, 40, bank=1, mode=_SR, part=1, rows=1),
+             ls(0, m=2), mm(24, 1)],
+        # SBUF regions are rectangles: a DMA load of one partition of the words a MATMUL of
+        # k = 2 rows (partitions 0 and 1) has not read yet.
+        "DMA load after MATMUL reads, one partition shared":
+            [ls(4, k=2), mm(8, 0, k=2), encode(Opcode.DMA_LOAD, dtype=FP32, part=1, rows=1,
+                                               sbuf_addr=8 + w - 4, cols=4, dram_addr=64,
+                                               dram_stride=0)],
     }
     for what, prog in cases.items():
         await tb.run(prog, f"hazard: {what}")
+
+    # PSUM ping-pong: an ACTIVATE drains bank 0 while MATMULs write bank 1 (it waits only for
+    # the MATMUL to bank 0 before them).
+    ping = [ls(0), mm(8, 0)] + [mm(8, 1)] * 4
+    drain = [act(0, 40, bank=0)]
+    busy = {}
+    for what, prog in (("MATMULs", ping), ("ACTIVATE", drain), ("both", ping + drain)):
+        before = await tb.host.perf()
+        res = await tb.run(prog, f"ping-pong: {what}")
+        busy[what] = res.perf["busy"] - before["busy"]
+    assert busy["both"] <= busy["MATMULs"] + 4, \
+        f"the drain of bank 0 did not overlap the MATMULs to bank 1: {busy}"
 
 
 def _dma_words(words) -> tuple[bool, set[int]] | None:

@@ -26,7 +26,7 @@ import cocotb
 import numpy as np
 
 from golden.activation import ActivationFunc
-from golden.isa import ErrorCode, Rounding
+from golden.isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Rounding
 from sim.host import programs as pg
 from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 from sim.tb import tbutil, vectors
@@ -109,27 +109,34 @@ async def ring_demo(dut):
     assert ok, why
 
 
-@cocotb.test(**tbutil.timeout(200))
+@cocotb.test(**tbutil.timeout(1200))
 async def gemm_bench(dut):
+    """GEMMs ``C = A.T @ B`` of the shapes and operand dtypes in ``NCLITE_BENCH_GEMMS``
+    (``[m, k, f]`` or ``[m, k, f, dtype code]``, bf16 by default), fp32 results: each
+    program's cycles and per-engine busy cycles, every memory checked against the ISS."""
     tb = CoreTB(dut, dram_pauses=0.0)
     await tb.start()
     n = tb.cfg.n
     shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))
     rows = []
-    for m, k, f in shapes:
+    for m, k, f, *dt in shapes:
+        dtype = dt[0] if dt else int(BF16)
+        name = DTYPE_NAMES[dtype]
         pb = ProgramBuilder(tb.cfg)
-        a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
+        a, b = pb.alloc(k, m, dtype), pb.alloc(k, f, dtype)
         c = pb.alloc(m, f, FP32)
-        tb.put(a, vectors.operands("bf16", tb.rng, (k, m), 0.0))
-        tb.put(b, vectors.operands("bf16", tb.rng, (k, f), 0.0))
+        tb.put(a, vectors.operands(name, tb.rng, (k, m), 0.0))
+        tb.put(b, vectors.operands(name, tb.rng, (k, f), 0.0))
         pg.gemm(pb, a, b, c)
         before = await tb.host.perf()
-        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f}")
+        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f} {name}")
         perf = {key: res.perf[key] - before[key] for key in res.perf}
         macs = m * k * f
-        rows.append({"m": m, "k": k, "f": f, "commands": len(pb.program), "macs": macs,
-                     "cycles": perf["busy"], "perf": perf,
-                     "utilization": macs / (n * n * perf["busy"]),
+        dram_bytes = (m * k + k * f) * DTYPE_BYTES[dtype] + m * f * 4
+        rows.append({"m": m, "k": k, "f": f, "dtype": name, "commands": len(pb.program),
+                     "macs": macs, "dram_bytes": dram_bytes, "cycles": perf["busy"],
+                     "perf": perf, "utilization": macs / (n * n * perf["busy"]),
                      "tensor_share": perf["tensor_busy"] / perf["busy"]})
     _write({"kind": "gemm_bench", "simulator": tbutil.simulator(), "n": n,
-            "dram": tb.host.dram_backend, "bit_exact": True, "rows": rows})
+            "data_width": tb.cfg.data_width, "dram": tb.host.dram_backend, "bit_exact": True,
+            "rows": rows})

@@ -26,7 +26,7 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge, ReadOnly, SimTimeoutError, with_timeout
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiBus, AxiRam, AxiResp
 
 from golden.isa import DTYPE_BYTES, Opcode, encode
@@ -38,13 +38,18 @@ from sim.tb.streams import StreamSource
 
 DRAM_BYTES = 1 << 14
 WATCHDOG = 200_000
+#: ``full_rate``'s allowance per AXI burst (cocotbext-axi's AxiRam turns a burst around in a
+#: few cycles: address to first data, last data to the next address) and per command.
+BURST_OVERHEAD = 4
+COMMAND_OVERHEAD = 8
 
 
 class DmaTB:
-    def __init__(self, dut):
+    def __init__(self, dut, gaps: float | None = None):
         self.dut = dut
         prm = tbutil.params()
         self.n, self.words = prm["n"], prm["words"]
+        self.lanes = prm.get("data_width", 32) // 8  # bytes a beat; the SBUF window's words
         self.cfg = CoreConfig(n=self.n, sbuf_words=self.words, psum_banks=1, psum_words=1,
                               dram_bytes=DRAM_BYTES)
         self.layout = dma_command_layout(self.n, self.words)
@@ -52,7 +57,8 @@ class DmaTB:
         self.sbuf = self.rng.integers(0, 1 << 32, (self.n, self.words),
                                       dtype=np.uint64).astype(np.uint32)
         self.ram = AxiRam(AxiBus.from_prefix(dut, "axi_"), dut.clk, dut.rst, size=DRAM_BYTES)
-        gaps = float(os.environ.get("NCLITE_GAPS", "0.2"))
+        if gaps is None:
+            gaps = float(os.environ.get("NCLITE_GAPS", "0.2"))
         for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
                    self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                    self.ram.write_if.b_channel):
@@ -68,19 +74,30 @@ class DmaTB:
         cocotb.start_soon(self._sbuf_model())
 
     async def _sbuf_model(self):
-        dut = self.dut
+        """SBUF behind the DMA's window ports: a read gives words addr .. addr + lanes - 1 of
+        a partition the next cycle (words past the SBUF's end read as garbage, which the DMA
+        must not send); a write takes elements 0 .. count - 1 to words addr .. ."""
+        dut, lanes = self.dut, self.lanes
         pending = None
+        garbage = 0xDEADBEEF
         while True:
             await FallingEdge(dut.clk)
             if pending is not None:
-                dut.sbuf_rd_data.value = int(self.sbuf[pending])
+                part, addr = pending
+                window = [int(self.sbuf[part, a]) if a < self.words else garbage
+                          for a in range(addr, addr + lanes)]
+                dut.sbuf_rd_data.value = sum(w << (32 * i) for i, w in enumerate(window))
             await ReadOnly()
             pending = None
             if dut.sbuf_rd_en.value:
                 pending = (int(dut.sbuf_rd_part.value), int(dut.sbuf_rd_addr.value))
             if dut.sbuf_wr_en.value:
-                self.sbuf[int(dut.sbuf_wr_part.value), int(dut.sbuf_wr_addr.value)] = \
-                    int(dut.sbuf_wr_data.value)
+                part, addr = int(dut.sbuf_wr_part.value), int(dut.sbuf_wr_addr.value)
+                data, count = int(dut.sbuf_wr_data.value), int(dut.sbuf_wr_count.value)
+                assert 1 <= count <= lanes and addr + count <= self.words, \
+                    f"SBUF write of {count} words at {addr}"
+                for i in range(count):
+                    self.sbuf[part, addr + i] = (data >> (32 * i)) & 0xFFFF_FFFF
 
     def pack(self, f: dict, store: bool) -> int:
         word = 0
@@ -90,7 +107,8 @@ class DmaTB:
 
     async def run(self, f: dict, store: bool) -> None:
         """Give the engine one command, on the clock edge after the next falling edge (it
-        must take it there: it is idle); return at the first clock edge after ``busy`` fell."""
+        must take it there: it is idle); return at the first clock edge after ``busy`` fell,
+        with the cycles since the command was taken."""
         dut = self.dut
         await FallingEdge(dut.clk)
         self.cmd.send(self.pack(f, store))
@@ -99,8 +117,10 @@ class DmaTB:
         except SimTimeoutError:
             raise AssertionError(f"the DMA was not idle: it did not take {f} store={store} "
                                  f"(seed {tbutil.seed()}, {tbutil.simulator()})") from None
-        await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG,
-                                 what=f"DMA hung on {f} store={store}: busy")
+        t0 = streams.sim_cycles()
+        t1 = await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG,
+                                      what=f"DMA hung on {f} store={store}: busy")
+        return t1 - t0
 
     def random_fields(self, rng) -> dict:
         dtype = int(rng.choice([0, 1, 2, 3, 4]))
@@ -189,7 +209,8 @@ async def bus_errors(dut):
                  "dram_addr": lo, "dram_stride": stride}
             row = int(rng.integers(0, rows))
             byte = lo + row * stride + int(rng.integers(0, cols)) * size
-            window = (byte & ~3, (byte & ~3) + 4)
+            beat = byte & ~(tb.lanes - 1)  # the failing beat: all its bytes
+            window = (beat, beat + tb.lanes)
             op, fields = iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD, **f))
             if store:
                 kept = iss.dram[window[0]:window[1]].copy()
@@ -223,3 +244,60 @@ async def bus_errors(dut):
             assert dut.error.value == 0, f"after {what}: error still set on a clean command"
             compare(f"the command after {what}")
             dut._log.info("%s: error set, command finished, the next one clean", what)
+
+
+async def _count_beats(dut, counts):
+    """Count the R and W handshakes at every rising edge (for ``full_rate`` only)."""
+    while True:
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        if dut.axi__rvalid.value and dut.axi__rready.value:
+            counts["R"] += 1
+        if dut.axi__wvalid.value and dut.axi__wready.value:
+            counts["W"] += 1
+
+
+@cocotb.test(**tbutil.timeout(5))
+async def full_rate(dut):
+    """One beat per cycle, every element it holds: for every element size, loads and stores
+    of long rows at aligned and unaligned addresses on a DRAM that never pauses take exactly
+    ceil(((a mod B) + cols * size) / B) R or W beats a row, and at most one cycle a beat plus
+    a fixed overhead for each burst (the AXI model's address-to-data latency) and the
+    command."""
+    tb = DmaTB(dut, gaps=0.0)
+    await tb.start()
+    rng = tbutil.rng(7)
+    B = tb.lanes
+    dram = rng.integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    tb.ram.write(0, dram.tobytes())
+    iss = NeuronCoreISS(tb.cfg, dram=dram)
+    iss.sbuf[:] = tb.sbuf
+    counts = {"R": 0, "W": 0}
+    cocotb.start_soon(_count_beats(dut, counts))
+    max_burst = tbutil.params().get("max_burst", 16)
+    for dtype in (1, 0, 4):
+        size = DTYPE_BYTES[dtype]
+        for shift in (0, size):  # an aligned row, then one starting an element into a beat
+            for store in (False, True):
+                cols = tb.words - 1
+                rows = 2
+                f = {"dtype": dtype, "part": 0, "rows": rows, "sbuf_addr": 1, "cols": cols,
+                     "dram_addr": 256 + shift, "dram_stride": 1024}
+                op, fields = iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD,
+                                              **f))
+                iss.execute(op, fields)
+                before = dict(counts)
+                cycles = await tb.run(f, store)
+                beats = -(-((f["dram_addr"] % B) + cols * size) // B)  # a row's
+                channel = "W" if store else "R"
+                got = counts[channel] - before[channel]
+                what = (f"{'store' if store else 'load'} of {rows} x {cols} elements of "
+                        f"{size} bytes at 0x{f['dram_addr']:x}, B = {B}")
+                assert got == rows * beats, f"{what}: {got} beats, not {rows * beats}"
+                bursts = rows * -(-beats // max_burst)
+                bound = rows * beats + BURST_OVERHEAD * bursts + COMMAND_OVERHEAD
+                assert cycles <= bound, f"{what}: {cycles} cycles, more than {bound}"
+                dut._log.info("%s: %d beats in %d cycles", what, got, cycles)
+    got_dram = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
+    assert np.array_equal(tb.sbuf, iss.sbuf) and np.array_equal(got_dram, iss.dram), \
+        f"full_rate: memories differ from the ISS ({tbutil.simulator()})"

@@ -216,14 +216,16 @@ async def hung_collective(dut):
     # A COLLECTIVE of every core, on fresh data (the abandoned buffer is undefined), its
     # result stored: every core's DRAM bit-exact with RingISS. (SBUF and PSUM through debug
     # reads would take most of this test's time: data_parallel compares them.)
-    programs = []
+    # 32 words a row: enough AXI transfers that every core's DRAM stalls (run() checks it);
+    # with 4, a core's few transfers met no stall for some timings.
+    programs, cols = [], 32
     for r in range(P):
         pb = ProgramBuilder(tb.cfg)
-        t, out = pb.alloc(W, 4, FP32), pb.alloc(W, 4, FP32)
-        tb.put(r, t, vectors.operands("fp32", tb.rng, (W, 4), 0.05))
-        pb.load(t, 0, W, 0, 4, 0)
-        pg.collective(pb, 0, 0, W, 0, 4)
-        pb.store(out, 0, W, 0, 4, 0)
+        t, out = pb.alloc(W, cols, FP32), pb.alloc(W, cols, FP32)
+        tb.put(r, t, vectors.operands("fp32", tb.rng, (W, cols), 0.05))
+        pb.load(t, 0, W, 0, cols, 0)
+        pg.collective(pb, 0, 0, W, 0, cols)
+        pb.store(out, 0, W, 0, cols, 0)
         programs.append(pb.program)
     await tb.run(programs, "an all-reduce of every core after the link timeout",
                  memories=False)

@@ -71,19 +71,23 @@ def _fmax(r: dict) -> str:
     return f"{f:.0f} MHz" if f else "not placed"
 
 
+def _volume(r: dict) -> int:
+    return r["m"] * r["k"] * r["f"]
+
+
 def render(bench: dict, synth: dict) -> str:
     """The results table (markdown) from the two result files."""
     rows: list[tuple[str, str, str]] = []
     if "error" in (bench["core"] or {}):
         raise ValueError(f"bench/results.json: the core benchmark failed: {bench['core']}")
-    # The core's GEMM programs run in one simulation, checked against the ISS as a whole.
+    # Each core build's GEMM programs run in one simulation, checked against the ISS as a whole.
     speed = bench.get("sim_speed_models") or []
-    every = [*bench["gemm"], *bench["collectives"], bench["core"], *bench["sim_speed"], *speed]
+    configs = bench["core"]["configs"]
+    every = [*bench["gemm"], *bench["collectives"], *configs, *bench["sim_speed"], *speed]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
     ars = [a for a in bench["collectives"] if "error" not in a]
-    core = bench["core"]["rows"]
     rows.append(("RTL vs golden", f"bit-exact in {exact} of {runs} benchmark runs",
                  "the runs of `make bench`; `make test` checks every block the same way, "
                  "in Icarus and Verilator"))
@@ -96,11 +100,14 @@ def render(bench: dict, synth: dict) -> str:
                              _span([g["utilization"] for g in sel], _pct) + " of MAC slots",
                              ", ".join(sorted({f"{g['a_fmt']}×{g['b_fmt']}" for g in sel}))
                              + "; fed by streams"))
-    big = max(core, key=lambda r: r["m"] * r["k"] * r["f"])
-    rows.append((f"whole core {bench['core']['n']}×{bench['core']['n']}, "
-                 f"GEMM {big['m']}×{big['k']}×{big['f']}",
-                 f"{_pct(big['utilization'])} of MAC slots",
-                 "program through AXI4-Lite, DMA over AXI4 (DMA-bound: one element per cycle)"))
+    for c in configs:
+        bf16 = [r for r in c["rows"] if r["dtype"] == "bf16"]
+        for r in (min(bf16, key=_volume), max(bf16, key=_volume)):
+            rows.append((f"whole core {c['n']}×{c['n']}, GEMM {r['m']}×{r['k']}×{r['f']} bf16",
+                         f"{_pct(r['utilization'])} of MAC slots (roofline bound "
+                         f"{_pct(r['bound'])})",
+                         f"from DRAM over a {8 * c['bytes_per_cycle']}-bit AXI4 bus, every "
+                         "overhead counted; [roofline](bench/roofline.png)"))
     for n_words in sorted({a["words"] for a in ars})[-2:]:
         sel = [a for a in ars if a["words"] == n_words]
         rows.append((f"ring all-reduce, n = {_int(n_words)} words",

@@ -16,6 +16,12 @@ def test_axi_memory(simulator):
     runner.run(MEM, MEM_PARAMS, "sim.tb.axi_mem", simulator, testcase=MEM_TESTS)
 
 
+@pytest.mark.parametrize("data_width", [64, 256])
+def test_axi_memory_wide(simulator, data_width):
+    runner.run(MEM, {"size_bytes": 1024, "addr_width": 10, "data_width": data_width},
+               "sim.tb.axi_mem", simulator, testcase="wide_words", run_tag=f"d{data_width}")
+
+
 def test_axil_decoder(simulator):
     runner.run("sim.tb.axi_mem:DecoderBench", {}, "sim.tb.axi_mem", simulator,
                testcase="decoder_routing")

@@ -15,6 +15,9 @@ from hdl.sim_top import CoreWithDram
 from sim import runner
 
 CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
+#: The programs on the RTL DRAM run with a 64-bit AXI4 bus (the DMA's unit tests cover 32 to
+#: 256 bits; the programs on AxiRam, 32): the build of ``nclite demo`` (sim.cli.demo).
+RTL_DRAM_CONFIG = {**CONFIG, "data_width": 64}
 #: On the RTL DRAM (hdl.sim_top.CoreWithDram).
 RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward"]
 #: On cocotbext-axi's AxiRam (hdl.core.NeuronCore).
@@ -25,8 +28,9 @@ TESTS = RTL_DRAM_TESTS + AXIRAM_TESTS
 @pytest.mark.parametrize("testcase", TESTS)
 def test_core_program(simulator, testcase):
     if testcase in RTL_DRAM_TESTS:
-        runner.run("hdl.sim_top:CoreWithDram", CONFIG, "sim.tb.core", simulator,
-                   testcase=testcase, run_tag=testcase, public=CoreWithDram.public)
+        runner.run("hdl.sim_top:CoreWithDram", RTL_DRAM_CONFIG, "sim.tb.core", simulator,
+                   testcase=testcase, run_tag=testcase,
+                   public=CoreWithDram.public_for(**RTL_DRAM_CONFIG))
     else:
         runner.run("hdl.core:NeuronCore", CONFIG, "sim.tb.core", simulator, testcase=testcase,
                    run_tag=testcase)

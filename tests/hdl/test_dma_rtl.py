@@ -1,12 +1,15 @@
 # amaranth: UnusedElaboratable=no
-"""The DMA engine in cocotb, Icarus and Verilator, with cocotbext-axi's AxiRam as DRAM:
-every SBUF word and DRAM byte equal to the golden ISS after every command."""
+"""The DMA engine in cocotb, Icarus and Verilator, with cocotbext-axi's AxiRam as DRAM, at data
+widths of 32, 64 and 256 bits: every SBUF word and DRAM byte equal to the golden ISS after
+every command, and one beat per cycle (``full_rate``)."""
 
 import pytest
 
 from sim import runner
 
-CONFIGS = {"n4-w64": {"n": 4, "words": 64}, "n3-w40-b4": {"n": 3, "words": 40, "max_burst": 4}}
+CONFIGS = {"n4-w64": {"n": 4, "words": 64}, "n3-w40-b4": {"n": 3, "words": 40, "max_burst": 4},
+           "n3-w40-b4-d64": {"n": 3, "words": 40, "max_burst": 4, "data_width": 64},
+           "n4-w64-d256": {"n": 4, "words": 64, "data_width": 256}}
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
@@ -16,7 +19,9 @@ def test_dma(simulator, config):
 
 @pytest.mark.parametrize("kwargs, param", [({"n": 0, "words": 4}, "n"),
                                            ({"n": 2, "words": 0}, "words"),
-                                           ({"n": 2, "words": 4, "max_burst": 300}, "max_burst")])
+                                           ({"n": 2, "words": 4, "max_burst": 300}, "max_burst"),
+                                           ({"n": 2, "words": 4, "data_width": 48},
+                                            "data_width")])
 def test_bad_parameters(kwargs, param):
     from hdl.dma import DmaEngine
 

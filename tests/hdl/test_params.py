@@ -154,6 +154,7 @@ _BAD_NEURON_CORE = [
     ({"dram_bytes": (1 << 32) + 1}, V, "dram_bytes"),
     ({"queue_depth": 8.0}, T, "queue_depth"), ({"queue_depth": 0}, V, "queue_depth"),
     ({"queue_depth": 257}, V, "queue_depth"),
+    ({"data_width": 64.0}, T, "data_width"), ({"data_width": 16}, V, "data_width"),
     ({"te_mul_stages": "5"}, T, "te_mul_stages"), ({"te_mul_stages": -1}, V, "te_mul_stages"),
     ({"te_mul_stages": FP_MUL_MAX_CUTS + 1}, V, "te_mul_stages"),
     ({"te_add_stages": 6.0}, T, "te_add_stages"),
@@ -190,7 +191,9 @@ COMPONENTS = [
         ({"addr_width": "32"}, T, "addr_width"), ({"addr_width": 11}, V, "addr_width"),
         ({"addr_width": 65}, V, "addr_width"),
         ({"axil_addr_width": 12.0}, T, "axil_addr_width"),
-        ({"axil_addr_width": 11}, V, "axil_addr_width")]),
+        ({"axil_addr_width": 11}, V, "axil_addr_width"),
+        ({"data_width": "64"}, T, "data_width"), ({"data_width": 512}, V, "data_width"),
+        ({"size_bytes": 16, "addr_width": 4, "data_width": 256}, V, "size_bytes")]),
     (AxiLiteDecoder, {"addr_width": 16, "windows": [(0, 0x100)]}, [
         ({"addr_width": 16.0}, T, "addr_width"), ({"addr_width": 1}, V, "addr_width"),
         ({"addr_width": 65}, V, "addr_width"),
@@ -217,7 +220,8 @@ COMPONENTS = [
         ({"words": "4"}, T, "words"), ({"words": 0}, V, "words"),
         ({"words": (1 << 16) + 1}, V, "words"),
         ({"max_burst": True}, T, "max_burst"), ({"max_burst": 0}, V, "max_burst"),
-        ({"max_burst": 257}, V, "max_burst")]),
+        ({"max_burst": 257}, V, "max_burst"),
+        ({"data_width": None}, T, "data_width"), ({"data_width": 48}, V, "data_width")]),
     (Fp32Adder, {}, [
         ({"stages": "2"}, T, "stages"), ({"stages": None}, T, "stages"),
         ({"stages": -1}, V, "stages"), ({"stages": FP32_ADD_MAX_STAGES + 1}, V, "stages")]),
@@ -266,7 +270,8 @@ COMPONENTS = [
         ({"design": "sim.tb.selftest_design:StreamRegister", "params": {}}, V, "design")]),
     (AxiStalls, {}, [
         ({"addr_width": 32.0}, T, "addr_width"), ({"addr_width": 0}, V, "addr_width"),
-        ({"addr_width": 65}, V, "addr_width")]),
+        ({"addr_width": 65}, V, "addr_width"),
+        ({"data_width": 32.0}, T, "data_width"), ({"data_width": 8}, V, "data_width")]),
     (CoreWithDram, _CORE, [
         ({"ranks": 2.0}, T, "ranks"), ({"ranks": 2}, V, "ranks"),
         ({"dram_bytes": 3 << 12}, V, "dram_bytes"), ({"dram_bytes": 2}, V, "dram_bytes"),
