@@ -43,9 +43,11 @@ def _rotate(m, src, part, n, name):
 class _TensorFeeder(wiring.Component):
     """Runs a LOAD_STATIONARY or MATMUL descriptor against the SBUF's first read port.
 
-    LOAD_STATIONARY: reads the tile's m columns (word ``sbuf_addr + j`` of every partition,
-    one per cycle; partition ``part + k`` is row k) into an n x n register tile, then sends
-    the tensor engine its k weight beats (lanes >= m are +0). MATMUL: sends f moving beats,
+    LOAD_STATIONARY (partition ``part + k`` is row k, word ``sbuf_addr + j`` column j; lanes
+    >= m are +0): with ``rows`` (the read port's window holds n words), reads and sends the k
+    rows one a cycle, each a window of partition ``part + k``; else reads the tile's m
+    columns (a word of every partition a cycle) into an n x n register tile, then sends the
+    k rows. MATMUL: sends f moving beats,
     beat j being word ``sbuf_addr + j`` of partitions ``part..`` (the read port holds its data
     while the engine stalls). The tensor engine's command goes out in the cycle the
     descriptor is taken, and so does the first SBUF read.
@@ -59,13 +61,16 @@ class _TensorFeeder(wiring.Component):
         LS_READ = 1
         LS_SEND = 2
         MM = 3
+        LS_ROWS = 4
 
-    def __init__(self, *, n, words, te_cmd_layout):
-        self.n, self.words = n, words
+    def __init__(self, *, n, words, te_cmd_layout, rows):
+        self.n, self.words, self.rows = n, words, rows
         super().__init__({
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
             "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
+            "rd_window": In(data.ArrayLayout(32, n)),
             "te_cmd": Out(stream.Signature(te_cmd_layout)),
             "weights": Out(stream.Signature(data.ArrayLayout(16, n))),
             "moving": Out(stream.Signature(data.ArrayLayout(16, n))),
@@ -78,7 +83,8 @@ class _TensorFeeder(wiring.Component):
         state = Signal(S)
         cur = Signal(DESCRIPTOR_BITS)
         take = Signal()  # a descriptor is taken this cycle
-        m.d.comb += [self.cmd.ready.eq(state == S.IDLE),
+        cmd_pending = Signal()  # the tensor engine has not taken the held command yet
+        m.d.comb += [self.cmd.ready.eq((state == S.IDLE) & ~cmd_pending),
                      take.eq(self.cmd.valid & self.cmd.ready)]
         # The descriptor: the one taken this cycle, else the one held.
         desc = Signal(DESCRIPTOR_BITS)
@@ -88,7 +94,6 @@ class _TensorFeeder(wiring.Component):
         is_mm = Signal()
         m.d.comb += is_mm.eq(desc[:4] == Opcode.MATMUL)
         idx = Signal(range(max(self.words, n) + 2))
-        cmd_pending = Signal()  # the tensor engine has not taken the held command yet
         finishing = Signal()  # the last beat is taken this cycle
         m.d.comb += self.busy.eq(((state != S.IDLE) | cmd_pending) & ~finishing)
         with m.If(take):
@@ -106,8 +111,60 @@ class _TensorFeeder(wiring.Component):
 
         rot = _rotate(m, self.rd_data, Mux(is_mm, mm.part, ls.part), n, "rot")
 
-        # LOAD_STATIONARY: m column reads into the tile (the first as it is taken), then k
-        # row beats.
+        if self.rows:
+            self._load_by_rows(m, take, is_mm, ls, state, idx, cmd_pending, finishing)
+        else:
+            self._load_by_columns(m, take, is_mm, ls, state, idx, cmd_pending, finishing, rot)
+
+        # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
+        # first read as the descriptor is taken.
+        mv_valid = Signal()
+        in_mm = state == S.MM
+        first = take & is_mm
+        with m.If(first | in_mm):
+            col = Mux(first, 0, idx)
+            adv = first | ~mv_valid | self.moving.ready
+            more = col < mm.f
+            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(mm.sbuf_addr + col),
+                         self.moving.valid.eq(in_mm & mv_valid)]
+            for i in range(n):
+                m.d.comb += self.moving.payload[i].eq(rot[i][:16])
+            with m.If(adv):
+                m.d.sync += [mv_valid.eq(more), idx.eq(Mux(more, col + 1, col))]
+            m.d.sync += state.eq(S.MM)
+            with m.If(in_mm & mv_valid & self.moving.ready & ~more):
+                m.d.comb += finishing.eq(~cmd_pending)
+                m.d.sync += state.eq(S.IDLE)
+        return m
+
+    def _load_by_rows(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing):
+        """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
+        first read as the descriptor is taken; the port holds the data while stalled)."""
+        S, n = self._State, self.n
+        w_valid = Signal()
+        first = take & ~is_mm
+        in_rows = state == S.LS_ROWS
+        with m.If(first | in_rows):
+            row = Mux(first, 0, idx)
+            adv = first | ~w_valid | self.weights.ready
+            more = row < ls.k
+            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(ls.sbuf_addr),
+                         self.rd_part.eq(ls.part + row),
+                         self.weights.valid.eq(in_rows & w_valid)]
+            for j in range(n):
+                m.d.comb += self.weights.payload[j].eq(
+                    Mux(ls.m > j, self.rd_window[j][:16], 0))
+            with m.If(adv):
+                m.d.sync += [w_valid.eq(more), idx.eq(Mux(more, row + 1, row))]
+            m.d.sync += state.eq(S.LS_ROWS)
+            with m.If(in_rows & w_valid & self.weights.ready & ~more):
+                m.d.comb += finishing.eq(~cmd_pending)
+                m.d.sync += state.eq(S.IDLE)
+
+    def _load_by_columns(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing, rot):
+        """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor is
+        taken), then k row beats."""
+        S, n = self._State, self.n
         tile = [[Signal(16, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
         col_q, col_valid = Signal(range(n)), Signal()
         m.d.sync += col_valid.eq(0)
@@ -133,27 +190,6 @@ class _TensorFeeder(wiring.Component):
                 with m.If(idx + 1 == ls.k):
                     m.d.comb += finishing.eq(~cmd_pending)
                     m.d.sync += state.eq(S.IDLE)
-
-        # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
-        # first read as the descriptor is taken.
-        mv_valid = Signal()
-        in_mm = state == S.MM
-        first = take & is_mm
-        with m.If(first | in_mm):
-            col = Mux(first, 0, idx)
-            adv = first | ~mv_valid | self.moving.ready
-            more = col < mm.f
-            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(mm.sbuf_addr + col),
-                         self.moving.valid.eq(in_mm & mv_valid)]
-            for i in range(n):
-                m.d.comb += self.moving.payload[i].eq(rot[i][:16])
-            with m.If(adv):
-                m.d.sync += [mv_valid.eq(more), idx.eq(Mux(more, col + 1, col))]
-            m.d.sync += state.eq(S.MM)
-            with m.If(in_mm & mv_valid & self.moving.ready & ~more):
-                m.d.comb += finishing.eq(~cmd_pending)
-                m.d.sync += state.eq(S.IDLE)
-        return m
 
 
 class _ActivationFeeder(wiring.Component):
@@ -264,30 +300,34 @@ class _Sbuf(wiring.Component):
     Ports (one address each; reads one cycle after ``en``, not transparent to writes, the
     data held while ``en`` is low):
 
-    * ``rd0`` (the tensor feeder, or a COLLECTIVE): word ``addr`` of every partition.
-    * ``rd1`` (DMA stores, ACTIVATE, debug reads, a COLLECTIVE): ``data``, word ``addr`` of
-      every partition, and ``window``, words ``addr .. addr + lanes − 1`` of partition
-      ``part`` (those past the end undefined).
+    * ``rd0`` (the tensor feeder, or a COLLECTIVE) and ``rd1`` (DMA stores, ACTIVATE, debug
+      reads, a COLLECTIVE): ``data``, word ``addr`` of every partition, and ``window``, words
+      ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
+      ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none).
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
     """
 
-    def __init__(self, *, n, words, lanes):
-        self._n, self._words, self._lanes = n, words, lanes
+    def __init__(self, *, n, words, lanes, windows):
+        self._n, self._words, self._lanes, self._windows = n, words, lanes, windows
         row = data.ArrayLayout(32, n)
-        window = data.ArrayLayout(32, lanes)
         addr = range(max(words, 2))
+
+        def read_port(window):
+            members = {"en": In(1), "addr": In(addr), "part": In(range(max(n, 2))),
+                       "data": Out(row)}
+            if window:
+                members["window"] = Out(data.ArrayLayout(32, window))
+            return In(wiring.Signature(members))
+
         super().__init__({
-            "rd0": In(memory.ReadPort.Signature(addr_width=Shape.cast(addr).width, shape=row)),
-            "rd1": In(wiring.Signature({"en": In(1), "addr": In(addr),
-                                        "part": In(range(max(n, 2))), "data": Out(row),
-                                        "window": Out(window)})),
+            "rd0": read_port(windows[0]), "rd1": read_port(windows[1]),
             "wr": In(memory.WritePort.Signature(addr_width=Shape.cast(addr).width, shape=row,
                                                 granularity=1)),
             "wwin": In(wiring.Signature({"en": In(1), "part": In(range(max(n, 2))),
                                          "addr": In(addr), "count": In(range(lanes + 1)),
-                                         "data": In(window)})),
+                                         "data": In(data.ArrayLayout(32, lanes))})),
         })
 
     def elaborate(self, platform):
@@ -303,47 +343,44 @@ class _Sbuf(wiring.Component):
             lo, hi = addr[:lg], addr[lg:]
             return lo, [hi + (lo > lane) for lane in range(L)]
 
-        lo0, rows0 = split(self.rd0.addr)
-        lo1, rows1 = split(self.rd1.addr)
         w_addr = Mux(self.wwin.en, self.wwin.addr, self.wr.addr)
         lo_w, rows_w = split(w_addr)
-        lo0_q, lo1_q = Signal.like(lo0), Signal.like(lo1)
-        part_q = Signal.like(self.rd1.part)
-        with m.If(self.rd0.en):
-            m.d.sync += lo0_q.eq(lo0)
-        with m.If(self.rd1.en):
-            m.d.sync += [lo1_q.eq(lo1), part_q.eq(self.rd1.part)]
         # The window's data rotated into lanes: lane l takes element (l - lo) mod L.
         rel = [Signal(range(L), name=f"wwin_rel{lane}") for lane in range(L)]
         rotated = [Signal(32, name=f"wwin_data{lane}") for lane in range(L)]
         elements = Array(self.wwin.data[i] for i in range(L))
         for lane in range(L):
             m.d.comb += [rel[lane].eq(lane - lo_w), rotated[lane].eq(elements[rel[lane]])]
-        raw1 = [[None] * L for _ in range(n)]  # rd1's read data, partition x lane
-        raw0 = [[None] * L for _ in range(n)]
+        mems = [[memory.Memory(shape=32, depth=depth, init=[]) for _ in range(L)]
+                for _ in range(n)]
         for p in range(n):
             for lane in range(L):
-                mem = memory.Memory(shape=32, depth=depth, init=[])
-                m.submodules[f"part{p}_lane{lane}"] = mem
+                mem = m.submodules[f"part{p}_lane{lane}"] = mems[p][lane]
                 w = mem.write_port()
-                r0 = mem.read_port(transparent_for=())
-                r1 = mem.read_port(transparent_for=())
                 win_en = (self.wwin.en & (self.wwin.part == p)
                           & (rel[lane] < self.wwin.count))
                 m.d.comb += [
                     w.addr.eq(rows_w[lane]),
                     w.en.eq(win_en | (~self.wwin.en & self.wr.en[p] & (lo_w == lane))),
                     w.data.eq(Mux(self.wwin.en, rotated[lane], self.wr.data[p])),
-                    r0.en.eq(self.rd0.en), r0.addr.eq(rows0[lane]),
-                    r1.en.eq(self.rd1.en), r1.addr.eq(rows1[lane]),
                 ]
-                raw0[p][lane], raw1[p][lane] = r0.data, r1.data
-            m.d.comb += [self.rd0.data[p].eq(Array(raw0[p])[lo0_q]),
-                         self.rd1.data[p].eq(Array(raw1[p])[lo1_q])]
-        part_lanes = [Array(raw1[p][lane] for p in range(n))[part_q] for lane in range(L)]
-        for i in range(L):
-            lane = (lo1_q + i)[:lg] if L > 1 else 0
-            m.d.comb += self.rd1.window[i].eq(Array(part_lanes)[lane])
+        for port, window in zip((self.rd0, self.rd1), self._windows, strict=True):
+            lo, rows = split(port.addr)
+            lo_q, part_q = Signal.like(lo), Signal.like(port.part)
+            with m.If(port.en):
+                m.d.sync += [lo_q.eq(lo), part_q.eq(port.part)]
+            raw = [[None] * L for _ in range(n)]  # the read data, partition x lane
+            for p in range(n):
+                for lane in range(L):
+                    r = mems[p][lane].read_port(transparent_for=())
+                    m.d.comb += [r.en.eq(port.en), r.addr.eq(rows[lane])]
+                    raw[p][lane] = r.data
+                m.d.comb += port.data[p].eq(Array(raw[p])[lo_q])
+            if window:
+                part_lanes = [Array(raw[p][lane] for p in range(n))[part_q] for lane in range(L)]
+                for i in range(window):
+                    lane = (lo_q + i)[:lg] if L > 1 else 0
+                    m.d.comb += port.window[i].eq(Array(part_lanes)[lane])
         return m
 
 
@@ -573,7 +610,9 @@ class NeuronCore(wiring.Component):
 
         seq = self._seq
         te, act = self._te, self._act
-        tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout)
+        # The tensor feeder reads a stationary row a cycle where the SBUF's window holds one.
+        rows = n <= dma.lanes
+        tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout, rows=rows)
         _, o_layout = sru_layouts(n, act.targets)
         af = _ActivationFeeder(n=n, words=words, banks=self.psum_banks,
                                psum_words=self.psum_words, o_layout=o_layout)
@@ -666,7 +705,10 @@ class NeuronCore(wiring.Component):
                 m.d.comb += [r0_en.eq(coll.tx_rd.en), r0_addr.eq(coll.tx_rd.addr),
                              r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
             m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
-        m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words, lanes=dma.lanes)
+        m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words, lanes=dma.lanes,
+                                         windows=(n if rows else 0, dma.lanes))
+        if rows:
+            m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
                      sbuf.rd1.part.eq(dma.sbuf_rd_part), r1_data.eq(sbuf.rd1.data),

@@ -19,8 +19,10 @@ __all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_g
            "format_demo"]
 
 #: The single core of the demo (the same build as tests/hdl/test_core_rtl.py's programs on
-#: hdl.sim_top.CoreWithDram).
-CORE_CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64,
+#: hdl.sim_top.CoreWithDram): 256 SBUF words a partition, so that the programs keep B's tiles
+#: and double-buffered stationary blocks in SBUF (sim.host.programs.ProgramBuilder.plan); a
+#: 64-bit AXI4 bus.
+CORE_CONFIG = {"n": 4, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16, "queue_depth": 64,
                "data_width": 64}
 #: The ring of the demo (the same build as tests/hdl/test_multicore_rtl.py): its subject is the
 #: collectives, so its cores keep shallow PE pipelines (a smaller, faster four-core model).

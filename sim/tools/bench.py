@@ -254,10 +254,10 @@ CORE_N = 4
 #: fp8-e4m3 (fp32 results). The SBUF holds B's columns of a PSUM half and two stationary
 #: blocks of the largest shape; the DRAM every operand and result.
 ROOFLINE = [
-    ({"n": 4, "sbuf_words": 8192, "psum_banks": 8, "psum_words": 32, "queue_depth": 256,
+    ({"n": 4, "sbuf_words": 8192, "psum_banks": 4, "psum_words": 128, "queue_depth": 256,
       "data_width": 64, "dram_bytes": 1 << 18},
      [(16, 16, 64), (32, 32, 32), (64, 64, 64), (128, 128, 128)]),
-    ({"n": 8, "sbuf_words": 16384, "psum_banks": 8, "psum_words": 64, "queue_depth": 256,
+    ({"n": 8, "sbuf_words": 16384, "psum_banks": 4, "psum_words": 256, "queue_depth": 256,
       "data_width": 128, "dram_bytes": 1 << 20},
      [(32, 32, 128), (64, 64, 64), (128, 128, 128), (256, 256, 256)]),
 ]

@@ -13,11 +13,13 @@ import pytest
 
 from hdl.sim_top import CoreWithDram
 from sim import runner
+from sim.cli.demo import CORE_CONFIG
 
 CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_depth": 64}
-#: The programs on the RTL DRAM run with a 64-bit AXI4 bus (the DMA's unit tests cover 32 to
-#: 256 bits; the programs on AxiRam, 32): the build of ``nclite demo`` (sim.cli.demo).
-RTL_DRAM_CONFIG = {**CONFIG, "data_width": 64}
+#: The programs on the RTL DRAM run on the build of ``nclite demo``: a 64-bit AXI4 bus (the
+#: DMA's unit tests cover 32 to 256 bits; the programs on AxiRam, 32) and an SBUF that holds
+#: the GEMMs' B tiles and stationary blocks (on AxiRam, 64 words: tile by tile).
+RTL_DRAM_CONFIG = CORE_CONFIG
 #: On the RTL DRAM (hdl.sim_top.CoreWithDram).
 RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward"]
 #: On cocotbext-axi's AxiRam (hdl.core.NeuronCore).

@@ -10,6 +10,9 @@ legal or not). The engines are modelled by assumptions only:
   ``coll_busy``) may be high only within ``BUSY`` cycles after it took a command (``act_busy``
   after an ``act`` or ``seed`` command) -- free inside that window, so any shorter pattern is
   covered;
+* ``te_done`` (a MATMUL's last PSUM write) pulses once for each MATMUL the tensor feeder
+  took, at any time within the tensor engine's ``BUSY`` window, never for none (``te_done_bank``
+  0, the only bank);
 * ``hold`` (a debug read waiting for the SBUF port) is high at most ``HOLD`` cycles in a row;
 * ``desc`` follows the stream rules; ``clear_error``, ``dma_error``, ``coll_timeout`` and any
   input added later are free.
@@ -36,19 +39,21 @@ HOLD = 2  # cycles in a row ``hold`` may be high
 #: Cycles in a row the sequencer may be stuck. Worst case: the head waits for the engine that
 #: took the previous command (TAKE + 1 cycles offered, BUSY of busy, 1 to dispatch), then its
 #: own engine takes it and stays busy (TAKE + 1 + BUSY) before ``busy`` can fall; ``hold``
-#: may add HOLD; plus 2 for the head register and the last busy cycle. (A trace of exactly
-#: this, LOAD_STATIONARY then an ACTIVATE of the words it reads, is what a smaller bound
-#: fails on.)
-BOUND = 2 * (TAKE + 1 + BUSY) + HOLD + 2  # = bound_for(TAKE, BUSY, HOLD) = 16
+#: may add HOLD; plus 1 for the head register. A smaller bound fails (the mutant
+#: ``mutant_sequencer_tight``). It was one more while a PSUM bank was released only the cycle
+#: after the tensor engine fell idle; a bank is now released by its MATMULs' ``te_done``
+#: pulses, which come within the engine's busy window.
+BOUND = 2 * (TAKE + 1 + BUSY) + HOLD + 1  # = bound_for(TAKE, BUSY, HOLD) = 15
 
 
 def bound_for(take: int, busy: int, hold: int) -> int:
     """:data:`BOUND` for other engine bounds."""
-    return 2 * (take + 1 + busy) + hold + 2
+    return 2 * (take + 1 + busy) + hold + 1
 
 
-def _busy_window(m: Module, took, busies, name: str, limit: int) -> None:
-    """Assume ``busies`` are low except within ``limit`` cycles after ``took`` (a handshake)."""
+def _busy_window(m: Module, took, busies, name: str, limit: int) -> Signal:
+    """Assume ``busies`` are low except within ``limit`` cycles after ``took`` (a handshake);
+    returns the window's counter (0: closed)."""
     window = Signal(range(limit + 1), name=f"{name}__window")
     with m.If(took):
         m.d.sync += window.eq(limit)
@@ -56,6 +61,22 @@ def _busy_window(m: Module, took, busies, name: str, limit: int) -> None:
         m.d.sync += window.eq(window - 1)
     for busy in busies:
         m.d.comb += Assume(~busy | (window != 0), f"{name}: busy only after a command")
+    return window
+
+
+def _matmul_done(m: Module, top, dut, te_window) -> None:
+    """Assume ``te_done`` pulses once per MATMUL taken, before the tensor engine's window
+    closes, and never without one outstanding (``te_done_bank`` 0)."""
+    from hdl.isa import Opcode
+
+    took = dut.te.valid & dut.te.ready & (dut.te.payload[:4] == Opcode.MATMUL)
+    done = top.input("te_done")
+    outstanding = Signal(range(16), name="mm__outstanding")
+    m.d.sync += outstanding.eq(outstanding + took - done)
+    m.d.comb += [Assume(~done | (outstanding != 0), "te_done: only for a MATMUL taken"),
+                 Assume((te_window != 0) | (outstanding == 0),
+                        "te_done: every MATMUL done within the window"),
+                 Assume(top.input("te_done_bank") == 0, "te_done_bank: the only bank")]
 
 
 def sequencer_liveness_top(*, take: int = TAKE, busy: int = BUSY, hold: int = HOLD,
@@ -77,8 +98,9 @@ def sequencer_liveness_top(*, take: int = TAKE, busy: int = BUSY, hold: int = HO
             s = getattr(dut, name)
             bounded_run(m, s.valid & ~s.ready, take, f"{name}_take", assume=True)
         _busy_window(m, fire(dut.dma), [top.input("dma_busy")], "dma", busy)
-        _busy_window(m, fire(dut.te), [top.input("te_feed_busy"), top.input("te_busy")], "te",
-                     busy)
+        te_window = _busy_window(m, fire(dut.te), [top.input("te_feed_busy"),
+                                                   top.input("te_busy")], "te", busy)
+        _matmul_done(m, top, dut, te_window)
         _busy_window(m, fire(dut.act) | fire(dut.seed), [top.input("act_busy")], "act", busy)
         _busy_window(m, fire(dut.coll), [top.input("coll_busy")], "coll", busy)
         bounded_run(m, top.input("hold"), hold, "hold", assume=True)

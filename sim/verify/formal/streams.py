@@ -93,8 +93,11 @@ def _core_env(m, top):
 
 
 def _sbuf_port(m, top):
-    """The SBUF read port a feeder reads: its data changes only after a read."""
+    """The SBUF read port a feeder reads: its data (and its window, where it has one) changes
+    only after a read."""
     read_port_holds(m, top.signal("rd_en"), top.signal("rd_data"), "sbuf_rd")
+    if "rd_window" in top.free:
+        read_port_holds(m, top.signal("rd_en"), top.signal("rd_window"), "sbuf_rd_window")
 
 
 _AF = {"n": 2, "words": 4, "banks": 1, "psum_words": 4}  # the activation feeder's sizes
@@ -173,10 +176,10 @@ def _uart_rx():
     return UartRx(divisor=4)
 
 
-def _tensor_feeder():
+def _tensor_feeder(rows: bool):
     from hdl.core import _TensorFeeder
     from hdl.tensor_engine import command_layout
-    return _TensorFeeder(n=2, words=4, te_cmd_layout=command_layout(2, 1, 2))
+    return _TensorFeeder(n=2, words=4, te_cmd_layout=command_layout(2, 1, 2), rows=rows)
 
 
 def _activation_feeder():
@@ -211,7 +214,8 @@ PROTOCOL_CASES = [
     # UartTx and XorwowSeeder only consume streams (the rules would only be assumed): they
     # have nothing to assert, so they are not listed.
     ProtocolCase("uart_rx", _uart_rx),
-    ProtocolCase("core_tensor_feeder", _tensor_feeder, env=_sbuf_port),
+    ProtocolCase("core_tensor_feeder", lambda: _tensor_feeder(rows=False), env=_sbuf_port),
+    ProtocolCase("core_tensor_feeder_rows", lambda: _tensor_feeder(rows=True), env=_sbuf_port),
     ProtocolCase("core_activation_feeder", _activation_feeder, env=_activation_feeder_env,
                  mode="bmc", depth=20, fast=False),
     ProtocolCase("core", _core, mode="bmc", depth=20, fixed=("rank",), fast=False, env=_core_env,
