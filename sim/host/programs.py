@@ -52,9 +52,8 @@ from golden.isa import (
 from golden.iss import CoreConfig
 from golden.rounding import DEFAULT_SATURATE
 
-__all__ = ["DramTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs", "collective",
-           "FP32",
-           "BF16"]
+__all__ = ["DramTensor", "SbufTensor", "ProgramBuilder", "gemm", "dense", "mlp", "error_programs",
+           "collective", "FP32", "BF16"]
 
 #: The dtype codes (``golden.isa.Dtype``), by their short names.
 BF16, FP8_E4M3, FP8_E5M2, FP16, FP32 = (Dtype.BF16, Dtype.FP8_E4M3, Dtype.FP8_E5M2, Dtype.FP16,
@@ -75,6 +74,22 @@ class DramTensor:
 
     def at(self, r: int, c: int) -> int:
         return self.addr + (r * self.cols + c) * self.size
+
+
+@dataclass(frozen=True)
+class SbufTensor:
+    """A matrix kept in SBUF between commands, in N-row tiles: row r in partition r mod N,
+    column c at word ``addr + (r // N) * cols + c``. :func:`gemm` leaves a result so (``out``)
+    and takes B so (``mov``): the output tiles of one layer are the moving tiles of the next,
+    as NKI kernels keep activations in SBUF."""
+
+    addr: int
+    rows: int
+    cols: int
+    dtype: int
+
+    def words(self, n: int) -> int:
+        return -(-self.rows // n) * self.cols
 
 
 @dataclass(frozen=True)
@@ -104,17 +119,41 @@ class ProgramBuilder:
         self.out_addr = 0
         self.bias_addr = cfg.psum_words
         self.free_addr = cfg.psum_words + 1  # the first word the tile areas may use
+        self._sbuf_live: list[SbufTensor] = []
 
-    def plan(self, m: int, k: int, f: int) -> GemmPlan:
-        """The SBUF areas of an M x K x F GEMM: B resident if it fits (it saves a reload per
-        unit), then the stationary blocks; else tile-sized ping-pong areas."""
+    @property
+    def top(self) -> int:
+        """The SBUF tensors live from this word up; the tile areas below it."""
+        return min((t.addr for t in self._sbuf_live), default=self.cfg.sbuf_words)
+
+    def sbuf_alloc(self, rows: int, cols: int, dtype: int) -> SbufTensor | None:
+        """An :class:`SbufTensor` just below the live ones, or None if it would leave the tile
+        areas less than ``2N + 2W`` words (then keep the tensor in DRAM)."""
+        cfg = self.cfg
+        words = -(-rows // cfg.n) * cols
+        if self.top - words - self.free_addr < 2 * cfg.n + 2 * cfg.psum_words:
+            return None
+        t = SbufTensor(self.top - words, rows, cols, dtype)
+        self._sbuf_live.append(t)
+        return t
+
+    def sbuf_free(self, t: SbufTensor) -> None:
+        """Give back an :class:`SbufTensor`'s words (its commands are all emitted)."""
+        self._sbuf_live.remove(t)
+
+    def plan(self, m: int, k: int, f: int, *, b_in_sbuf: bool = False) -> GemmPlan:
+        """The SBUF areas of an M x K x F GEMM below the SBUF tensors: B resident if it fits
+        (it saves a reload per unit; none with ``b_in_sbuf``), then the stationary blocks;
+        else tile-sized ping-pong areas."""
         cfg = self.cfg
         n, w, lo = cfg.n, cfg.psum_words, self.free_addr
-        room = cfg.sbuf_words - lo
+        room = self.top - lo
         group = max(1, cfg.psum_banks // 2)
         k_tiles = -(-k // n)
         b_width = min(f, group * w)
         b_words, a_words = k_tiles * b_width, k_tiles * n
+        if b_in_sbuf:
+            b_words = 0
         b_resident = b_words + 2 * n <= room
         b_need = b_words if b_resident else 2 * w
         a_block = b_need + 2 * a_words <= room
@@ -148,16 +187,18 @@ class ProgramBuilder:
         self._dma(Opcode.DMA_STORE, t, r0, r1, c0, c1, sbuf_addr, part)
 
 
-def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | None, *,
+def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor | SbufTensor,
+         out: DramTensor | SbufTensor | None, *,
          func: int = ActivationFunc.IDENTITY, bias: DramTensor | None = None,
          dtype: int = FP32, mode: int = Rounding.RNE, saturate: bool | None = None,
          keep_in_sbuf: bool = False) -> None:
     """``out = cast(f(A.T @ B + bias))``: A (K x M, bf16/fp8) stationary, B (K x F) moving,
     ``bias`` an M x 1 fp32 column (one value per output row), ``out`` M x F of ``dtype``.
-    With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the SBUF staging area
-    (:attr:`ProgramBuilder.out_addr`) and is not stored. ``saturate`` defaults to the command
-    layer's rule (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). The schedule: see the
-    module's text."""
+    ``mov`` and ``out`` may be :class:`SbufTensor` s: B read from SBUF, the result left
+    there, with no DMA. With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the SBUF
+    staging area (:attr:`ProgramBuilder.out_addr`) and is not stored. ``saturate`` defaults
+    to the command layer's rule (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). The
+    schedule: see the module's text."""
     cfg = b.cfg
     if saturate is None:
         saturate = DEFAULT_SATURATE.get(DTYPE_NAMES[dtype], False)
@@ -169,7 +210,8 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
     n, w = cfg.n, cfg.psum_words
     if keep_in_sbuf and (m > n or f > w):
         raise ValueError("keep_in_sbuf needs M <= N and F <= psum_words")
-    plan = b.plan(m, k, f)
+    b_in_sbuf, out_in_sbuf = isinstance(mov, SbufTensor), isinstance(out, SbufTensor)
+    plan = b.plan(m, k, f, b_in_sbuf=b_in_sbuf)
     k_tiles, f_tiles = _tiles(k, n), _tiles(f, w)
     groups = [f_tiles[g:g + plan.group] for g in range(0, len(f_tiles), plan.group)]
     units = [(mt, g) for g in range(len(groups)) for mt in _tiles(m, n)]
@@ -194,12 +236,13 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
         row_cycles = -(-w * DTYPE_BYTES[dtype] // (cfg.data_width // 8)) + 2  # a row's store
         rows_a_store = max(1, w // row_cycles)
         for t, (f0, f1) in enumerate(groups[g]):
+            dst = out.addr + (m0 // n) * f + f0 if out_in_sbuf else b.out_addr
             cmds.append(functools.partial(
                 b.emit, Opcode.ACTIVATE, func=int(func), src_sbuf=0, part=0, rows=m1 - m0,
                 cols=f1 - f0, src_bank=bank(u, t), src_addr=0, bias_en=int(bias is not None),
                 bias_addr=b.bias_addr, scale=_ONE, dtype=dtype, mode=mode,
-                saturate=int(saturate), dst_addr=b.out_addr))
-            if not keep_in_sbuf:
+                saturate=int(saturate), dst_addr=dst))
+            if not (keep_in_sbuf or out_in_sbuf):
                 cmds += [functools.partial(b.store, out, r0, min(r0 + rows_a_store, m1), f0, f1,
                                            b.out_addr, part=r0 - m0)
                          for r0 in range(m0, m1, rows_a_store)]
@@ -237,12 +280,14 @@ def gemm(b: ProgramBuilder, a: DramTensor, mov: DramTensor, out: DramTensor | No
             else:
                 s_addr = tile_area("a", plan.a_addr)
                 b.load(a, k0, k1, m0, m1, s_addr)
-            if plan.b_resident and first_of_group:
+            if plan.b_resident and first_of_group and not b_in_sbuf:
                 b.load(mov, k0, k1, g0, g1, plan.b_addr[0] + j * (g1 - g0))
             b.emit(Opcode.LOAD_STATIONARY, fmt=a.dtype, part=0, k=k1 - k0, m=m1 - m0,
                    sbuf_addr=s_addr)
             for t, (f0, f1) in enumerate(group):
-                if plan.b_resident:
+                if b_in_sbuf:
+                    m_addr = mov.addr + j * f + f0
+                elif plan.b_resident:
                     m_addr = plan.b_addr[0] + j * (g1 - g0) + (f0 - g0)
                 else:
                     m_addr = tile_area("b", plan.b_addr)
@@ -267,11 +312,14 @@ def collective(b: ProgramBuilder, op: int, part: int, rows: int, sbuf_addr: int,
         b.emit(Opcode.COLLECTIVE, coll_op=op, part=p, rows=w, sbuf_addr=sbuf_addr, cols=cols)
 
 
-def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor, bias: DramTensor, *,
+def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor | SbufTensor, bias: DramTensor, *,
           dtype: int, mode: int = Rounding.RNE, saturate: bool | None = None,
-          func: int = ActivationFunc.RELU) -> DramTensor:
-    """A dense layer ``Y = cast(relu(W.T @ X + bias))`` into a new DRAM tensor (M x F)."""
-    y = b.alloc(w.cols, x.cols, dtype)
+          func: int = ActivationFunc.RELU, in_sbuf: bool = False) -> DramTensor | SbufTensor:
+    """A dense layer ``Y = cast(relu(W.T @ X + bias))`` into a new DRAM tensor (M x F), or
+    with ``in_sbuf`` into a new :class:`SbufTensor` where it fits (else DRAM)."""
+    y = b.sbuf_alloc(w.cols, x.cols, dtype) if in_sbuf else None
+    if y is None:
+        y = b.alloc(w.cols, x.cols, dtype)
     gemm(b, w, x, y, func=func, bias=bias, dtype=dtype, mode=mode, saturate=saturate)
     return y
 
@@ -279,15 +327,20 @@ def dense(b: ProgramBuilder, w: DramTensor, x: DramTensor, bias: DramTensor, *,
 def mlp(b: ProgramBuilder, x: DramTensor, layers: list[dict]) -> DramTensor:
     """Layers one after another: each ``dict(w=, bias=, dtype=, func=, mode=, saturate=)``
     (w and bias DRAM tensors; the rest as :func:`dense`), the output of one the moving input
-    of the next (its dtype must be an operand format: bf16 or fp8). Returns the last output."""
+    of the next (its dtype must be an operand format: bf16 or fp8). The hidden activations
+    stay in SBUF where they fit (no DMA between layers); the last output goes to DRAM, which
+    this returns."""
     h = x
     for i, layer in enumerate(layers):
         if i and h.dtype not in OPERAND_DTYPES:
             raise ValueError(f"layer {i - 1} writes dtype {h.dtype}, which the next layer's "
                              f"MATMUL cannot take (bf16 or fp8 only)")
+        prev = h
         h = dense(b, layer["w"], h, layer["bias"], dtype=layer["dtype"],
                   func=layer.get("func", ActivationFunc.RELU), mode=layer.get("mode", Rounding.RNE),
-                  saturate=layer.get("saturate"))
+                  saturate=layer.get("saturate"), in_sbuf=i + 1 < len(layers))
+        if isinstance(prev, SbufTensor):
+            b.sbuf_free(prev)
     return h
 
 

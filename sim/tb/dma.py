@@ -1,8 +1,9 @@
 """cocotb testbench: ``hdl.dma.DmaEngine`` against the golden ISS's DMA_LOAD / DMA_STORE.
 
 DRAM is cocotbext-axi's ``AxiRam`` on the engine's AXI4 port, with random pauses on every
-channel (:func:`sim.tb.streams.pauses`); SBUF is a Python model behind the engine's SBUF ports
-(writes sampled before the clock edge, reads answered the next cycle). Each random legal
+channel (:func:`sim.tb.streams.pauses`); SBUF is a Python model behind the engine's SBUF window
+ports (writes sampled before the clock edge, reads answered the next cycle, words past the end
+read as garbage). The data width is the build's ``data_width`` (32 to 256 bits). Each random legal
 command goes in through the ``cmd`` stream (a :class:`sim.tb.streams.StreamSource`; the idle
 engine must take it at once) and runs on the RTL until ``busy`` falls (under a watchdog), and
 on ``golden.iss.NeuronCoreISS`` from the same state; afterwards every SBUF word and every DRAM
@@ -14,10 +15,13 @@ Tests:
   loads and stores, rows not aligned to 4 bytes, strides of 0, single rows and columns, rows
   across a 4 KiB boundary.
 * ``bus_errors`` - DRAM answers SLVERR, then DECERR, on R (a load) and on B (a store) for one
-  word of the tile (``sim.host.core.DramFaults`` on the ``AxiRam``): ``error`` rises, the command
+  beat of the tile (``sim.host.core.DramFaults`` on the ``AxiRam``): ``error`` rises, the command
   runs to its end (no hang: ``busy`` falls), a load writes what R returned (zeros for the
   failing beats, the rest as the ISS says), a store writes every other byte; the next
   command, on good DRAM, is clean (``error`` low) and bit-exact.
+* ``full_rate`` - one beat per cycle on a DRAM that never pauses: every element size, loads
+  and stores, aligned and not: the minimal number of R / W beats, and the cycles within one a
+  beat plus a fixed allowance per burst and command.
 """
 
 from __future__ import annotations

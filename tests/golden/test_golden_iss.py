@@ -130,7 +130,7 @@ def test_two_layer_mlp(seed):
     pb = ProgramBuilder(CFG)
     tw1, tx, tb1 = pb.alloc(k, h, BF16), pb.alloc(k, f, BF16), pb.alloc(h, 1, FP32)
     tw2, tb2 = pb.alloc(h, o, BF16), pb.alloc(o, 1, FP32)
-    # The hidden layer is kept in bf16 in DRAM; the output layer has no relu, fp32 out.
+    # The hidden layer is kept in bf16 (in SBUF); the output layer has no relu, fp32 out.
     ty = mlp(pb, tx, [{"w": tw1, "bias": tb1, "dtype": BF16},
                       {"w": tw2, "bias": tb2, "dtype": FP32, "func": 0}])
     iss = NeuronCoreISS(CFG)
