@@ -1086,8 +1086,8 @@ def plot_roofline(core: dict, path: str | Path) -> Path:
             rows = [r for r in c["rows"] if r["dtype"] == dtype]
             ax.scatter([r["intensity"] for r in rows], [r["utilization"] for r in rows],
                        color=color, marker=marker, zorder=3,
-                       label=f"N = {n}, {dtype} (16x16x64 .. {rows[-1]['m']}^3)"
-                       if rows else None)
+                       label=f"N = {n}, {dtype} ({rows[0]['m']}x{rows[0]['k']}x{rows[0]['f']}"
+                             f" .. {rows[-1]['m']}^3)" if rows else None)
     ax.set_xscale("log")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("arithmetic intensity (MACs per DRAM byte)")
