@@ -118,48 +118,49 @@ class _TensorFeeder(wiring.Component):
 
         # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
         # first read as the descriptor is taken.
-        mv_valid = Signal()
-        in_mm = state == S.MM
         first = take & is_mm
-        with m.If(first | in_mm):
-            col = Mux(first, 0, idx)
-            adv = first | ~mv_valid | self.moving.ready
-            more = col < mm.f
-            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(mm.sbuf_addr + col),
-                         self.moving.valid.eq(in_mm & mv_valid)]
+        with m.If(first | (state == S.MM)):
+            col = self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
+                                     out=self.moving, idx=idx, cmd_pending=cmd_pending,
+                                     finishing=finishing)
+            m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col)
             for i in range(n):
                 m.d.comb += self.moving.payload[i].eq(rot[i][:16])
-            with m.If(adv):
-                m.d.sync += [mv_valid.eq(more), idx.eq(Mux(more, col + 1, col))]
-            m.d.sync += state.eq(S.MM)
-            with m.If(in_mm & mv_valid & self.moving.ready & ~more):
-                m.d.comb += finishing.eq(~cmd_pending)
-                m.d.sync += state.eq(S.IDLE)
         return m
+
+    def _stream_reads(self, m, *, first, state, own, beats, out, idx, cmd_pending, finishing):
+        """Beats read from SBUF one a cycle into the stream ``out``: the first as the
+        descriptor is taken (``first``), the others while ``state`` is ``own``; the read port
+        holds a beat while ``out`` stalls. The last beat taken ends the command (``state``
+        IDLE, ``finishing``). Call inside ``first | (state == own)``; returns the index of the
+        beat read this cycle (``rd_en`` is driven here)."""
+        valid = Signal()
+        active = state == own
+        i = Mux(first, 0, idx)
+        adv = first | ~valid | out.ready
+        more = i < beats
+        m.d.comb += [self.rd_en.eq(adv & more), out.valid.eq(active & valid)]
+        with m.If(adv):
+            m.d.sync += [valid.eq(more), idx.eq(Mux(more, i + 1, i))]
+        m.d.sync += state.eq(own)
+        with m.If(active & valid & out.ready & ~more):
+            m.d.comb += finishing.eq(~cmd_pending)
+            m.d.sync += state.eq(self._State.IDLE)
+        return i
 
     def _load_by_rows(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing):
         """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
         first read as the descriptor is taken; the port holds the data while stalled)."""
         S, n = self._State, self.n
-        w_valid = Signal()
         first = take & ~is_mm
-        in_rows = state == S.LS_ROWS
-        with m.If(first | in_rows):
-            row = Mux(first, 0, idx)
-            adv = first | ~w_valid | self.weights.ready
-            more = row < ls.k
-            m.d.comb += [self.rd_en.eq(adv & more), self.rd_addr.eq(ls.sbuf_addr),
-                         self.rd_part.eq(ls.part + row),
-                         self.weights.valid.eq(in_rows & w_valid)]
+        with m.If(first | (state == S.LS_ROWS)):
+            row = self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls.k,
+                                     out=self.weights, idx=idx, cmd_pending=cmd_pending,
+                                     finishing=finishing)
+            m.d.comb += [self.rd_addr.eq(ls.sbuf_addr), self.rd_part.eq(ls.part + row)]
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
                     Mux(ls.m > j, self.rd_window[j][:16], 0))
-            with m.If(adv):
-                m.d.sync += [w_valid.eq(more), idx.eq(Mux(more, row + 1, row))]
-            m.d.sync += state.eq(S.LS_ROWS)
-            with m.If(in_rows & w_valid & self.weights.ready & ~more):
-                m.d.comb += finishing.eq(~cmd_pending)
-                m.d.sync += state.eq(S.IDLE)
 
     def _load_by_columns(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing, rot):
         """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor is
@@ -470,16 +471,18 @@ class NeuronCore(wiring.Component):
 
     Inside (docs/contract.md §1): the :class:`~hdl.cmdqueue.CommandQueue` (registers, see
     ``hdl.cmdqueue.REGISTERS``), the :class:`~hdl.sequencer.Sequencer`, the SBUF (``n``
-    partitions of ``sbuf_words`` 32-bit words, one memory each with two read ports and a
-    write port), the :class:`~hdl.tensor_engine.TensorEngine` with its PSUM (``psum_banks`` x
+    partitions of ``sbuf_words`` 32-bit words, each partition ``data_width / 8`` lane
+    memories with two read ports and a write port), the
+    :class:`~hdl.tensor_engine.TensorEngine` with its PSUM (``psum_banks`` x
     ``psum_words``), the :class:`~hdl.activation.ActivationEngine` and the
     :class:`~hdl.dma.DmaEngine`. Programs give the same bits in every memory as
     ``golden.iss.NeuronCoreISS`` with :meth:`iss_config`.
 
     SBUF ports: the first read port belongs to the tensor feeder (LOAD_STATIONARY, MATMUL);
-    the second is shared by DMA stores, ACTIVATE's SBUF source and bias, and debug reads;
-    the write port by DMA loads and ACTIVATE's results. The sequencer never lets two users of
-    a shared port run at once, so the DMA of one tile overlaps the tensor engine's work on
+    the second is shared by DMA stores (a window of a beat's words), ACTIVATE's SBUF source
+    and bias, and debug reads; the lane memories' write port by DMA loads (a window) and
+    ACTIVATE's results (a word of each partition). The sequencer never lets two users of a
+    shared port run at once, so the DMA of one tile overlaps the tensor engine's work on
     another, and an ACTIVATE overlaps the next MATMULs.
 
     Soft reset (CTRL bit 0): the queue empties; the sequencer stops at once; when the DMA has

@@ -82,7 +82,8 @@ class DmaEngine(wiring.Component):
     ``sbuf_rd_addr .. + lanes − 1`` of partition ``sbuf_rd_part`` into ``sbuf_rd_data`` one
     cycle after ``sbuf_rd_en`` (the words past the beat's elements are not used). A load
     writes each R beat's elements the cycle after the beat is taken; a store reads a beat's
-    elements and sends the beat on W from the cycle after, through a 4-beat queue.
+    elements, packs them the cycle after the read and offers the beat on W the cycle after
+    that, through a 4-beat queue.
 
     Bus errors: an error response (SLVERR or DECERR: ``rresp`` / ``bresp`` bit 1) on any R
     beat or B response sets ``error``, which stays set until the engine takes its next

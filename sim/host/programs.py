@@ -12,10 +12,10 @@ through ACTIVATE (identity, scale 1, bias −0 and an fp32 cast leave every PSUM
 unchanged; or any function, per-row bias, dtype and rounding for a dense layer) and is stored.
 The program is written so that the engines overlap, as NKI kernels are:
 
-* **Units.** The output is cut into units of one M tile x a group of at most ``banks // 2``
-  F tiles (every F tile one PSUM bank). Consecutive units use alternate halves of PSUM
-  (ping-pong), so the drain of one unit (ACTIVATE, DMA store) runs while the tensor engine
-  fills the other half with the next.
+* **Units.** The output is cut into units of one M tile x a group of at most
+  ``max(1, banks // 2)`` F tiles (every F tile one PSUM bank). Consecutive units use
+  alternate halves of PSUM (ping-pong), so the drain of one unit (ACTIVATE, DMA store) runs
+  while the tensor engine fills the other half with the next.
 * **SBUF reuse.** When they fit, B's columns of a group stay in SBUF for all the group's
   units (loaded once), and the stationary tiles of a unit are loaded as one block, double
   buffered: unit u + 1's block is loaded while unit u computes. Otherwise tiles are loaded

@@ -39,9 +39,9 @@ Tests (the runner picks one per pytest case with ``testcase``):
 * ``hazards`` - each ordering the sequencer enforces (DMA load / MATMUL / ACTIVATE against the
   SBUF rectangles and the PSUM banks, partitions and words of a command in flight), in a
   program where breaking it changes the result (each of the six rules was once removed from
-  the sequencer: this test caught it; so are a bank released by another bank's MATMUL, and
-  regions compared without their partitions or PSUM words); then PSUM ping-pong: an
-  ACTIVATE of bank 0 behind MATMULs to bank 1 costs no busy cycle.
+  the sequencer: this test caught it), and cases where a record too small would (a bank
+  released by another bank's MATMUL, a partition or PSUM words left out of a region); then
+  PSUM ping-pong: an ACTIVATE of bank 0 behind MATMULs to bank 1 costs no busy cycle.
 """
 
 from __future__ import annotations
@@ -420,10 +420,11 @@ async def hazards(dut):
         # an ACTIVATE of partitions 1.. overlaps it in one.
         "ACTIVATE after MATMUL writes, one partition shared":
             [ls(0, m=2), mm(8, 3, acc=1), act(0, 40, bank=3, part=1, rows=n - 1)],
-        # ... and per word range: the MATMUL writes words w/2.., the ACTIVATE reads from w/2-2.
+        # ... and per word range: the MATMUL writes words w/2.., the ACTIVATE reads w/2+2..
+        # (inside them: a record that forgot psum_addr would miss it).
         "ACTIVATE after MATMUL writes, some words shared":
             [ls(0), mm(8, 2, f=w // 2, psum=w // 2, acc=1),
-             act(w // 2 - 2, 40, cols=4, bank=2)],
+             act(w // 2 + 2, 40, cols=4, bank=2)],
         # A MATMUL may not write PSUM words an ACTIVATE still reads, in the partitions shared.
         "MATMUL after ACTIVATE reads, one partition shared":
             [encode(Opcode.SET_SEED, seed=9), act(0, 40, bank=1, mode=_SR, part=1, rows=1),
