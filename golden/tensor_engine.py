@@ -198,7 +198,8 @@ class OutputBlock:
 
 @dataclass
 class Round:
-    """Commands run back to back, then ``blocks`` are drained from PSUM by the host."""
+    """Commands run back to back; ``blocks`` are drained from PSUM by the host once they are
+    written (while the next round computes, when rounds take turns on PSUM's halves)."""
 
     commands: list[LoadStationary | MultiplyMoving] = field(default_factory=list)
     blocks: list[OutputBlock] = field(default_factory=list)
@@ -216,20 +217,27 @@ def gemm_schedule(m: int, k: int, f: int, *, n: int, banks: int,
     ``[j*n, min((j+1)*n, k))``, f-tiles of B's columns of width ``bank_words`` (the last one
     narrower). Each f-tile owns one whole PSUM bank (``addr = 0``) for the round.
 
-    For each m-tile in increasing order, its f-tiles are cut into groups of at most ``banks``
-    consecutive f-tiles (a single group when they fit in PSUM). Each group takes as many
-    consecutive banks as it has f-tiles; if they are not all free in the current round a new
-    :class:`Round` starts (the host drains the previous round's blocks first). Then, for each
-    k-tile in increasing k: one ``LoadStationary(k-tile, m-tile)`` followed by one
+    PSUM: when all of C fits (m-tiles x f-tiles <= ``banks``) or there is one bank, every round
+    may use all the banks. Otherwise the banks are cut into halves (banks ``0 .. h-1`` and
+    ``h .. banks-1``, ``h = banks // 2``) and rounds take turns, the first on the lower half:
+    round r+1 writes no bank round r is drained from, so the host drains round r while round
+    r+1 computes (PSUM ping-pong), and a round needs its banks only once the round before the
+    previous one is drained.
+
+    For each m-tile in increasing order, its f-tiles are cut into groups of at most ``g``
+    consecutive f-tiles (``g = banks``, or ``h`` with ping-pong; a single group when they fit).
+    Each group takes as many consecutive banks of its round's share as it has f-tiles; if they
+    are not all free in the current round a new :class:`Round` starts. Then, for each k-tile
+    in increasing k: one ``LoadStationary(k-tile, m-tile)`` followed by one
     ``MultiplyMoving(k-tile, f-tile, bank, 0, accumulate)`` per f-tile of the group, in
     increasing f, with ``accumulate`` False for the first k-tile and True for the others. The
-    group's f-tiles become the round's :class:`OutputBlock`s. So when f needs more than
-    ``banks`` banks, f is split across rounds and the m-tile's k-loop is repeated per group.
+    group's f-tiles become the round's :class:`OutputBlock`s. So when f needs more than ``g``
+    banks, f is split across rounds and the m-tile's k-loop is repeated per group.
 
     Order of additions: each output element is ``((s_0 + s_1) + s_2) + ...`` over k-tiles in
     increasing k, where ``s_j`` is that k-tile's contract-order column sum (starting from +0,
     PE row order) and ``s_0`` overwrites PSUM. With k <= n this is exactly the contract's
-    single-MATMUL sum.
+    single-MATMUL sum. Neither the banks nor the rounds change it.
     """
     m = _int(m, "m", 1)
     k = _int(k, "k", 1)
@@ -239,16 +247,25 @@ def gemm_schedule(m: int, k: int, f: int, *, n: int, banks: int,
     bank_words = _int(bank_words, "bank_words", 1)
     k_tiles = _tiles(k, n)
     f_tiles = _tiles(f, bank_words)
+    m_tiles = _tiles(m, n)
+    if banks == 1 or len(m_tiles) * len(f_tiles) <= banks:
+        shares = [(0, banks)]  # (first bank, banks) of every round
+    else:
+        half = banks // 2
+        shares = [(0, half), (half, banks - half)]
+    group_size = min(size for _, size in shares)
     rounds: list[Round] = [Round()]
     used = 0  # banks taken in the current round
-    for m0, m1 in _tiles(m, n):
-        for g in range(0, len(f_tiles), banks):
-            group = f_tiles[g : g + banks]
-            if used + len(group) > banks:
+    for m0, m1 in m_tiles:
+        for g in range(0, len(f_tiles), group_size):
+            group = f_tiles[g : g + group_size]
+            first, size = shares[(len(rounds) - 1) % len(shares)]
+            if used + len(group) > size:
                 rounds.append(Round())
                 used = 0
+                first, size = shares[(len(rounds) - 1) % len(shares)]
             cur = rounds[-1]
-            bank_of = {ft: used + i for i, ft in enumerate(group)}
+            bank_of = {ft: first + used + i for i, ft in enumerate(group)}
             used += len(group)
             for j, (k0, k1) in enumerate(k_tiles):
                 cur.commands.append(LoadStationary(k0, k1, m0, m1))

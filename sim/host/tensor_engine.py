@@ -47,7 +47,10 @@ class EngineConfig:
 
 @dataclass
 class Phase:
-    """Beats to send, then (once the engine is idle) PSUM rows to drain and check."""
+    """Beats to send, then PSUM rows to drain and check: once the engine is idle, or, for a
+    ``background`` phase, once the engine has pulsed ``done`` for every MULTIPLY_MOVING of the
+    program so far into each bank drained (``done_after``), while later phases compute. A
+    phase's beats go out only after every earlier drain of a bank it ``writes``."""
 
     cmds: list[int] = field(default_factory=list)
     weights: list[int] = field(default_factory=list)
@@ -59,6 +62,9 @@ class Phase:
     defined: list[np.ndarray] = field(default_factory=list)  # (n,) bool per drain
     where: list[str] = field(default_factory=list)  # a label per drain, for messages
     macs: int = 0  # useful multiply-accumulates of the phase's commands
+    writes: set[int] = field(default_factory=set)  # banks its MULTIPLY_MOVINGs write
+    background: bool = False
+    done_after: dict[int, int] = field(default_factory=dict)  # bank -> MULTIPLY_MOVINGs so far
 
 
 def _pack16(values) -> int:
@@ -102,6 +108,7 @@ class TensorEngineProgram:
         self.phases: list[Phase] = [Phase()]
         self._stationary_k: int | None = None
         self._written = np.zeros((cfg.n, cfg.psum_banks, cfg.words), dtype=bool)
+        self._multiplies = [0] * cfg.psum_banks  # MULTIPLY_MOVINGs so far, per bank
 
     def _beat(self, values) -> int:
         """One stream beat: ``values`` in the first lanes, the rest zero or junk."""
@@ -167,7 +174,7 @@ class TensorEngineProgram:
         self.model.load_stationary(tile, fmt)
         coverage.te_stationary(self, tile, fmt)
         k, m = tile.shape
-        ph = self._phase
+        ph = self._command_phase()
         ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
         ph.weights += self._beats(tile)
         self._stationary_k = k
@@ -192,29 +199,49 @@ class TensorEngineProgram:
                              f"PSUM bank of {cfg.words} words")
         code = self._format(fmt, "fmt")
         self.model.multiply_moving(moving, fmt, bank, addr, accumulate)
-        coverage.te_moving(self, self._phase, moving, fmt, accumulate)
-        ph = self._phase
+        ph = self._command_phase()
+        coverage.te_moving(self, ph, moving, fmt, accumulate)
         ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
                                  addr=addr, accumulate=int(accumulate)))
         ph.moving += self._beats(moving.T)
         ph.macs += k * f * self.model.stationary_shape[1]
+        ph.writes.add(bank)
+        self._multiplies[bank] += 1
         self._written[:self.model.stationary_shape[1], bank, addr:addr + f] = True
 
-    def drain(self, bank: int, addr: int, count: int, label: str = "") -> None:
-        """Read ``count`` PSUM words per partition after the engine is idle; check them."""
+    def drain(self, bank: int, addr: int, count: int, label: str = "", *,
+              background: bool = False) -> None:
+        """Read ``count`` PSUM words per partition and check them: after the engine is idle,
+        or with ``background`` as soon as every MULTIPLY_MOVING so far into ``bank`` is done,
+        while the next phases compute (see :class:`Phase`)."""
         ph = self._phase
+        if ph.drains and ph.background != background:
+            self.phases.append(Phase())
+            ph = self._phase
+        ph.background = background
+        if background:
+            ph.done_after[bank] = self._multiplies[bank]
         expected = self.model.drain(bank, addr, count)  # (n, count)
         for j in range(count):
             ph.drains.append(self.raw_drain(bank, addr + j))
             ph.expected.append(expected[:, j].astype(np.uint32))
             ph.defined.append(self._written[:, bank, addr + j].copy())
             ph.where.append(f"{label} bank {bank} word {addr + j}")
-        self.phases.append(Phase())
+        if not background:
+            self.phases.append(Phase())
+
+    def _command_phase(self) -> Phase:
+        """The phase a command goes to: a new one after a phase's drains."""
+        if self._phase.drains:
+            self.phases.append(Phase())
+        return self._phase
 
 
 def gemm_program(cfg: EngineConfig, a_bits, a_fmt: str, b_bits, b_fmt: str,
                  prog: TensorEngineProgram | None = None) -> TensorEngineProgram:
-    """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor_engine.gemm_schedule``)."""
+    """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor_engine.gemm_schedule``):
+    each round's blocks drained in the background, as soon as their banks are done, while the
+    next round computes (the schedule's rounds take turns on PSUM's halves)."""
     a_bits, b_bits = np.asarray(a_bits), np.asarray(b_bits)
     if a_bits.ndim != 2 or b_bits.ndim != 2 or a_bits.shape[0] != b_bits.shape[0]:
         raise ValueError(f"A must be K×M and B K×F, not {a_bits.shape} and {b_bits.shape}")
@@ -229,5 +256,5 @@ def gemm_program(cfg: EngineConfig, a_bits, a_fmt: str, b_bits, b_fmt: str,
                                      addr=c.addr, accumulate=c.accumulate)
         for blk in rnd.blocks:
             prog.drain(blk.bank, blk.addr, blk.f1 - blk.f0,
-                       label=f"C[{blk.m0}:{blk.m1}, {blk.f0}:{blk.f1}]")
+                       label=f"C[{blk.m0}:{blk.m1}, {blk.f0}:{blk.f1}]", background=True)
     return prog

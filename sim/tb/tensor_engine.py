@@ -8,7 +8,12 @@ full rate) the played input streams are fed ``k`` beats per batch (``sim.tb.batc
 Python does not run for every moving column; the engine sees the same beats in the same
 cycles. Programs are built by ``sim.host.tensor_engine`` and
 run phase by phase: send the phase's commands and data, wait until the engine is idle, drain
-PSUM words and compare them with the golden model's.
+PSUM words and compare them with the golden model's. A GEMM's rounds are background phases
+(``sim.host.tensor_engine.Phase``): their beats follow each other without a wait, and each
+round's PSUM blocks are drained as soon as the engine's ``done`` pulses say every
+multiplication into their banks is written, while the next round computes in the other half
+of PSUM; a round's beats go out only after the drains of the banks it writes. Its compute
+cycles run from the cycle the engine takes the first command to that of the last PSUM write.
 
 Tests (selected by the runner's ``testcase``):
 
@@ -20,7 +25,9 @@ Tests (selected by the runner's ``testcase``):
   multiplication of f columns leaves exactly ``max(0, max(k, 2) − f)`` idle cycles.
 * ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
 * ``random_gemms`` — tiled GEMMs of random shapes (1 and non-multiples of n included) and
-  dtype pairs, back to back without reset.
+  dtype pairs, back to back without reset, drained in the background (a drain read that came
+  before its bank's last write, or a round that overwrote a bank before it was drained,
+  would show as a mismatch).
 * ``reset_midway`` — three rounds: an operation (an illegal command, so ``error`` is set,
   then LOAD_STATIONARY and multiplications) interrupted by a reset of 1..4 cycles half-way
   through its moving columns, while its columns are still in the array, or in the middle of
@@ -42,6 +49,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import (
     ClockCycles,
+    Event,
     FallingEdge,
     ReadOnly,
     RisingEdge,
@@ -84,6 +92,10 @@ class TensorEngineTB:
         self.cycles = 0
         self.compute_cycles = 0
         self.drain_cycles = 0
+        self.done_counts = [0] * _config().psum_banks
+        self._done_seen = Event()
+        self._done_task = None
+        self._last_done: int | None = None  # the cycle of the last done pulse seen
 
     async def start(self):
         await tbutil.start_clock(self.dut)
@@ -106,29 +118,36 @@ class TensorEngineTB:
                 f"{ {s.name: s.pending for s in pending} } after {WATCHDOG_CYCLES} cycles "
                 f"(seed {tbutil.seed()})") from None
 
-    async def run_phase(self, ph, n: int) -> list[str]:
-        """Send a phase's beats, wait for idle, drain and compare; return mismatch texts."""
+    async def _idle(self) -> None:
+        """Until ``busy`` is low at two clock edges in a row (once every beat is in)."""
         dut = self.dut
-        start = streams.sim_cycles()
-        beats = {"cmd": ph.cmds, "weights": ph.weights, "moving": ph.moving}
-        for name, items in beats.items():
-            self.sources[name].send(items)
-        await self._sent(beats, "phase")
-        # Idle: busy low at two clock edges in a row once every beat is in.
         while True:
             await streams.wait_until(dut.busy, 0, clock=dut.clk, timeout_cycles=WATCHDOG_CYCLES,
                                      what="tensor engine busy")
             await RisingEdge(dut.clk)
             if not dut.busy.value:
                 break
+
+    async def run_phase(self, ph, n: int) -> list[str]:
+        """Send a phase's beats, wait for idle, drain and compare; return mismatch texts."""
+        start = streams.sim_cycles()
+        beats = {"cmd": ph.cmds, "weights": ph.weights, "moving": ph.moving}
+        for name, items in beats.items():
+            self.sources[name].send(items)
+        await self._sent(beats, "phase")
+        await self._idle()
         self.compute_cycles += streams.sim_cycles() - start
         self.cycles += streams.sim_cycles() - start
-        return await self._drain(ph, n)
+        start = streams.sim_cycles()
+        errors = await self._drain_rows(ph, n)
+        self.drain_cycles += streams.sim_cycles() - start
+        self.cycles += streams.sim_cycles() - start
+        return errors
 
-    async def _drain(self, ph, n: int) -> list[str]:
+    async def _drain_rows(self, ph, n: int) -> list[str]:
+        """Send the phase's drain requests, take the rows, compare them with golden."""
         if not ph.drains:
             return []
-        start = streams.sim_cycles()
         sink = self.drain_resp
         self.sources["drain_req"].send(ph.drains)
         await self._sent(["drain_req"], "drain")
@@ -149,17 +168,102 @@ class TensorEngineTB:
             if bad.size and len(errors) < 6:
                 errors.append(f"{ph.where[got]}: partitions {bad.tolist()} RTL "
                               f"{tbutil.hexs(row[bad])} golden {tbutil.hexs(want[bad])}")
-        self.drain_cycles += streams.sim_cycles() - start
+        return errors
+
+    async def _count_done(self) -> None:
+        """Count the engine's ``done`` pulses per bank (wakes once per pulse)."""
+        dut = self.dut
+        while True:
+            await ReadOnly()
+            if dut.done.value:
+                self.done_counts[int(dut.done_bank.value)] += 1
+                self._last_done = streams.sim_cycles()  # the write lands at the next edge
+                self._done_seen.set()
+                await RisingEdge(dut.clk)
+            else:
+                await RisingEdge(dut.done)
+
+    async def _background_drain(self, ph, n: int, base: list[int], before) -> list[str]:
+        """A background phase's drains: after the drains before it (``before``, one drain
+        stream) and once its banks have pulsed ``done`` ``ph.done_after`` times since
+        ``base``."""
+        errors = await before if before is not None else []
+        while any(self.done_counts[b] - base[b] < c for b, c in ph.done_after.items()):
+            self._done_seen.clear()
+            try:
+                await with_timeout(self._done_seen.wait(),
+                                   WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+            except SimTimeoutError:
+                seen = [c - b for c, b in zip(self.done_counts, base, strict=True)]
+                raise AssertionError(
+                    f"the tensor engine's done pulses never came: banks {ph.done_after} "
+                    f"expected, {seen} per bank since the program began (seed "
+                    f"{tbutil.seed()})") from None
+        # The last write lands at the edge that ends the done pulse's cycle: a read taken at
+        # that edge still sees the old word, so the requests go out from the next cycle.
+        await RisingEdge(self.dut.clk)
+        return errors + await self._drain_rows(ph, n)
+
+    async def _busy_rise(self) -> int:
+        """The clock edge at which ``busy`` rises: the one that takes the first command."""
+        await RisingEdge(self.dut.busy)
+        return streams.sim_cycles()
+
+    async def _settle(self, n: int, start: int, busy_rise, drains) -> list[str]:
+        """After background phases: wait for the engine to be idle, then for their drains.
+        Compute cycles: from the cycle the engine takes the first command (``busy_rise``'s
+        edge ends it) to the cycle of its last PSUM write, both counted; drain cycles: those
+        after idle."""
+        await self._sent(("cmd", "weights", "moving"), "phase")
+        await self._idle()
+        idle = streams.sim_cycles()
+        if busy_rise.done() and self._last_done is not None:
+            self.compute_cycles += self._last_done + 2 - busy_rise.result()
+        else:  # no MULTIPLY_MOVING: from the phases' start to idle
+            busy_rise.cancel()
+            self.compute_cycles += idle - start
+        errors = await drains if drains is not None else []
+        self.drain_cycles += streams.sim_cycles() - idle
         self.cycles += streams.sim_cycles() - start
         return errors
 
     async def run(self, prog: TensorEngineProgram, *, expect_error: bool = False) -> None:
+        """Run the program's phases: a plain phase sends its beats, waits for idle and drains;
+        background phases follow each other without waiting, each one's drains in a task of
+        their own (chained in program order) started as its banks are done."""
+        if self._done_task is None:
+            self._done_task = cocotb.start_soon(self._count_done())
         errors: list[str] = []
+        n = prog.cfg.n
+        start = busy_rise = None  # the first cycle of the running background phases
+        drains = None  # the last background drain task, or None
+        drained: list[tuple[set, object]] = []  # (banks, task) of background drains
+        base = list(self.done_counts)
         for ph in prog.phases:
-            errors += await self.run_phase(ph, prog.cfg.n)
-            coverage.te_phase(ph)
             if len(errors) >= 6:
                 break
+            if not ph.background:
+                if start is not None:
+                    errors += await self._settle(n, start, busy_rise, drains)
+                    start, drains, drained = None, None, []
+                errors += await self.run_phase(ph, n)
+                coverage.te_phase(ph)
+                continue
+            if start is None:
+                start, self._last_done = streams.sim_cycles(), None
+                busy_rise = cocotb.start_soon(self._busy_rise())
+            for banks, task in drained:  # no write into a bank before its drain is read
+                if banks & ph.writes:
+                    await task
+            for name, items in (("cmd", ph.cmds), ("weights", ph.weights),
+                                ("moving", ph.moving)):
+                self.sources[name].send(items)
+            if ph.drains:
+                drains = cocotb.start_soon(self._background_drain(ph, n, base, drains))
+                drained.append((set(ph.done_after), drains))
+            coverage.te_phase(ph)
+        if start is not None:
+            errors += await self._settle(n, start, busy_rise, drains)
         if int(self.dut.error.value) != expect_error:
             errors.append("the engine flagged a command error" if not expect_error
                           else "the engine did not flag the illegal commands")

@@ -806,7 +806,10 @@ def render_md(results: dict) -> str:
             "`C = A.T @ B` (A: K x M stationary, B: K x F moving), tiled by the golden "
             "schedule, streams never paused, every PSUM word checked bit-exact against the "
             "golden model. *Ideal* = one moving column per cycle; *utilization* = useful MACs "
-            "/ (N² x compute cycles); the PSUM drain is counted apart.",
+            "/ (N² x compute cycles), compute cycles counted from the cycle the engine takes "
+            "the first command to that of its last PSUM write; rounds of the schedule take "
+            "turns on PSUM's two halves and are drained while the next round computes; *drain* "
+            "is what is left of the drain after the last write.",
             "",
             "| N | A x B | shape | M x K x F | cycles | ideal | utilization | drain | "
             "bit-exact |",

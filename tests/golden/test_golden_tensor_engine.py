@@ -304,21 +304,47 @@ SCHEDULE_CASES = [
 ]
 
 
+def _shares(m, f, n, banks, bank_words) -> list[range]:
+    """The banks each round may use, in turn, as the docstring states them."""
+    if banks == 1 or -(-m // n) * -(-f // bank_words) <= banks:
+        return [range(banks)]
+    return [range(banks // 2), range(banks // 2, banks)]
+
+
 @pytest.mark.parametrize("m,k,f,n,banks,bank_words", SCHEDULE_CASES)
 def test_schedule_rules(m, k, f, n, banks, bank_words):
     """Tiles fit the array and banks, accumulate is False exactly on the first k-tile, every C
-    element lands in exactly one block holding all of k, rounds use <= banks banks, and a
-    round only ends when the next group of f-tiles does not fit in its free banks."""
+    element lands in exactly one block holding all of k, rounds take turns on PSUM's halves
+    when C does not fit (so a round writes no bank the round before it is drained from), and a
+    round only ends when the next group of f-tiles does not fit in its share's free banks."""
     rounds = gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words)
     _replay(rounds, m, k, f, n, banks, bank_words)
-    for a, b in itertools.pairwise(rounds):
+    shares = _shares(m, f, n, banks, bank_words)
+    for r, rnd in enumerate(rounds):
+        written = {c.bank for c in rnd.commands if isinstance(c, MultiplyMoving)}
+        assert written <= set(shares[r % len(shares)]), f"seed={SEED} round {r}: {written}"
+    for r, (a, b) in enumerate(itertools.pairwise(rounds)):
         first_group = [blk for blk in b.blocks if blk.m0 == b.blocks[0].m0]
-        assert len(a.blocks) + len(first_group) > banks, (
+        assert len(a.blocks) + len(first_group) > len(shares[r % len(shares)]), (
             f"seed={SEED} a round ended with free banks: {a.blocks} then {b.blocks}")
+        if len(shares) == 2:
+            assert not {blk.bank for blk in a.blocks} & {blk.bank for blk in b.blocks}
     f_tiles = -(-f // bank_words)
     n_ls = sum(isinstance(c, LoadStationary) for r in rounds for c in r.commands)
     k_tiles, m_tiles = -(-k // n), -(-m // n)
-    assert n_ls == m_tiles * k_tiles * -(-f_tiles // banks)
+    group = min(len(s) for s in shares)
+    assert n_ls == m_tiles * k_tiles * -(-f_tiles // group)
+
+
+def test_schedule_pingpong_shape():
+    """64 x 64 x 64 on 8 x 8 with 8 banks of 32 words: 16 blocks of C in 8 banks, so four rounds
+    of two m-tiles each, on banks 0-3, 4-7, 0-3, 4-7."""
+    rounds = gemm_schedule(64, 64, 64, n=8, banks=8, bank_words=32)
+    assert [sorted({b.bank for b in r.blocks}) for r in rounds] == [[0, 1, 2, 3], [4, 5, 6, 7]] * 2
+    assert [sorted({b.m0 for b in r.blocks}) for r in rounds] == [[0, 8], [16, 24], [32, 40],
+                                                                  [48, 56]]
+    one = gemm_schedule(16, 64, 64, n=8, banks=8, bank_words=16)  # 2 x 4 blocks: one round
+    assert len(one) == 1 and sorted(b.bank for b in one[0].blocks) == list(range(8))
 
 
 def test_schedule_random():
