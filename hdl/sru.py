@@ -56,8 +56,10 @@ class StochasticRounder(wiring.Component):
     every lane (see :class:`~hdl.xorwow.XorwowSeeder`); after reset the unit seeds itself with 0
     (beats in the pipeline at the reset are dropped: none comes out).
     While seeding (``seeding`` high, :func:`~hdl.xorwow.seeding_cycles` cycles) ``i`` is not
-    ready; beats accepted before a seed (or in the same cycle) have drawn from the old
-    streams. With ``stages=0`` a seed is taken only while no beat is offered on ``i``.
+    ready for a beat that draws (SR to a built narrow target); every other beat passes at full
+    rate, as it never touches the generators. Beats accepted before a seed (or in the same
+    cycle) have drawn from the old streams. With ``stages=0`` a seed is taken only while no
+    beat is offered on ``i``.
 
     Streams: ``i`` carries ``lanes`` fp32 values plus the beat's dtype, rounding mode and
     saturation flag; ``o`` the results. The flag is explicit on every beat: the default
@@ -67,7 +69,8 @@ class StochasticRounder(wiring.Component):
 
     Timing: latency ``stages`` cycles from ``i`` to ``o`` (0: combinational), one beat per
     cycle at full throughput, full backpressure (the pipeline holds while ``o`` is stalled;
-    ``i.ready`` is ``o.ready`` or an empty output register, and low while seeding).
+    ``i.ready`` is ``o.ready`` or an empty output register, and low for a drawing beat while
+    seeding).
 
     Parameters
     ----------
@@ -142,20 +145,6 @@ class StochasticRounder(wiring.Component):
         ]
         m.d.comb += self.seeding.eq(seeder.busy)
 
-        # Pipeline control.
-        en = Signal()  # every pipeline register advances
-        valid = Signal()  # the beat at the current phase is real (not a bubble)
-        m.d.comb += valid.eq(self.i.valid & ~seeder.busy)
-        if self.stages == 0:
-            m.d.comb += [
-                en.eq(1),
-                self.i.ready.eq(self.o.ready & ~seeder.busy),
-            ]
-        else:
-            m.d.comb += [
-                en.eq(~self.o.valid | self.o.ready),
-                self.i.ready.eq(en & ~seeder.busy),
-            ]
         registered = {0: (), 1: ("out",), 2: ("decoded", "out"),
                       3: ("decoded", "shifted", "out")}[self.stages]
 
@@ -183,6 +172,25 @@ class StochasticRounder(wiring.Component):
         is_narrow = dtype_bits.matches(*(d.value for d in narrow)) if narrow else Const(0)
         draw = Signal()
         m.d.comb += draw.eq(dtype_ok & is_narrow & (payload.mode == Rounding.SR))
+
+        # Pipeline control. While seeding, only a beat that draws waits: the others never
+        # touch the generators, so they may pass a seed in progress without any change to a
+        # result (the golden order: beats before a seed draw from the old streams, SR beats
+        # after it from the new ones).
+        en = Signal()  # every pipeline register advances
+        held = Signal()  # the beat offered must wait for the seeding
+        valid = Signal()  # the beat at the current phase is real (not a bubble)
+        m.d.comb += [held.eq(seeder.busy & draw), valid.eq(self.i.valid & ~held)]
+        if self.stages == 0:
+            m.d.comb += [
+                en.eq(1),
+                self.i.ready.eq(self.o.ready & ~held),
+            ]
+        else:
+            m.d.comb += [
+                en.eq(~self.o.valid | self.o.ready),
+                self.i.ready.eq(en & ~held),
+            ]
 
         # Generators.
         states = [Signal(XorwowState, name=f"prng{lane}") for lane in range(lanes)]

@@ -3,8 +3,8 @@
 The streams are driven by :mod:`sim.tb.streams`: a source on ``i`` and on ``seed``, a sink on
 ``o``. The input stream gets random valid gaps and the output random back-pressure
 (``NCLITE_GAPS`` = probability, default 0.25). The sink checks the output protocol (valid and
-payload held while stalled), a watcher that ``i`` is never ready while the generators are
-being seeded (in every settled state, with or without a beat offered). A run sends its beats
+payload held while stalled), a watcher that no beat that draws (SR to a narrow target) is
+taken while the generators are being seeded (the others pass). A run sends its beats
 and seeds in order: a seed is offered once the beats before it have been taken (they may still
 be in the pipeline), the beats after it once it has been taken.
 
@@ -18,6 +18,8 @@ Tests (selected by the runner's ``testcase``):
 * ``reseed`` - seed S, beats A, seed T, beats B, seed S, beats A: the third output stream is
   identical to the first, all three equal golden; seeds arrive while beats are still in the
   pipeline.
+* ``pass_while_seeding`` - a seed, then beats that draw nothing, then SR beats: the first
+  all come out before the seeding ends, the SR beats after it; all bit-exact.
 * ``reset_midstream`` - three times: a non-zero seed, then SR beats with gaps and
   back-pressure; reset after a random number of cycles (beats in the pipeline and held on
   ``o``); after it no output beat appears (until ``latency + 3`` cycles after the longest
@@ -96,6 +98,8 @@ class SruTB:
         i_layout, o_layout = sru_layouts(self.lanes, [d for d in Dtype if d.value in self.built])
         self._doff = i_layout["dtype"].offset
         self._moff = i_layout["mode"].offset
+        self._dmask = (1 << i_layout["dtype"].width) - 1
+        self._mmask = (1 << i_layout["mode"].width) - 1
         self._soff = i_layout["saturate"].offset
         self._out_bits = 32 if Dtype.FP32.value in self.built else 16
         self._inv_off = o_layout["invalid"].offset
@@ -124,12 +128,19 @@ class SruTB:
                                  timeout_cycles=self.seeding_cycles_max,
                                  what="seeding after reset (never ends)")
 
+    def _draws(self, word: int) -> bool:
+        """Whether the beat ``word`` (as on ``i.payload``) draws a random number: SR to a
+        built narrow target."""
+        dtype = (word >> self._doff) & self._dmask
+        mode = (word >> self._moff) & self._mmask
+        return mode == Rounding.SR.value and dtype in self.built and NAMES[dtype] != "fp32"
+
     async def _closed_while_seeding(self):
-        """Fail if ``i.ready`` is high while ``seeding`` is, in any settled state, beat
-        offered or not (a ready ``i`` while seeding is a bug even with nothing to take). Woken
-        by ``seeding`` rising and falling, and by ``i.ready`` rising while it is high, not
-        every cycle."""
-        seeding, ready = self.dut.seeding, self.dut.i__ready
+        """Fail if a beat that draws is offered and ``i.ready`` is high while ``seeding`` is
+        (in any settled state): such a beat must wait for the new streams; the others may
+        pass. Woken by ``seeding`` rising and falling, and by ``i.ready`` rising while it is
+        high, not every cycle."""
+        seeding, ready, valid = self.dut.seeding, self.dut.i__ready, self.dut.i__valid
 
         def high(h):
             return h.value.is_resolvable and int(h.value)
@@ -137,11 +148,11 @@ class SruTB:
         while True:
             await ReadOnly()
             if high(seeding):
-                if high(ready):
-                    raise AssertionError(f"i.ready high while seeding (cycle "
+                if high(ready) and high(valid) and self._draws(int(self.dut.i__payload.value)):
+                    raise AssertionError(f"an SR beat taken while seeding (cycle "
                                          f"{streams.sim_cycles()}, seed {tbutil.seed()}, "
                                          f"{tbutil.simulator()})")
-                await First(FallingEdge(seeding), RisingEdge(ready))
+                await First(FallingEdge(seeding), RisingEdge(ready), RisingEdge(valid))
             else:
                 await RisingEdge(seeding)
 
@@ -302,6 +313,40 @@ async def reseed(dut):
     dut._log.info("reseed: %d SR beats reproduced after seeds %#x, %#x", len(a), s, t)
 
 
+@cocotb.test(**tbutil.timeout(5))
+async def pass_while_seeding(dut):
+    """A seed, then beats that draw nothing (RNE and RTZ to every built target, fp32
+    passthrough), then SR beats: the first come out while the generators are still being
+    seeded, none of the SR beats does (they wait for the new streams); all bit-exact."""
+    tb = SruTB(dut, gaps=0.0)
+    await tb.start()
+    rng = tbutil.rng(5)
+    plain, sr = [], []
+    for d in sorted(tb.built):
+        fmt = "fp8_e4m3" if NAMES[d] == "fp32" else NAMES[d]
+        modes = MODES if NAMES[d] == "fp32" else (Rounding.RNE.value, Rounding.RTZ.value)
+        plain += [Beat(vectors.cast_inputs(fmt, rng, tb.lanes), d, mode, bool(sat))
+                  for mode in modes for sat in (0, 1)]
+        if NAMES[d] != "fp32":
+            sr.append(Beat(vectors.cast_inputs(fmt, rng, tb.lanes), d, Rounding.SR.value,
+                           bool(rng.integers(0, 2))))
+    before = tb.o.count
+    out_by_end: list[int] = []
+
+    async def seeding_end():
+        await RisingEdge(dut.seeding)
+        await FallingEdge(dut.seeding)
+        out_by_end.append(tb.o.count - before)
+
+    watch = cocotb.start_soon(seeding_end())
+    items = [Seed(int(rng.integers(1, 1 << 63))), *plain, *sr]
+    tb.check(items, await tb.run(items))
+    await watch
+    assert out_by_end == [len(plain)], (
+        f"{out_by_end} beats out by the end of the seeding, want the {len(plain)} that draw "
+        f"nothing (seed {tbutil.seed()}, {tbutil.simulator()})")
+
+
 @cocotb.test(**tbutil.timeout(5 + 1e-4 * int(os.environ.get('NCLITE_VECTORS', '2000'))))
 async def throughput(dut):
     tb = SruTB(dut, gaps=0.0)
@@ -393,12 +438,10 @@ async def reset_midstream(dut):
         assert dut.seeding.value, f"round {rnd}: no seeding after the reset (seed {tbutil.seed()})"
         await FallingEdge(dut.clk)
         # No beat of the interrupted stream comes out, during the seeding and for latency + 3
-        # cycles after the longest one; i stays closed (the seeding watcher checks it too).
+        # cycles after the longest one (the seeding watcher checks that no SR beat is taken).
         quiet = cocotb.start_soon(streams.expect_steady(
             [dut.o__valid], 0, cycles=2 + tb.seeding_cycles_max + tb.latency + 3,
             what=f"after the reset in the middle of a stream (round {rnd})"))
-        await streams.expect_steady([dut.i__ready], 0, cycles=2,
-                                    what=f"after the reset in the middle of a stream (round {rnd})")
         await streams.wait_until(dut.seeding, 0, clock=dut.clk,
                                  timeout_cycles=tb.seeding_cycles_max,
                                  what=f"seeding after the reset (round {rnd}, never ends)")

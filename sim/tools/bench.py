@@ -284,7 +284,14 @@ def bench_core(quick: bool = False) -> dict:
             row["bound"] = min(1.0, row["intensity"] * beat / (n * n))
         configs.append({"n": n, "params": params, "bytes_per_cycle": beat,
                         "bit_exact": r["bit_exact"], "rows": r["rows"]})
-    return {"configs": configs}
+    out = {"configs": configs}
+    if not quick:  # `make demo`'s MLP, as the demo runs it
+        from sim.cli.demo import CORE_CONFIG, run_mlp_demo
+        mlp = run_mlp_demo()
+        out["mlp"] = {k: mlp[k] for k in ("n", "layers", "batch", "commands", "bit_exact",
+                                           "macs", "utilization", "perf")}
+        out["mlp"]["params"] = CORE_CONFIG
+    return out
 
 
 def _guard(fn, keys: dict, label: str | None = None) -> dict:
@@ -983,6 +990,22 @@ def _render_core(core: dict | None) -> list[str]:
                 f"{100 * p['tensor_busy'] / cyc:.0f} % | {100 * p['dma_busy'] / cyc:.0f} % | "
                 f"{100 * p['activation_busy'] / cyc:.0f} % |")
     lines += ["", ROOFLINE_TEXT]
+    mlp = core.get("mlp")
+    if mlp:
+        (d_in, d_h), (_, d_out) = mlp["layers"]
+        p = mlp["perf"]
+        lines += [
+            "", f"`make demo`'s MLP ({d_in} -> {d_h} relu bf16 -> {d_out} fp8-e4m3 SR, batch "
+            f"{mlp['batch']}, N = {mlp['n']}, {8 * mlp['params']['data_width']}-bit AXI4, "
+            f"{mlp['commands']} commands, hidden layer kept in SBUF): "
+            f"{_fmt_int(p['busy'])} cycles, {100 * mlp['utilization']:.1f} % of the MAC slots "
+            f"(issue 20's baseline: 11.6 %), busy: tensor "
+            f"{100 * p['tensor_busy'] / p['busy']:.0f} %, DMA {100 * p['dma_busy'] / p['busy']:.0f}"
+            f" %, activation {100 * p['activation_busy'] / p['busy']:.0f} %; bit-exact with the "
+            f"ISS: {'yes' if mlp['bit_exact'] else '**NO**'}. Too small to fill the array: 288 "
+            "moving columns against a fill (the first weights and inputs, through a DMA that "
+            "cannot run with an ACTIVATE) and a drain that do not overlap.",
+        ]
     return lines
 
 
@@ -1146,6 +1169,11 @@ def failures(results: dict) -> list[str]:
     core = results.get("core")
     if core and "error" in core:
         bad.append(f"core: {core['error'].splitlines()[0]}")
+    elif core:
+        bad += [f"core N={c['n']}: the GEMM programs not bit-exact with the ISS"
+                for c in core["configs"] if not c["bit_exact"]]
+        if core.get("mlp") and not core["mlp"]["bit_exact"]:
+            bad.append("core: the demo's MLP not bit-exact with the ISS")
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "

@@ -83,7 +83,8 @@ def render(bench: dict, synth: dict) -> str:
     # Each core build's GEMM programs run in one simulation, checked against the ISS as a whole.
     speed = bench.get("sim_speed_models") or []
     configs = bench["core"]["configs"]
-    every = [*bench["gemm"], *bench["collectives"], *configs, *bench["sim_speed"], *speed]
+    mlp = [bench["core"]["mlp"]] if bench["core"].get("mlp") else []
+    every = [*bench["gemm"], *bench["collectives"], *configs, *mlp, *bench["sim_speed"], *speed]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -108,6 +109,11 @@ def render(bench: dict, synth: dict) -> str:
                          f"{_pct(r['bound'])})",
                          f"from DRAM over a {8 * c['bytes_per_cycle']}-bit AXI4 bus, every "
                          "overhead counted; [roofline](bench/roofline.png)"))
+    mlp = bench["core"].get("mlp")
+    if mlp:
+        rows.append((f"whole core {mlp['n']}×{mlp['n']}, `make demo`'s MLP",
+                     f"{_pct(mlp['utilization'])} of MAC slots",
+                     f"{mlp['macs']} MACs, two layers, SR; every overhead counted"))
     for n_words in sorted({a["words"] for a in ars})[-2:]:
         sel = [a for a in ars if a["words"] == n_words]
         rows.append((f"ring all-reduce, n = {_int(n_words)} words",

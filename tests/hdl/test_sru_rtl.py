@@ -33,7 +33,7 @@ def test_sru(simulator, config):
         # Icarus simulates ~30x slower: a quarter of the vectors in make test
         vectors = str(max(1500, int(vectors) // 4))
     runner.run(SRU, params, "sim.tb.sru", simulator,
-               testcase="random_beats,reseed,reset_midstream", run_tag=config,
+               testcase="random_beats,reseed,pass_while_seeding,reset_midstream", run_tag=config,
                extra_env={"NCLITE_VECTORS": vectors})
 
 

@@ -115,6 +115,29 @@ def test_collectives_section_rendering_and_failures():
     assert len(bad) == 2 and any("not bit-exact" in b for b in bad), bad
 
 
+def test_core_section_rendering_and_failures():
+    """The roofline table, the demo's MLP line, and a program that is not bit-exact with the
+    ISS (GEMMs or MLP) reported as a failure (figures made up)."""
+    row = {"dtype": "bf16", "m": 16, "k": 16, "f": 64, "commands": 40, "cycles": 500,
+           "utilization": 0.512, "bound": 1.0, "intensity": 2.0, "macs":
+           16 * 16 * 64, "perf": {"tensor_busy": 400, "dma_busy": 300, "activation_busy": 50}}
+    mlp = {"n": 4, "layers": [[16, 12], [12, 8]], "batch": 16, "commands": 71,
+           "bit_exact": True, "macs": 4608, "utilization": 0.36, "params": {"data_width": 64},
+           "perf": {"busy": 800, "tensor_busy": 640, "dma_busy": 462, "activation_busy": 130}}
+    core = {"configs": [{"n": 4, "bytes_per_cycle": 8, "bit_exact": True, "rows": [row]}],
+            "mlp": mlp}
+    results = {"sim_speed": [], "synth": [], "core": core}
+    md = bench.render_md(results)
+    assert "| 4 | 8 | bf16 | 16 x 16 x 64 | 40 | 500 | 51.2 % | 100 % | 2.00 | 80 % | 60 % | " \
+           "10 % |" in md
+    assert "800 cycles, 36.0 % of the MAC slots" in md
+    assert bench.failures(results) == []
+    core["configs"][0]["bit_exact"] = False
+    mlp["bit_exact"] = False
+    bad = bench.failures(results)
+    assert len(bad) == 2 and all("not bit-exact" in b for b in bad), bad
+
+
 def _speed_item(**kw) -> dict:
     """A simulation-speed item as bench_model_speed returns it (figures made up)."""
     item = {"workload": "te_gemm", "label": "8x8 tensor engine GEMM", "simulator": "verilator",
