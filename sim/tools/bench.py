@@ -3,7 +3,7 @@
 The sections:
 
 * **gemm** - GEMMs through the tensor engine in Verilator (``sim.cli.gemm.run_gemm``), per array
-  size N, dtype pair and shape (small, square, tall-skinny with F = 16·N): compute cycles
+  size N, dtype pair and shape (small, square 4N and 8N, tall-skinny with F = 16·N): compute cycles
   beside the ideal (one moving column per cycle) and utilization = useful MACs / (N² x
   cycles); plus the simulation speed of the 8x8 engine in Verilator and Icarus.
 
@@ -63,8 +63,10 @@ GEMM_DTYPES = [("bf16", "bf16"), ("fp8_e4m3", "fp8_e4m3"), ("fp8_e4m3", "fp8_e5m
 
 
 def gemm_shapes(n: int) -> list[tuple[str, int, int, int]]:
+    """The shapes per array size: one tile; square 4N (issue 20's 85 % targets); square 8N,
+    whose C needs several rounds of PSUM (issue 20's 97 % targets); tall-skinny."""
     return [("small", n, n, n), ("square", 4 * n, 4 * n, 4 * n),
-            ("tall-skinny", n, 8 * n, 16 * n)]
+            ("large square", 8 * n, 8 * n, 8 * n), ("tall-skinny", n, 8 * n, 16 * n)]
 
 
 # Simulation speed of the 8x8 engine: (simulator, m, k, f); quick runs use the first shape.

@@ -94,6 +94,7 @@ def render(bench: dict, synth: dict) -> str:
                  "in Icarus and Verilator"))
     for n in sorted({g["n"] for g in gemms}):
         for shape, (m, k, f) in (("square", (4 * n, 4 * n, 4 * n)),
+                                 ("square, several PSUM rounds", (8 * n, 8 * n, 8 * n)),
                                  ("tall-skinny", (n, 8 * n, 16 * n))):
             sel = [g for g in gemms if g["n"] == n and (g["m"], g["k"], g["f"]) == (m, k, f)]
             if sel:
