@@ -128,13 +128,16 @@ class TensorEngineTB:
             if not dut.busy.value:
                 break
 
+    def _send_beats(self, ph) -> None:
+        """Queue a phase's commands, weight rows and moving columns on their streams."""
+        for name, items in (("cmd", ph.cmds), ("weights", ph.weights), ("moving", ph.moving)):
+            self.sources[name].send(items)
+
     async def run_phase(self, ph, n: int) -> list[str]:
         """Send a phase's beats, wait for idle, drain and compare; return mismatch texts."""
         start = streams.sim_cycles()
-        beats = {"cmd": ph.cmds, "weights": ph.weights, "moving": ph.moving}
-        for name, items in beats.items():
-            self.sources[name].send(items)
-        await self._sent(beats, "phase")
+        self._send_beats(ph)
+        await self._sent(("cmd", "weights", "moving"), "phase")
         await self._idle()
         self.compute_cycles += streams.sim_cycles() - start
         self.cycles += streams.sim_cycles() - start
@@ -255,9 +258,7 @@ class TensorEngineTB:
             for banks, task in drained:  # no write into a bank before its drain is read
                 if banks & ph.writes:
                     await task
-            for name, items in (("cmd", ph.cmds), ("weights", ph.weights),
-                                ("moving", ph.moving)):
-                self.sources[name].send(items)
+            self._send_beats(ph)
             if ph.drains:
                 drains = cocotb.start_soon(self._background_drain(ph, n, base, drains))
                 drained.append((set(ph.done_after), drains))

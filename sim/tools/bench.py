@@ -1004,9 +1004,10 @@ def _render_core(core: dict | None) -> list[str]:
             f"(issue 20's baseline: 11.6 %), busy: tensor "
             f"{100 * p['tensor_busy'] / p['busy']:.0f} %, DMA {100 * p['dma_busy'] / p['busy']:.0f}"
             f" %, activation {100 * p['activation_busy'] / p['busy']:.0f} %; bit-exact with the "
-            f"ISS: {'yes' if mlp['bit_exact'] else '**NO**'}. Too small to fill the array: 288 "
-            "moving columns against a fill (the first weights and inputs, through a DMA that "
-            "cannot run with an ACTIVATE) and a drain that do not overlap.",
+            f"ISS: {'yes' if mlp['bit_exact'] else '**NO**'}. Too small to fill the array: "
+            f"{p['moving_columns']} moving columns against a fill (the first weights and "
+            "inputs, through a DMA that cannot run with an ACTIVATE) and a drain that do not "
+            "overlap.",
         ]
     return lines
 

@@ -123,7 +123,8 @@ def test_core_section_rendering_and_failures():
            16 * 16 * 64, "perf": {"tensor_busy": 400, "dma_busy": 300, "activation_busy": 50}}
     mlp = {"n": 4, "layers": [[16, 12], [12, 8]], "batch": 16, "commands": 71,
            "bit_exact": True, "macs": 4608, "utilization": 0.36, "params": {"data_width": 64},
-           "perf": {"busy": 800, "tensor_busy": 640, "dma_busy": 462, "activation_busy": 130}}
+           "perf": {"busy": 800, "tensor_busy": 640, "dma_busy": 462, "activation_busy": 130,
+                    "moving_columns": 288}}
     core = {"configs": [{"n": 4, "bytes_per_cycle": 8, "bit_exact": True, "rows": [row]}],
             "mlp": mlp}
     results = {"sim_speed": [], "synth": [], "core": core}
