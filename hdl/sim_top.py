@@ -43,7 +43,7 @@ from .multicore import CoreRing
 from .params import check_int, check_power_of_two
 from .ring import MAX_LINK_LATENCY
 
-__all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS"]
+__all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS", "core_memories"]
 
 #: The AXI4 channels in the order of :class:`AxiStalls`' random bytes: (name, the members the
 #: sender drives besides valid, whether the master sends).
@@ -146,6 +146,16 @@ def _attach_dram(m, top, axi, suffix: str, stalls: AxiStalls, mem: AxiMemory) ->
                  getattr(top, f"dram_stalls{suffix}").eq(stalls.stalled)]
 
 
+def core_memories(prefix: str = "", *, n: int = 4, data_width: int = 32, **_) -> tuple[str, ...]:
+    """The SBUF's and PSUM's memory arrays of a :class:`~hdl.core.NeuronCore` of these
+    parameters at ``prefix`` (``""`` for a core that is the top, ``"core."`` in
+    :class:`CoreWithDram`): what ``sim.host.core.CoreHost`` reads through VPI instead of the
+    debug registers when a testbench makes them public (``sim.runner.run(public=...)``)."""
+    lanes = data_width // 8
+    return (f"{prefix}te.psum.mem",
+            *(f"{prefix}sbuf.part{p}_lane{lane}" for p in range(n) for lane in range(lanes)))
+
+
 class CoreWithDram(wiring.Component):
     """A :class:`~hdl.core.NeuronCore` whose AXI4 master port reaches an
     :class:`~hdl.axi_mem.AxiMemory` of ``dram_bytes`` (its DRAM) through :class:`AxiStalls`.
@@ -184,9 +194,7 @@ class CoreWithDram(wiring.Component):
         """:attr:`public` and the SBUF's and PSUM's memories of a core of these parameters
         (``**core_params`` as given to the constructor), which ``sim.host.core.CoreHost``
         then reads through VPI instead of the debug registers."""
-        lanes = data_width // 8
-        return (*CoreWithDram.public, "core.te.psum.mem",
-                *(f"core.sbuf.part{p}_lane{lane}" for p in range(n) for lane in range(lanes)))
+        return (*CoreWithDram.public, *core_memories("core.", n=n, data_width=data_width))
 
     def __init__(self, **core_params):
         check_int("ranks", core_params.get("ranks", 0), lo=0, hi=0,
@@ -222,7 +230,7 @@ class RingWithDram(wiring.Component):
     and the links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed``; and for each
     core r its DRAM stalls' ``dram_stall_rate<r>``, ``dram_stall_seed<r>``, ``dram_stalls<r>``
     (as :class:`CoreWithDram`'s). Core r's DRAM is the memory array ``mem<r>.ram``
-    (:attr:`public`, :meth:`public_for`).
+    (:attr:`public`, :meth:`public_for`, with its SBUF's and PSUM's arrays).
 
     Parameters
     ----------
@@ -252,7 +260,7 @@ class RingWithDram(wiring.Component):
                       for _ in range(self.ranks)]
         self._stalls = [AxiStalls(data_width=dw) for _ in range(self.ranks)]
         #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
-        self.public = self.public_for(self.ranks)
+        self.public = self.public_for(self.ranks, **core)
         ports = {}
         for r in range(self.ranks):
             ports.update({f"axil{r}": Out(AxiLiteSignature()), f"busy{r}": Out(1),
@@ -262,9 +270,12 @@ class RingWithDram(wiring.Component):
         super().__init__(ports)
 
     @staticmethod
-    def public_for(ranks: int) -> tuple[str, ...]:
-        """:attr:`public` of a ring of ``ranks`` cores, without building one."""
-        return tuple(f"mem{r}.ram" for r in range(ranks))
+    def public_for(ranks: int = 4, **core_params) -> tuple[str, ...]:
+        """:attr:`public` of a ring of ``ranks`` cores of these parameters (as given to the
+        constructor), without building one: each core's DRAM, SBUF and PSUM memories
+        (:func:`core_memories`), which ``sim.host.core.CoreHost`` reads through VPI."""
+        return tuple(path for r in range(ranks) for path in
+                     (f"mem{r}.ram", *core_memories(f"ring.core{r}.", **core_params)))
 
     def iss_config(self):
         """The ``golden.iss.CoreConfig`` of each core."""

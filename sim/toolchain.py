@@ -135,6 +135,7 @@ def _set_opt_level() -> None:
 
     Verilator's default (``-Os``) took g++ 6.5 minutes for the 8×8 tensor engine here; ``-O1``
     takes about one and a half, and ``-O0`` half a minute at a third of the simulation speed.
+    The test suite sets ``-O0`` (tests/conftest.py): its simulations are short, its builds many.
     """
     level = os.environ.get("NCLITE_VERILATOR_OPT", "-O1")
     flags = os.environ.get("MAKEFLAGS", "")

@@ -66,7 +66,7 @@ def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None 
     k = 4 * RING_CONFIG["n"] if k is None else k
     return _run("hdl.sim_top:RingWithDram", RING_CONFIG, "ring_demo", simulator, seed,
                 {"NCLITE_DEMO_K": str(k)}, waves, f"k{k}",
-                RingWithDram.public_for(RING_CONFIG["ranks"]))
+                RingWithDram.public_for(**RING_CONFIG))
 
 
 def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator",

@@ -203,14 +203,20 @@ class _MemoryBackdoor:
         return out
 
 
-def _memory_backdoor(dut, cfg) -> _MemoryBackdoor | None:
-    """The backdoor of a top whose SBUF and PSUM memories are visible, else None."""
+def _memory_backdoor(dut, cfg, suffix: str) -> _MemoryBackdoor | None:
+    """The backdoor of a core whose SBUF and PSUM memories are visible
+    (``hdl.sim_top.core_memories``), else None: the top itself or its ``core``, or with a
+    ``suffix`` r, core r of a ring (``ring.core<r>``, ``core<r>``)."""
     try:
-        sbuf = dut.core.sbuf
+        if suffix:
+            core = dut.ring if hasattr(dut, "ring") else dut
+            core = getattr(core, f"core{suffix}")
+        else:
+            core = dut.core if hasattr(dut, "core") else dut
         lanes = cfg.data_width // 8
-        arrays = [[getattr(sbuf, f"part{p}_lane{lane}") for lane in range(lanes)]
+        arrays = [[getattr(core.sbuf, f"part{p}_lane{lane}") for lane in range(lanes)]
                   for p in range(cfg.n)]
-        return _MemoryBackdoor(arrays, dut.core.te.psum.mem, cfg)
+        return _MemoryBackdoor(arrays, core.te.psum.mem, cfg)
     except AttributeError:
         return None
 
@@ -292,20 +298,26 @@ class CoreHost(CoreDriver):
 
         self._suffix = suffix
         self.port = port
-        self._backdoor = _memory_backdoor(dut, cfg) if dram == "memory" and not suffix else None
+        self._backdoor = _memory_backdoor(dut, cfg, suffix)
         super().__init__(cfg, regs, port, wait=wait, now=sim_cycles, perf_names=perf_names,
                          until_idle=until_idle)
 
-    async def read_sbuf(self) -> np.ndarray:
+    @property
+    def has_backdoor(self) -> bool:
+        """Whether :meth:`read_sbuf` and :meth:`read_psum` can read through VPI."""
+        return self._backdoor is not None
+
+    async def read_sbuf(self, *, debug: bool = False) -> np.ndarray:
         """Every SBUF word: through VPI where the top made the SBUF's memories visible
-        (``hdl.sim_top.CoreWithDram.public_for``), in zero time; else by debug reads."""
-        if self._backdoor is None:
+        (``hdl.sim_top.core_memories``), in zero time, unless ``debug``; else (and with
+        ``debug``) by the debug registers, as software does."""
+        if self._backdoor is None or debug:
             return await super().read_sbuf()
         return self._backdoor.sbuf()
 
-    async def read_psum(self) -> np.ndarray:
+    async def read_psum(self, *, debug: bool = False) -> np.ndarray:
         """Every PSUM word, as :meth:`read_sbuf`."""
-        if self._backdoor is None:
+        if self._backdoor is None or debug:
             return await super().read_psum()
         return self._backdoor.psum()
 

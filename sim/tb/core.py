@@ -67,6 +67,7 @@ from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, ProgramBuilder
 from sim.tb import tbutil, vectors
+from sim.tb.memories import MemoryCheck
 from sim.verify import coverage
 
 _FMT_NAMES = {d: d.golden_name for d in OPERAND_DTYPES}
@@ -86,6 +87,7 @@ class CoreTB:
         self.seed = tbutil.seed()
         self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
                              rng=self.rng)
+        self.memories = MemoryCheck(self.host, self.iss, self.seed)
         # The RTL DRAM's stalls are checked after each program with a DMA command.
         self.check_stalls = self.host.dram_backend == "memory" and dram_pauses > 0
 
@@ -142,12 +144,8 @@ class CoreTB:
         assert bad.size == 0, (f"{what}: DRAM differs at {bad.size} bytes, first at "
                                f"0x{bad[0]:x}: RTL {dram[bad[:8]]}, ISS {self.iss.dram[bad[:8]]}"
                                f" (seed {self.seed})")
-        if not memories:
-            return
-        for name, got, want in (("SBUF", await self.host.read_sbuf(), self.iss.sbuf),
-                                ("PSUM", await self.host.read_psum(), self.iss.psum)):
-            msg = tbutil.mismatch(name, got, want)
-            assert msg is None, f"{what}: {msg} (seed {self.seed})"
+        if memories:
+            await self.memories(what)
 
     def operands(self, fmt, shape, specials=0.1):
         return vectors.operands(_FMT_NAMES[fmt], self.rng, shape, specials)

@@ -46,6 +46,7 @@ from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 from sim.tb import tbutil, vectors
+from sim.tb.memories import MemoryCheck
 
 
 class RingTB:
@@ -61,6 +62,8 @@ class RingTB:
         self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.1, rng=self.rng,
                                suffix=str(r)) for r in range(self.P)]
         self.iss = [NeuronCoreISS(self.cfg) for _ in range(self.P)]
+        self.memories = [MemoryCheck(h, iss, self.seed)
+                         for h, iss in zip(self.hosts, self.iss, strict=True)]
         self.check_stalls = self.hosts[0].dram_backend == "memory"
 
     async def start(self):
@@ -81,7 +84,7 @@ class RingTB:
 
     async def run(self, programs, what, *, memories: bool = True):
         """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
-        SBUF and PSUM (debug reads: slow) if ``memories``."""
+        SBUF and PSUM if ``memories`` (:class:`sim.tb.core.MemoryCheck`)."""
         want = RingISS(self.iss).run(programs)
         stalls = [h.dram_stalls() if self.check_stalls else 0 for h in self.hosts]
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
@@ -104,12 +107,8 @@ class RingTB:
         assert np.array_equal(dram, iss.dram), \
             f"{what}: core {r} DRAM differs at {np.flatnonzero(dram != iss.dram)[:8]} " \
             f"(seed {self.seed})"
-        if not memories:
-            return
-        for name, got, want in (("SBUF", await h.read_sbuf(), iss.sbuf),
-                                ("PSUM", await h.read_psum(), iss.psum)):
-            msg = tbutil.mismatch(name, got, want)
-            assert msg is None, f"{what}: core {r} {msg} (seed {self.seed})"
+        if memories:
+            await self.memories[r](f"{what}: core {r}")
 
     def data_parallel(self, k: int, m: int, f: int, a_fmt: int, b_fmt: int,
                       specials: float) -> tuple[list, list]:

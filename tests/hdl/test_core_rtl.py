@@ -11,7 +11,7 @@ a pausing ``AxiRam`` after each fault."""
 
 import pytest
 
-from hdl.sim_top import CoreWithDram
+from hdl.sim_top import CoreWithDram, core_memories
 from sim import runner
 from sim.cli.demo import CORE_CONFIG
 
@@ -35,7 +35,7 @@ def test_core_program(simulator, testcase):
                    public=CoreWithDram.public_for(**RTL_DRAM_CONFIG))
     else:
         runner.run("hdl.core:NeuronCore", CONFIG, "sim.tb.core", simulator, testcase=testcase,
-                   run_tag=testcase)
+                   run_tag=testcase, public=core_memories(**CONFIG))
 
 
 @pytest.mark.parametrize("kwargs, param", [({"n": 0}, "n"), ({"sbuf_words": 0}, "sbuf_words"),

@@ -24,4 +24,4 @@ CONFIG = RING_CONFIG
 def test_core_ring(simulator, testcase):
     runner.run("hdl.sim_top:RingWithDram", CONFIG, "sim.tb.multicore", simulator,
                testcase=testcase, run_tag=testcase,
-               public=RingWithDram.public_for(CONFIG["ranks"]))
+               public=RingWithDram.public_for(**CONFIG))
