@@ -45,8 +45,10 @@ import inspect
 import json
 import os
 import re
+import resource
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,14 +179,38 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     out = out_dir / f"{name}.v"
     with locked(out_dir / ".lock"):
         if not out.exists():
-            component = cls(**params)
-            text = _loop_memory_init(verilog.convert(component, name=name, emit_src=False))
-            (out_dir / "params.json").write_text(key + "\n")
-            tmp = out.with_suffix(".tmp")
-            out.with_suffix(".icarus.v").write_text(icarus_verilog(text))
-            tmp.write_text(text)
-            tmp.replace(out)  # last: its existence says the directory is complete
+            with _timed("elaborate", out_dir.name):
+                component = cls(**params)
+                text = _loop_memory_init(verilog.convert(component, name=name, emit_src=False))
+                (out_dir / "params.json").write_text(key + "\n")
+                tmp = out.with_suffix(".tmp")
+                out.with_suffix(".icarus.v").write_text(icarus_verilog(text))
+                tmp.write_text(text)
+                tmp.replace(out)  # last: its existence says the directory is complete
     return out
+
+
+@contextlib.contextmanager
+def _timed(step: str, what: str):
+    """With ``NCLITE_TIMING_LOG`` set to a file, append a JSON line per elaboration, build and
+    run: the step, what it was, its wall and CPU seconds (this process' and its children's).
+    ``tests/tools/test_runner_timing.py`` and the suite's profile (README, "The test budget")
+    read it."""
+    log = os.environ.get("NCLITE_TIMING_LOG")
+    if not log:
+        yield
+        return
+    t0, c0 = time.monotonic(), _cpu_seconds()
+    yield
+    line = json.dumps({"step": step, "what": what, "wall": round(time.monotonic() - t0, 3),
+                       "cpu": round(_cpu_seconds() - c0, 3)})
+    with open(log, "a") as f:
+        f.write(line + "\n")
+
+
+def _cpu_seconds() -> float:
+    me, kids = os.times(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.user + me.system + kids.ru_utime + kids.ru_stime
 
 
 def _safe(text: str) -> str:
@@ -317,15 +343,16 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
             return runner, build_dir, wave_format  # another worker built it meanwhile
         stamp.unlink(missing_ok=True)
         product.unlink(missing_ok=True)  # perhaps left by a build that was killed
-        runner.build(
-            sources=sources,
-            hdl_toplevel=toplevel,
-            build_args=build_args,
-            build_dir=build_dir,
-            timescale=TIMESCALE,
-            waves=waves,
-            log_file=build_dir / "build.log",
-        )
+        with _timed("build", build_dir.parent.name + "/" + build_dir.name):
+            runner.build(
+                sources=sources,
+                hdl_toplevel=toplevel,
+                build_args=build_args,
+                build_dir=build_dir,
+                timescale=TIMESCALE,
+                waves=waves,
+                log_file=build_dir / "build.log",
+            )
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(stamp_text)
         tmp.replace(stamp)
@@ -417,7 +444,8 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
             plusargs.append(f"+verilator+coverage+file+{dat}")
         saved = os.environ.pop("PYTEST_CURRENT_TEST", None)  # we check the results ourselves
         try:
-            with contextlib.suppress(SystemExit):
+            with contextlib.suppress(SystemExit), _timed("run", f"{verilog_file.parent.name}/"
+                                                         f"{test_dir.name}"):
                 runner.test(
                     test_module=test_module,
                     hdl_toplevel=toplevel,
