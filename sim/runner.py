@@ -193,9 +193,8 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
 @contextlib.contextmanager
 def _timed(step: str, what: str):
     """With ``NCLITE_TIMING_LOG`` set to a file, append a JSON line per elaboration, build and
-    run: the step, what it was, its wall and CPU seconds (this process' and its children's).
-    ``tests/tools/test_runner_timing.py`` and the suite's profile (README, "The test budget")
-    read it."""
+    run: the step, what it was, its wall and CPU seconds (this process' and its children's):
+    the profile of a whole suite (README, "The test budget")."""
     log = os.environ.get("NCLITE_TIMING_LOG")
     if not log:
         yield

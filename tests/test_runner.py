@@ -169,3 +169,20 @@ def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
 def test_stream_library(simulator):
     """sim/tb/streams.py's source, sink (with back-pressure), monitor and wait_until."""
     runner.run("sim.tb.selftest_design:StreamRegister", {}, "sim.tb.streams_selftest", simulator)
+
+
+def test_timing_log(simulator, tmp_path, monkeypatch):
+    """NCLITE_TIMING_LOG: one JSON line per elaboration, build and run, with wall and CPU
+    seconds (a fresh build directory, so that nothing is reused)."""
+    import json
+
+    log = tmp_path / "timing.log"
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path / "build"))
+    monkeypatch.setenv("NCLITE_TIMING_LOG", str(log))
+    runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator)
+    runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["step"] for r in rows] == ["elaborate", "build", "run", "run"], rows
+    assert rows[1]["what"].endswith("/" + simulator) and simulator in rows[2]["what"]
+    # The run's CPU is the simulator's (a child process): more than nothing.
+    assert all(r["wall"] >= 0 and r["cpu"] >= 0 for r in rows) and rows[2]["cpu"] > 0
