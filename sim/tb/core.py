@@ -67,7 +67,7 @@ from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, ProgramBuilder
 from sim.tb import tbutil, vectors
-from sim.tb.memories import MemoryCheck
+from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 from sim.verify import coverage
 
 _FMT_NAMES = {d: d.golden_name for d in OPERAND_DTYPES}
@@ -76,9 +76,10 @@ _RNE, _RTZ, _SR = Rounding.RNE, Rounding.RTZ, Rounding.SR
 
 class CoreTB:
     """One core, its host (DRAM as ``CoreHost`` picks it for the top) and its ISS.
-    ``dram_pauses``: the probability of a DRAM pause per channel and cycle."""
+    ``dram_pauses``: the probability of a DRAM pause per channel and cycle; ``debug_every``:
+    how often SBUF and PSUM are compared through the debug registers (:class:`MemoryCheck`)."""
 
-    def __init__(self, dut, dram_pauses: float = 0.2):
+    def __init__(self, dut, dram_pauses: float = 0.2, *, debug_every: int = DEBUG_READ_EVERY):
         self.dut = dut
         self.core = NeuronCore(**tbutil.params())
         self.cfg = self.core.iss_config()
@@ -87,7 +88,7 @@ class CoreTB:
         self.seed = tbutil.seed()
         self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
                              rng=self.rng)
-        self.memories = MemoryCheck(self.host, self.iss, self.seed)
+        self.memories = MemoryCheck(self.host, self.iss, self.seed, debug_every=debug_every)
         # The RTL DRAM's stalls are checked after each program with a DMA command.
         self.check_stalls = self.host.dram_backend == "memory" and dram_pauses > 0
 

@@ -51,7 +51,7 @@ async def _matches(compare) -> tuple[bool, str]:
 
 @cocotb.test(**tbutil.timeout(200))
 async def mlp_demo(dut):
-    tb = CoreTB(dut, dram_pauses=0.0)
+    tb = CoreTB(dut, dram_pauses=0.0, debug_every=0)
     await tb.start()
     n = tb.cfg.n
     d_in, d_h, d_out, batch = json.loads(os.environ.get("NCLITE_DEMO_MLP", "[16, 12, 8, 16]"))
@@ -88,7 +88,7 @@ async def mlp_demo(dut):
 
 @cocotb.test(**tbutil.timeout(200))
 async def ring_demo(dut):
-    tb = RingTB(dut)
+    tb = RingTB(dut, debug_every=0)
     await tb.start()
     cfg = tb.cfg
     n, w, W = cfg.n, cfg.psum_words, cfg.link_width
@@ -114,7 +114,7 @@ async def gemm_bench(dut):
     """GEMMs ``C = A.T @ B`` of the shapes and operand dtypes in ``NCLITE_BENCH_GEMMS``
     (``[m, k, f]`` or ``[m, k, f, dtype code]``, bf16 by default), fp32 results: each
     program's cycles and per-engine busy cycles, every memory checked against the ISS."""
-    tb = CoreTB(dut, dram_pauses=0.0)
+    tb = CoreTB(dut, dram_pauses=0.0, debug_every=0)
     await tb.start()
     n = tb.cfg.n
     shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))

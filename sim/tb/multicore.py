@@ -46,13 +46,14 @@ from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 from sim.tb import tbutil, vectors
-from sim.tb.memories import MemoryCheck
+from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 
 
 class RingTB:
-    """P cores, a host each (DRAM as ``CoreHost`` picks it for the top) and their ISSs."""
+    """P cores, a host each (DRAM as ``CoreHost`` picks it for the top) and their ISSs;
+    ``debug_every`` as for :class:`sim.tb.memories.MemoryCheck`."""
 
-    def __init__(self, dut):
+    def __init__(self, dut, *, debug_every: int = DEBUG_READ_EVERY):
         self.dut = dut
         self.top = CoreRing(**tbutil.params())
         self.cfg = self.top.iss_config()
@@ -62,7 +63,7 @@ class RingTB:
         self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.1, rng=self.rng,
                                suffix=str(r)) for r in range(self.P)]
         self.iss = [NeuronCoreISS(self.cfg) for _ in range(self.P)]
-        self.memories = [MemoryCheck(h, iss, self.seed)
+        self.memories = [MemoryCheck(h, iss, self.seed, debug_every=debug_every)
                          for h, iss in zip(self.hosts, self.iss, strict=True)]
         self.check_stalls = self.hosts[0].dram_backend == "memory"
 
