@@ -38,6 +38,7 @@ def test_tensor_engine(simulator, config, testcase):
                simulator, testcase=testcase, run_tag=f"{config}-{testcase.split(',')[0]}")
 
 
+@pytest.mark.slow  # make test-full: about 45 s of make test's wall time (elaboration 20 s)
 def test_tensor_engine_8x8(simulator):
     """The 8×8 array: fewer commands (9: one per dtype pair) and GEMMs (Icarus runs it at
     ~150 cycles per second).
