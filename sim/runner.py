@@ -32,6 +32,9 @@ toggle coverage in a build directory of its own (suffix ``-cov``) and makes each
 ``build/coverage/dat/``), which :mod:`sim.verify.coverage_report` merges. Without the variable
 nothing
 changes.
+
+``NCLITE_TIMING_LOG=<file>`` appends a JSON line per elaboration, build and run (wall and CPU
+seconds): the profile of a whole test suite.
 """
 
 from __future__ import annotations
@@ -193,18 +196,23 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
 @contextlib.contextmanager
 def _timed(step: str, what: str):
     """With ``NCLITE_TIMING_LOG`` set to a file, append a JSON line per elaboration, build and
-    run: the step, what it was, its wall and CPU seconds (this process' and its children's):
-    the profile of a whole suite (README, "The test budget")."""
+    run: the step, what it was, its wall and CPU seconds (this process' and its children's)
+    and whether it ended without an exception: the profile of a whole suite (README,
+    "Icarus or Verilator")."""
     log = os.environ.get("NCLITE_TIMING_LOG")
     if not log:
         yield
         return
-    t0, c0 = time.monotonic(), _cpu_seconds()
-    yield
-    line = json.dumps({"step": step, "what": what, "wall": round(time.monotonic() - t0, 3),
-                       "cpu": round(_cpu_seconds() - c0, 3)})
-    with open(log, "a") as f:
-        f.write(line + "\n")
+    t0, c0, ok = time.monotonic(), _cpu_seconds(), False
+    try:
+        yield
+        ok = True
+    finally:
+        line = json.dumps({"step": step, "what": what, "ok": ok,
+                           "wall": round(time.monotonic() - t0, 3),
+                           "cpu": round(_cpu_seconds() - c0, 3)})
+        with open(log, "a") as f:
+            f.write(line + "\n")
 
 
 def _cpu_seconds() -> float:

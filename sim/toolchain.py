@@ -134,7 +134,8 @@ def _set_opt_level() -> None:
     """Compile Verilator models with ``-O1`` (``NCLITE_VERILATOR_OPT`` to change it).
 
     Verilator's default (``-Os``) took g++ 6.5 minutes for the 8×8 tensor engine here; ``-O1``
-    takes about one and a half, and ``-O0`` half a minute at a third of the simulation speed.
+    takes about one and a half, and ``-O0`` half a minute at a third of the simulation speed
+    (that GEMM's batched runs; the suite's short, Python-bound runs lose about 20 %).
     The test suite sets ``-O0`` (tests/conftest.py): its simulations are short, its builds many.
     """
     level = os.environ.get("NCLITE_VERILATOR_OPT", "-O1")

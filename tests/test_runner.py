@@ -1,5 +1,6 @@
 """The simulation runner: both simulators, the Icarus time-0 fix, caching, failure reporting."""
 
+import json
 import re
 from pathlib import Path
 
@@ -174,8 +175,6 @@ def test_stream_library(simulator):
 def test_timing_log(simulator, tmp_path, monkeypatch):
     """NCLITE_TIMING_LOG: one JSON line per elaboration, build and run, with wall and CPU
     seconds (a fresh build directory, so that nothing is reused)."""
-    import json
-
     log = tmp_path / "timing.log"
     monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path / "build"))
     monkeypatch.setenv("NCLITE_TIMING_LOG", str(log))
@@ -183,6 +182,7 @@ def test_timing_log(simulator, tmp_path, monkeypatch):
     runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator)
     rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["step"] for r in rows] == ["elaborate", "build", "run", "run"], rows
-    assert rows[1]["what"].endswith("/" + simulator) and simulator in rows[2]["what"]
+    assert f"/{simulator}" in rows[1]["what"] and f"/{simulator}-" in rows[2]["what"]
+    assert all(r["ok"] for r in rows), rows
     # The run's CPU is the simulator's (a child process): more than nothing.
     assert all(r["wall"] >= 0 and r["cpu"] >= 0 for r in rows) and rows[2]["cpu"] > 0

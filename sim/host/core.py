@@ -173,10 +173,10 @@ class MemoryPort:
 
 
 class _MemoryBackdoor:
-    """The SBUF and PSUM arrays of ``hdl.sim_top.CoreWithDram``'s core, read through VPI:
-    SBUF partition p, word w is row w // L of memory ``core.sbuf.part<p>_lane<w mod L>``
+    """The SBUF and PSUM arrays of a core (``hdl.sim_top.core_memories``), read through VPI:
+    SBUF partition p, word w is row w // L of memory ``sbuf.part<p>_lane<w mod L>``
     (``hdl.core``'s SBUF, L its lanes); PSUM bank b, word w is row b·W + w of
-    ``core.te.psum.mem``, partition p its bits 32p .. 32p + 31."""
+    ``te.psum.mem``, partition p its bits 32p .. 32p + 31 (paths below the core)."""
 
     def __init__(self, sbuf_arrays, psum_array, cfg):
         self.cfg, self.lanes = cfg, len(sbuf_arrays[0])

@@ -85,7 +85,7 @@ class RingTB:
 
     async def run(self, programs, what, *, memories: bool = True):
         """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
-        SBUF and PSUM if ``memories`` (:class:`sim.tb.core.MemoryCheck`)."""
+        SBUF and PSUM if ``memories`` (:class:`sim.tb.memories.MemoryCheck`)."""
         want = RingISS(self.iss).run(programs)
         stalls = [h.dram_stalls() if self.check_stalls else 0 for h in self.hosts]
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
