@@ -307,10 +307,15 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
     # has each set of public internal signals (Icarus sees every signal anyway).
     public = tuple(sorted(set(public))) if simulator == "verilator" else ()
     control = public_control_file(toplevel, public)
+    # A g++ level other than the default (the test suite's -O0) builds in a directory of its
+    # own too, so that `make test` and `make demo` do not rebuild each other's models.
+    opt = re.search(r"(?:^|\s)OPT_FAST=(\S+)", os.environ.get("MAKEFLAGS", ""))
+    opt = opt.group(1) if opt and simulator == "verilator" else toolchain.DEFAULT_OPT
     build_dir = verilog_file.parent / (
         simulator + ("-waves" if waves else "") + ("-vcd" if wave_format == "vcd" else "")
         + ("-cov" if coverage else "")
-        + ("-pub" + hashlib.sha256(control.encode()).hexdigest()[:8] if public else ""))
+        + ("-pub" + hashlib.sha256(control.encode()).hexdigest()[:8] if public else "")
+        + ("" if opt == toolchain.DEFAULT_OPT else "-" + _safe(opt.lstrip("-"))))
     sources: list = [verilog_file.with_suffix(".icarus.v") if simulator == "icarus"
                      else verilog_file]
     build_args: list[str] = []

