@@ -21,6 +21,7 @@ Runs inside a cocotb test.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -28,6 +29,7 @@ from cocotb.handle import Immediate
 from cocotb.triggers import ClockCycles, FallingEdge, First, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
+from hdl.sim_top import core_memories
 from sim.host.driver import CoreDriver, CoreTimeout, RunResult
 from sim.tb import streams
 from sim.tb.tbutil import CLOCK_PERIOD_NS
@@ -204,21 +206,20 @@ class _MemoryBackdoor:
 
 
 def _memory_backdoor(dut, cfg, suffix: str) -> _MemoryBackdoor | None:
-    """The backdoor of a core whose SBUF and PSUM memories are visible
-    (``hdl.sim_top.core_memories``), else None: the top itself or its ``core``, or with a
+    """The backdoor of a core whose SBUF and PSUM memories are visible (the paths of
+    ``hdl.sim_top.core_memories``), else None: the top itself or its ``core``, or with a
     ``suffix`` r, core r of a ring (``ring.core<r>``, ``core<r>``)."""
+    if suffix:
+        prefix = f"ring.core{suffix}." if hasattr(dut, "ring") else f"core{suffix}."
+    else:
+        prefix = "core." if hasattr(dut, "core") else ""
+    paths = core_memories(prefix, n=cfg.n, data_width=cfg.data_width)
     try:
-        if suffix:
-            core = dut.ring if hasattr(dut, "ring") else dut
-            core = getattr(core, f"core{suffix}")
-        else:
-            core = dut.core if hasattr(dut, "core") else dut
-        lanes = cfg.data_width // 8
-        arrays = [[getattr(core.sbuf, f"part{p}_lane{lane}") for lane in range(lanes)]
-                  for p in range(cfg.n)]
-        return _MemoryBackdoor(arrays, core.te.psum.mem, cfg)
+        psum, *sbuf = (functools.reduce(getattr, path.split("."), dut) for path in paths)
     except AttributeError:
         return None
+    lanes = cfg.data_width // 8
+    return _MemoryBackdoor([sbuf[p * lanes:(p + 1) * lanes] for p in range(cfg.n)], psum, cfg)
 
 
 def _stall_rate(p: float) -> int:
