@@ -157,6 +157,48 @@ def test_public_control_file():
             runner.public_control_file("top", (bad,))
 
 
+def test_public_control_file_follows_instances():
+    """With the Verilog's hierarchy, a path's scope is the module its instances lead to: a
+    module instantiated twice (a ring's one core module) is named once, for both."""
+    text = """module top(clk);
+  input clk;
+  \\top.ring  ring (
+    .clk(clk)
+  );
+endmodule
+module \\top.ring (clk);
+  input clk;
+  core core0 (
+    .clk(clk)
+  );
+  core core1 (
+    .clk(clk)
+  );
+endmodule
+module core(clk);
+  input clk;
+  \\core.sbuf  sbuf (
+    .clk(clk)
+  );
+endmodule
+module \\core.sbuf (clk);
+  input clk;
+  reg [7:0] mem [3:0];
+endmodule
+"""
+    hierarchy = runner.verilog_hierarchy(text)
+    assert hierarchy == {"top": {"ring": "top.ring"},
+                         "top.ring": {"core0": "core", "core1": "core"},
+                         "core": {"sbuf": "core.sbuf"}, "core.sbuf": {}}
+    control = runner.public_control_file(
+        "top", ("ring.core0.sbuf.mem", "ring.core1.sbuf.mem", "ring.x"), hierarchy)
+    assert 'public_flat_rw -module "core.sbuf" -var "mem"' in control
+    assert 'public_flat_rw -module "top.ring" -var "x"' in control
+    assert control.count("public_flat_rw") == 3, control
+    with pytest.raises(ValueError, match="top.ring has no instance 'core2'"):
+        runner.public_control_file("top", ("ring.core2.sbuf.mem",), hierarchy)
+
+
 def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
     """Tracing does not depend on what is public: the dump of a ports-only build holds the
     submodule's internal signals."""

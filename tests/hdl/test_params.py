@@ -236,7 +236,8 @@ COMPONENTS = [
         ({"max_latency": 16.0}, T, "max_latency"), ({"max_latency": 0}, V, "max_latency"),
         ({"max_latency": 257}, V, "max_latency"),
         ({"n": 2.0}, T, "n"), ({"n": 0}, V, "n"), ({"watchdog_cycles": 1}, V,
-                                                   "watchdog_cycles")]),
+                                                   "watchdog_cycles"),
+        ({"core_module": 1}, T, "core_module"), ({"core_module": "a.b"}, V, "core_module")]),
     (PE, {}, [*_BAD_PE_STAGES, *_BAD_FORMATS]),
     (PEColumn, {"rows": 2}, [
         ({"rows": 2.0}, T, "rows"), ({"rows": True}, T, "rows"), ({"rows": 0}, V, "rows"),
@@ -279,7 +280,7 @@ COMPONENTS = [
     (RingWithDram, {"ranks": 2, **_CORE}, [
         ({"ranks": 2.0}, T, "ranks"), ({"ranks": 1}, V, "ranks"),
         ({"max_latency": 0}, V, "max_latency"), ({"dram_bytes": 3 << 12}, V, "dram_bytes"),
-        ({"n": 0}, V, "n")]),
+        ({"n": 0}, V, "n"), ({"core_module": ""}, V, "core_module")]),
     (StochasticRounder, {"lanes": 2}, [
         ({"lanes": 2.0}, T, "lanes"), ({"lanes": 0}, V, "lanes"), ({"lanes": 257}, V, "lanes"),
         ({"random_bits": "16"}, T, "random_bits"), ({"random_bits": 0}, V, "random_bits"),
