@@ -1,8 +1,6 @@
 """P NeuronCores in a ring: each with its own host registers and DRAM port."""
 
-import re
-
-from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -10,6 +8,7 @@ from .cmdqueue import AxiLiteSignature
 from .collective import check_ranks
 from .core import NeuronCore
 from .dma import AxiSignature
+from .instances import shared
 from .ring import MAX_LINK_LATENCY, LinkModel, check_max_latency
 
 __all__ = ["CoreRing"]
@@ -34,41 +33,23 @@ class CoreRing(wiring.Component):
     max_latency : int
         The links' largest latency, as :class:`~hdl.ring.LinkModel`'s: 1 to 256 (default
         :data:`~hdl.ring.MAX_LINK_LATENCY`).
-    core_module : str or None
-        ``None`` (default): each core is elaborated here, the ring is self-contained. A Verilog
-        module name: every core is an ``Instance`` of that one module, which whoever converts
-        the ring must supply (:attr:`verilog_modules` says how: ``sim.runner.elaborate``
-        appends it). The same hardware, with the cores elaborated and compiled once instead of
-        ``ranks`` times (the simulations' Amaranth conversion, Verilator build and lint of a
-        ring of four cores take about a quarter of the time); the hierarchy's instance names,
-        and so every signal's path, are the same.
     **core
         :class:`~hdl.core.NeuronCore`'s other parameters, the same for every core.
 
     Raises
     ------
     TypeError
-        If ``ranks`` or ``max_latency`` is not an integer, or ``core_module`` not a string;
-        as :class:`~hdl.core.NeuronCore` for the others.
+        If ``ranks`` or ``max_latency`` is not an integer; as :class:`~hdl.core.NeuronCore`
+        for the others.
     ValueError
-        If ``ranks`` or ``max_latency`` is out of range, or ``core_module`` not a Verilog
-        identifier; as :class:`~hdl.core.NeuronCore` for the others.
+        If ``ranks`` or ``max_latency`` is out of range; as :class:`~hdl.core.NeuronCore` for
+        the others.
     """
 
-    def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY,
-                 core_module: str | None = None, **core):
+    def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
         self.ranks = check_ranks(ranks)
         self.max_latency = check_max_latency(max_latency)
-        if core_module is not None:
-            if not isinstance(core_module, str):
-                raise TypeError(f"core_module must be a string or None, not {core_module!r}")
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", core_module):
-                raise ValueError(f"core_module must be a Verilog identifier, not {core_module!r}")
-        self.core_module = core_module
-        #: Verilog modules this design instantiates but does not elaborate: name -> (factory,
-        #: parameters) that convert to it (``sim.runner.elaborate`` appends them).
-        self.verilog_modules = ({} if core_module is None else
-                                {core_module: ("hdl.core:NeuronCore", {"ranks": ranks, **core})})
+        self._core_params = {"ranks": ranks, **core}
         self._cores = [NeuronCore(ranks=ranks, **core) for _ in range(ranks)]
         self.link_width = self._cores[0].link_width
         self.watchdog_cycles = self._cores[0].watchdog_cycles
@@ -87,8 +68,8 @@ class CoreRing(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         links = []
-        cores = (self._cores if self.core_module is None else
-                 [_ModuleInstance(core, self.core_module) for core in self._cores])
+        # In simulation builds the cores are one Verilog module (hdl.instances).
+        cores = [shared(core, "hdl.core:NeuronCore", self._core_params) for core in self._cores]
         for r, core in enumerate(cores):
             m.submodules[f"core{r}"] = core
             wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")), core.axil)
@@ -106,23 +87,3 @@ class CoreRing(wiring.Component):
             wiring.connect(m, links[r].o, cores[(r + 1) % self.ranks].rx)
         return m
 
-
-class _ModuleInstance(wiring.Component):
-    """``component``'s ports, on an instance of the Verilog module ``module``: ``component``
-    converted on its own (``amaranth.back.verilog.convert(component, name=module)``), whose
-    ports are named as Amaranth names a top module's (each signature member's path joined by
-    ``__``; ``clk`` and ``rst`` of the ``sync`` domain)."""
-
-    def __init__(self, component: wiring.Component, module: str):
-        self._module = module
-        component._MustUse__silence = True  # stands for it: never elaborated here
-        super().__init__(component.signature)
-
-    def elaborate(self, platform):
-        # The fragment is the instance itself, not a module holding one: the instance takes
-        # the submodule's name (core0), so paths below it are those of the elaborated ring.
-        ports = {}
-        for path, member, value in self.signature.flatten(self):
-            prefix = "i_" if member.flow == In else "o_"
-            ports[prefix + "__".join(str(part) for part in path)] = value
-        return Instance(self._module, i_clk=ClockSignal(), i_rst=ResetSignal(), **ports)

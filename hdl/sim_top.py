@@ -236,9 +236,6 @@ class RingWithDram(wiring.Component):
     ----------
     ranks, max_latency : int
         :class:`~hdl.multicore.CoreRing`'s.
-    core_module : str or None
-        :class:`~hdl.multicore.CoreRing`'s: with a name, the cores are one Verilog module
-        instantiated ``ranks`` times (what the simulations run: ``sim.cli.demo.RING_CONFIG``).
     **core
         :class:`~hdl.core.NeuronCore`'s, but ``dram_bytes`` must be a power of two, at least
         4.
@@ -254,8 +251,6 @@ class RingWithDram(wiring.Component):
 
     def __init__(self, *, ranks: int = 4, max_latency: int = MAX_LINK_LATENCY, **core):
         self._ring = CoreRing(ranks=ranks, max_latency=max_latency, **core)
-        #: As :attr:`hdl.multicore.CoreRing.verilog_modules` (``core_module``).
-        self.verilog_modules = self._ring.verilog_modules
         self.ranks, self.max_latency = self._ring.ranks, max_latency
         self.link_width = self._ring.link_width
         self.watchdog_cycles = self._ring.watchdog_cycles

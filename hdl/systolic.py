@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .fp_mul import FP_MUL_MAX_CUTS
+from .instances import shared
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, Weight
 from .pipeline import delay
@@ -119,8 +120,11 @@ class SystolicArray(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.n
-        pes = [[PE(mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
-                for _ in range(n)] for _ in range(n)]
+        # In simulation builds the PEs are one Verilog module (hdl.instances).
+        pe_params = {"mul_stages": self.mul_stages, "add_stages": self.add_stages,
+                     "formats": self.formats}
+        pes = [[shared(PE(**pe_params), "hdl.pe:PE", pe_params) for _ in range(n)]
+               for _ in range(n)]
         taps = self._weight_taps(m)
         # lab2 begin: dataflow
         for k in range(n):

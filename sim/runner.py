@@ -165,9 +165,23 @@ def _loop_memory_init(verilog_text: str) -> str:
     return _MEMORY_INIT.sub(rewrite, verilog_text)
 
 
+def _append_modules(text: str, more: str) -> str:
+    """``text`` and the modules of ``more`` it does not define yet (a module shared by two
+    appended ones, a PE's inside two ..., comes once)."""
+    defined = set(verilog_hierarchy(text))
+    for block in re.findall(r"^(?:\(\*.*\*\)\n)*module .*?^endmodule\n", more,
+                            re.MULTILINE | re.DOTALL):
+        header = _MODULE.search(block)
+        if header and header[1].lstrip("\\") not in defined:
+            text += block
+    return text
+
+
 def elaborate(factory: str, params: dict | None = None, *, name: str | None = None) -> Path:
     """Convert ``factory(**params)`` to Verilog (module name ``name``); return the .v path."""
     from amaranth.back import verilog
+
+    from hdl.instances import sharing
 
     params = dict(params or {})
     cls = _resolve(factory)
@@ -183,13 +197,16 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     with locked(out_dir / ".lock"):
         if not out.exists():
             with _timed("elaborate", out_dir.name):
-                component = cls(**params)
-                text = _loop_memory_init(verilog.convert(component, name=name, emit_src=False))
-                # Modules the design instantiates without elaborating them (a ring's one core
-                # module): converted on their own (cached too) and appended.
-                for module, (dep, dep_params) in getattr(component, "verilog_modules",
-                                                         {}).items():
-                    text += elaborate(dep, dep_params, name=module).read_text()
+                # Identical submodules (a ring's cores, an array's PEs) become instances of one
+                # Verilog module each (hdl.instances), converted on its own (cached too) and
+                # appended once.
+                with sharing() as modules:
+                    component = cls(**params)
+                    text = verilog.convert(component, name=name, emit_src=False)
+                for module, (dep, dep_params) in modules.items():
+                    text = _append_modules(text, elaborate(dep, dep_params,
+                                                           name=module).read_text())
+                text = _loop_memory_init(text)
                 (out_dir / "params.json").write_text(key + "\n")
                 tmp = out.with_suffix(".tmp")
                 out.with_suffix(".icarus.v").write_text(icarus_verilog(text))

@@ -29,12 +29,10 @@ CORE_CONFIG = {"n": 4, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16, "qu
 #: Its link watchdog is short, so that the test of a COLLECTIVE a core never joins ends soon,
 #: yet above a debug read's timeout (4095 cycles, which that test also sees) and far above
 #: any wait of the demo's programs. Each core's DRAM is 4 KiB, far more than the programs use
-#: (the RTL DRAM's initial contents are most of the cost of elaborating a 64 KiB one). Its
-#: cores are one Verilog module instantiated four times (``core_module``): elaborated,
-#: built and linted once.
+#: (the RTL DRAM's initial contents are most of the cost of elaborating a 64 KiB one).
 RING_CONFIG = {"ranks": 4, "n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_words": 8,
                "link_width": 2, "queue_depth": 32, "te_mul_stages": 1, "te_add_stages": 2,
-               "watchdog_cycles": 6144, "dram_bytes": 4096, "core_module": "ring_core"}
+               "watchdog_cycles": 6144, "dram_bytes": 4096}
 
 
 def _run(factory, params, testcase, simulator, seed, env, waves, tag, public) -> dict:

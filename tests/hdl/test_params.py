@@ -21,6 +21,7 @@ from hdl.dma import DmaEngine
 from hdl.fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from hdl.fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
 from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
+from hdl.instances import ModuleInstance
 from hdl.multicore import CoreRing
 from hdl.params import check_int, check_one_of, check_power_of_two
 from hdl.pe import PE, PEColumn
@@ -236,8 +237,10 @@ COMPONENTS = [
         ({"max_latency": 16.0}, T, "max_latency"), ({"max_latency": 0}, V, "max_latency"),
         ({"max_latency": 257}, V, "max_latency"),
         ({"n": 2.0}, T, "n"), ({"n": 0}, V, "n"), ({"watchdog_cycles": 1}, V,
-                                                   "watchdog_cycles"),
-        ({"core_module": 1}, T, "core_module"), ({"core_module": "a.b"}, V, "core_module")]),
+                                                   "watchdog_cycles")]),
+    (ModuleInstance, {"component": PE(), "module": "pe"}, [
+        ({"component": "PE"}, T, "component"), ({"module": 1}, T, "module"),
+        ({"module": "a.b"}, V, "module"), ({"module": ""}, V, "module")]),
     (PE, {}, [*_BAD_PE_STAGES, *_BAD_FORMATS]),
     (PEColumn, {"rows": 2}, [
         ({"rows": 2.0}, T, "rows"), ({"rows": True}, T, "rows"), ({"rows": 0}, V, "rows"),
@@ -280,7 +283,7 @@ COMPONENTS = [
     (RingWithDram, {"ranks": 2, **_CORE}, [
         ({"ranks": 2.0}, T, "ranks"), ({"ranks": 1}, V, "ranks"),
         ({"max_latency": 0}, V, "max_latency"), ({"dram_bytes": 3 << 12}, V, "dram_bytes"),
-        ({"n": 0}, V, "n"), ({"core_module": ""}, V, "core_module")]),
+        ({"n": 0}, V, "n")]),
     (StochasticRounder, {"lanes": 2}, [
         ({"lanes": 2.0}, T, "lanes"), ({"lanes": 0}, V, "lanes"), ({"lanes": 257}, V, "lanes"),
         ({"random_bits": "16"}, T, "random_bits"), ({"random_bits": 0}, V, "random_bits"),
