@@ -5,7 +5,8 @@ One entry point, :func:`run`, used by every cocotb test in ``tests/`` and by the
 1. :func:`elaborate` converts ``hdl.module:Class(**params)`` to Verilog, cached under
    ``build/sim/<name>-<hash>/`` where the hash covers the component, its parameters, the source
    of every ``hdl/`` module and the Amaranth version. The Verilog is post-processed once here
-   (see :mod:`sim.icarus`).
+   (see :mod:`sim.icarus`). Identical submodules (an array's PEs, a ring's cores) are
+   instances of one Verilog module, converted on its own and appended (:mod:`hdl.instances`).
 2. The Verilog is built with ``cocotb_tools.runner`` for Icarus or Verilator, each simulator (and
    the waveform variant) in its own build directory, reused while the Verilog is unchanged.
 3. The cocotb module runs in a test directory of its own (so parallel runs never share a

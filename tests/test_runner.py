@@ -199,6 +199,27 @@ endmodule
         runner.public_control_file("top", ("ring.core2.sbuf.mem",), hierarchy)
 
 
+def test_identical_submodules_are_one_verilog_module(tmp_path, monkeypatch):
+    """In the runner's conversion an array's PEs are instances of one PE module, defined once
+    and keeping their instance names; outside it, shared() gives the component itself."""
+    from hdl.instances import ModuleInstance, shared
+    from hdl.pe import PE
+
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    text = runner.elaborate("hdl.systolic:SystolicArray", {"n": 2}).read_text()
+    hierarchy = runner.verilog_hierarchy(text)
+    pes = {hierarchy["systolic_array"][f"pe_{k}_{m}"] for k in (0, 1) for m in (0, 1)}
+    assert len(pes) == 1 and next(iter(pes)).startswith("pe_"), hierarchy["systolic_array"]
+    assert len(re.findall(rf"^module {next(iter(pes))}\(", text, re.MULTILINE)) == 1
+    pe = PE()
+    assert shared(pe, "hdl.pe:PE", {}) is pe
+    # Appending modules skips those already defined (a PE module inside two appended cores).
+    once = "module a(x);\n  input x;\nendmodule\n"
+    both = once + "module b(x);\n  input x;\nendmodule\n"
+    assert runner._append_modules(once, both) == both
+    assert isinstance(ModuleInstance(PE(), "pe"), ModuleInstance)
+
+
 def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
     """Tracing does not depend on what is public: the dump of a ports-only build holds the
     submodule's internal signals."""

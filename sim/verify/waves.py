@@ -247,19 +247,32 @@ _PLAIN = re.compile(r"[A-Za-z_]\w*")
 
 def verilog_fields(verilog_path: Path | str) -> dict[str, tuple[str, int, int]]:
     """Each struct field or array element of the design that Amaranth's Verilog assigns from a
-    plain vector: full name → (the vector's full name, msb, lsb). Module names are scope paths
-    (``\\tensor_engine.array.pe_0_0``), as Amaranth writes them."""
+    plain vector: full name → (the vector's full name, msb, lsb). A module's fields are named
+    at each scope path its instances have below a top module (one no other module instantiates:
+    ``tensor_engine.array.pe_0_0`` for an instance ``pe_0_0`` of a PE module the array holds,
+    whether Amaranth named that module after the path or :mod:`hdl.instances` shares it)."""
+    from sim.runner import verilog_hierarchy
+
     text = Path(verilog_path).read_text()
-    out: dict[str, tuple[str, int, int]] = {}
+    fields: dict[str, list[tuple[str, str, int, int]]] = {}
     starts = list(_MODULE.finditer(text)) + [None]
     for here, nxt in zip(starts, starts[1:], strict=False):
-        scope = here[1].lstrip("\\")
         body = text[here.end():nxt.start() if nxt else len(text)]
+        own = fields.setdefault(here[1].lstrip("\\"), [])
         for m in _FIELD.finditer(body):
             if m[3] is None:
                 continue  # a whole vector: not a slice
             hi = int(m[3])
-            out[f"{scope}.{m[1]}"] = (f"{scope}.{m[2]}", hi, int(m[4]) if m[4] else hi)
+            own.append((m[1], m[2], hi, int(m[4]) if m[4] else hi))
+    hierarchy = verilog_hierarchy(text)
+    below = {sub for insts in hierarchy.values() for sub in insts.values()}
+    scopes = [(top, top) for top in hierarchy if top not in below]
+    out: dict[str, tuple[str, int, int]] = {}
+    while scopes:
+        module, scope = scopes.pop()
+        for field, vector, hi, lo in fields.get(module, ()):
+            out[f"{scope}.{field}"] = (f"{scope}.{vector}", hi, lo)
+        scopes += [(sub, f"{scope}.{inst}") for inst, sub in hierarchy.get(module, {}).items()]
     return out
 
 
