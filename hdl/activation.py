@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import Dtype, Rounding, parse_dtypes
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
+from .instances import shared
 from .params import check_int
 from .pipeline import delay
 from .sru import SRU_MAX_RANDOM_BITS, SRU_MAX_STAGES, StochasticRounder, sru_layouts
@@ -172,8 +173,10 @@ class ActivationEngine(wiring.Component):
         tag_out = delay(m, tag_add, ad, name="tag_add", en=en)
         m.d.comb += v_end.eq(tag_out.valid)
         for j in range(N):
-            mul = Fp32Multiplier(stages=ms)
-            add = Fp32Adder(stages=ad)
+            mul = shared(Fp32Multiplier(stages=ms), "hdl.fp32_mul:Fp32Multiplier",
+                         {"stages": ms}, clocked=ms > 0)
+            add = shared(Fp32Adder(stages=ad), "hdl.fp32_add:Fp32Adder", {"stages": ad},
+                         clocked=ad > 0)
             m.submodules[f"mul{j}"] = mul
             m.submodules[f"add{j}"] = add
             m.d.comb += [mul.en.eq(en), mul.a.eq(self.i.payload[j]), mul.b.eq(cur.scale),

@@ -5,6 +5,7 @@ from amaranth.lib import data, enum, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from .instances import shared
 from .params import check_int, check_one_of
 from .pipeline import delay
 
@@ -373,7 +374,8 @@ class CollectiveEngine(wiring.Component):
         ]
         adders = []
         for j in range(W):
-            add = Fp32Adder(stages=L)
+            add = shared(Fp32Adder(stages=L), "hdl.fp32_add:Fp32Adder", {"stages": L},
+                         clocked=L > 0)
             m.submodules[f"add{j}"] = add
             # The contract's order: received + local (golden.collective).
             m.d.comb += [add.en.eq(1), add.a.eq(s1_data[j]), add.b.eq(self.rx_rd.data[j])]

@@ -37,16 +37,19 @@ class ModuleInstance(wiring.Component):
     """``component``'s ports, on an instance of the Verilog module ``module``: ``component``
     converted on its own (``amaranth.back.verilog.convert(component, name=module)``), whose
     ports are named as Amaranth names a top module's (each signature member's path joined by
-    ``__``; ``clk`` and ``rst`` of the ``sync`` domain)."""
+    ``__``; ``clk`` and ``rst`` of the ``sync`` domain, which a module without registers,
+    ``clocked=False``, does not have)."""
 
-    def __init__(self, component: wiring.Component, module: str):
+    def __init__(self, component: wiring.Component, module: str, *, clocked: bool = True):
         if not isinstance(component, wiring.Component):
             raise TypeError(f"component must be a wiring.Component, not {component!r}")
         if not isinstance(module, str):
             raise TypeError(f"module must be a Verilog identifier, not {module!r}")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", module):
             raise ValueError(f"module must be a Verilog identifier, not {module!r}")
-        self._module = module
+        if not isinstance(clocked, bool):
+            raise TypeError(f"clocked must be a bool, not {clocked!r}")
+        self._module, self._clocked = module, clocked
         component._MustUse__silence = True  # stands for it: never elaborated here
         super().__init__(component.signature)
 
@@ -57,7 +60,9 @@ class ModuleInstance(wiring.Component):
         for path, member, value in self.signature.flatten(self):
             prefix = "i_" if member.flow == In else "o_"
             ports[prefix + "__".join(str(part) for part in path)] = value
-        return Instance(self._module, i_clk=ClockSignal(), i_rst=ResetSignal(), **ports)
+        if self._clocked:
+            ports.update(i_clk=ClockSignal(), i_rst=ResetSignal())
+        return Instance(self._module, **ports)
 
 
 @contextlib.contextmanager
@@ -72,14 +77,16 @@ def sharing():
         _MODULES.reset(token)
 
 
-def shared(component: wiring.Component, factory: str, params: dict) -> wiring.Component:
+def shared(component: wiring.Component, factory: str, params: dict, *,
+           clocked: bool = True) -> wiring.Component:
     """``component``, or within :func:`sharing` an instance of the Verilog module that all
     components ``factory(**params)`` share (``factory`` as ``"hdl.pe:PE"``; ``params`` must
-    be those ``component`` was made with)."""
+    be those ``component`` was made with; ``clocked``: whether it has registers, as
+    :class:`ModuleInstance`'s)."""
     modules = _MODULES.get()
     if modules is None:
         return component
     key = json.dumps({"factory": factory, "params": params}, sort_keys=True, default=repr)
     name = f"{type(component).__name__.lower()}_{hashlib.sha256(key.encode()).hexdigest()[:10]}"
     modules[name] = (factory, dict(params))
-    return ModuleInstance(component, name)
+    return ModuleInstance(component, name, clocked=clocked)

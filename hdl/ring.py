@@ -19,6 +19,7 @@ from .collective import (
     collective_command_layout,
 )
 from .fp32_add import FP32_ADD_MAX_STAGES
+from .instances import shared
 from .params import check_int
 
 __all__ = ["LinkModel", "CollectiveRing", "MAX_LINK_LATENCY", "check_max_latency"]
@@ -222,9 +223,10 @@ class CollectiveRing(wiring.Component):
         row = data.ArrayLayout(32, W)
         engines, links = [], []
         for r in range(P):
-            eng = CollectiveEngine(ranks=P, link_width=W, depth=self.depth,
-                                   add_stages=self.add_stages,
-                                   watchdog_cycles=self.watchdog_cycles)
+            # In simulation builds the engines are one Verilog module (hdl.instances).
+            params = {"ranks": P, "link_width": W, "depth": self.depth,
+                      "add_stages": self.add_stages, "watchdog_cycles": self.watchdog_cycles}
+            eng = shared(CollectiveEngine(**params), "hdl.collective:CollectiveEngine", params)
             m.submodules[f"engine{r}"] = eng
             engines.append(eng)
             link = LinkModel(link_width=W, max_latency=self.max_latency, index=r)

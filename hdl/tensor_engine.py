@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp_mul import FP_MUL_MAX_CUTS
+from .instances import shared
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .pipeline import delay
@@ -409,7 +410,8 @@ class _Psum(wiring.Component):
         m.d.sync += [row_a.eq(self.sums), meta_a.eq(meta)]
         adders = []
         for i in range(n):
-            add = Fp32Adder(stages=self._add_stages)
+            add = shared(Fp32Adder(stages=self._add_stages), "hdl.fp32_add:Fp32Adder",
+                         {"stages": self._add_stages}, clocked=self._add_stages > 0)
             m.submodules[f"acc_add{i}"] = add
             # The contract's accumulate: p = p + s (the old PSUM value is the left operand).
             m.d.comb += [add.en.eq(1), add.a.eq(acc_rd.data[i]), add.b.eq(row_a[i])]

@@ -240,7 +240,8 @@ COMPONENTS = [
                                                    "watchdog_cycles")]),
     (ModuleInstance, {"component": PE(), "module": "pe"}, [
         ({"component": "PE"}, T, "component"), ({"module": 1}, T, "module"),
-        ({"module": "a.b"}, V, "module"), ({"module": ""}, V, "module")]),
+        ({"module": "a.b"}, V, "module"), ({"module": ""}, V, "module"),
+        ({"clocked": 1}, T, "clocked")]),
     (PE, {}, [*_BAD_PE_STAGES, *_BAD_FORMATS]),
     (PEColumn, {"rows": 2}, [
         ({"rows": 2.0}, T, "rows"), ({"rows": True}, T, "rows"), ({"rows": 0}, V, "rows"),
