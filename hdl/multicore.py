@@ -86,4 +86,3 @@ class CoreRing(wiring.Component):
             m.d.comb += links[r].flush.eq(core.tx_flush)
             wiring.connect(m, links[r].o, cores[(r + 1) % self.ranks].rx)
         return m
-

@@ -298,6 +298,18 @@ def verilog_hierarchy(verilog_text: str) -> dict[str, dict[str, str]]:
             for mod, insts in found.items()}
 
 
+def _file_hierarchy(verilog_file: Path) -> dict[str, dict[str, str]]:
+    """:func:`verilog_hierarchy` of a file, parsed once per process and version of it (every
+    run of a build asks)."""
+    st = verilog_file.stat()
+    return _cached_hierarchy(str(verilog_file), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_hierarchy(path: str, mtime_ns: int, size: int) -> dict[str, dict[str, str]]:
+    return verilog_hierarchy(Path(path).read_text())
+
+
 def public_control_file(toplevel: str, public: tuple[str, ...] = (),
                         hierarchy: dict[str, dict[str, str]] | None = None) -> str:
     """The Verilator control file of a ports-only model: every signal of the top module
@@ -305,8 +317,8 @@ def public_control_file(toplevel: str, public: tuple[str, ...] = (),
     internal signal named in ``public`` (a dotted path below the top, ``"array.pe_0_1.x_in"``).
 
     A path's scope is the module its instances lead to in ``hierarchy``
-    (:func:`verilog_hierarchy` of the Verilog; an instance of a module used more than once,
-    ``hdl.multicore.CoreRing(core_module=...)``'s cores, makes that signal public in all of
+    (:func:`verilog_hierarchy` of the Verilog; in a module several instances share, an
+    array's PEs or a ring's cores (:mod:`hdl.instances`), the signal is public in all of
     them); without ``hierarchy``, the module Amaranth names after the path
     (``\\top.array.pe_0_1``). A path that leads nowhere is a ``ValueError``.
     """
@@ -363,8 +375,8 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
     # Verilator's FST and VCD models differ (VM_TRACE_FST): each has its own directory, and so
     # has each set of public internal signals (Icarus sees every signal anyway).
     public = tuple(sorted(set(public))) if simulator == "verilator" else ()
-    control = public_control_file(toplevel, public, verilog_hierarchy(verilog_file.read_text())
-                                  if public else None)
+    control = public_control_file(toplevel, public,
+                                  _file_hierarchy(verilog_file) if public else None)
     # A g++ level other than the default (the test suite's -O0) builds in a directory of its
     # own too, so that `make test` and `make demo` do not rebuild each other's models.
     opt = re.search(r"(?:^|\s)OPT_FAST=(\S+)", os.environ.get("MAKEFLAGS", ""))
@@ -384,6 +396,12 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
             control_file.write_text(control)
         sources[:0] = [VerilatorControlFile(VERILATOR_WAIVERS), VerilatorControlFile(control_file)]
         build_args += ["--no-public-flat-rw"]  # after cocotb's --public-flat-rw: the last wins
+        if opt != "-O0" and os.environ.get("NCLITE_VERILATOR_INLINE", "1") == "1":
+            # Inline every module, shared ones (hdl.instances) too: Verilator keeps a module
+            # several instances share as one C++ class called per instance, which ran the 8x8
+            # tensor engine (64 PEs) 3.3 times slower. The suite's -O0 builds keep them:
+            # they compile faster, and its short runs are the testbench's time.
+            build_args += ["--inline-mult", "-1"]
         if waves:
             build_args += ["--trace-structs"]
             if wave_format == "fst":
