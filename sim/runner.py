@@ -36,6 +36,10 @@ changes.
 
 ``NCLITE_TIMING_LOG=<file>`` appends a JSON line per elaboration, build and run (wall and CPU
 seconds): the profile of a whole test suite.
+
+Verilator builds above ``-O0`` inline every module, shared ones too (``--inline-mult -1``: a
+model runs at full speed); ``NCLITE_VERILATOR_INLINE=0`` keeps Verilator's default, as the
+suite's ``-O0`` builds do (they compile faster).
 """
 
 from __future__ import annotations
@@ -178,8 +182,13 @@ def _append_modules(text: str, more: str) -> str:
     return text
 
 
-def elaborate(factory: str, params: dict | None = None, *, name: str | None = None) -> Path:
-    """Convert ``factory(**params)`` to Verilog (module name ``name``); return the .v path."""
+def elaborate(factory: str, params: dict | None = None, *, name: str | None = None,
+              share: bool = True) -> Path:
+    """Convert ``factory(**params)`` to Verilog (module name ``name``); return the .v path.
+
+    ``share``: identical submodules as instances of one Verilog module (:mod:`hdl.instances`),
+    what the simulators build; ``False`` converts every copy, as ``verilog.convert`` does (the
+    synthesis flows: their area figures are the design's as a user converts it)."""
     from amaranth.back import verilog
 
     from hdl.instances import sharing
@@ -187,8 +196,8 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     params = dict(params or {})
     cls = _resolve(factory)
     name = name or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls.__name__).lower()
-    key = json.dumps({"factory": factory, "params": params, "name": name},
-                     sort_keys=True, default=repr)
+    key = json.dumps({"factory": factory, "params": params, "name": name,
+                      **({} if share else {"share": False})}, sort_keys=True, default=repr)
     # The component's own module counts too when it lives outside hdl/ (tests' designs).
     source = inspect.getsourcefile(cls)
     own = Path(source).read_text() if source else ""
@@ -201,7 +210,7 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
                 # Identical submodules (a ring's cores, an array's PEs) become instances of one
                 # Verilog module each (hdl.instances), converted on its own (cached too) and
                 # appended once.
-                with sharing() as modules:
+                with sharing() if share else contextlib.nullcontext({}) as modules:
                     component = cls(**params)
                     text = verilog.convert(component, name=name, emit_src=False)
                 for module, (dep, dep_params) in modules.items():

@@ -220,10 +220,11 @@ def fpga_synth(factory: str, params: dict | None = None, *, device: str = "ecp5-
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
     dev = DEVICES[device]
     params = dict(params or {})
-    verilog = elaborate(factory, params, name=name)
+    # Every copy of a shared submodule converted (share=False): the design as users convert it.
+    verilog = elaborate(factory, params, name=name, share=False)
     top = verilog.stem
     harness = elaborate("synth.harness:SerialHarness", {"design": factory, "params": params},
-                        name=f"{top}_harness") if timing else None
+                        name=f"{top}_harness", share=False) if timing else None
     versions = tool_versions()
     key_src = json.dumps({"versions": versions, "device": dataclasses.asdict(dev),
                           "seed": seed, "freq": freq, "timing": timing,

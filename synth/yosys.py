@@ -81,7 +81,7 @@ def generic_cells(factory: str, params: dict | None = None, *, name: str | None 
     """
     from sim.runner import elaborate, locked
 
-    verilog = elaborate(factory, params or {}, name=name)
+    verilog = elaborate(factory, params or {}, name=name, share=False)  # as users convert it
     top = verilog.stem
     version = yosys_version()
     key = hashlib.sha256(verilog.read_bytes() + b"\0" + version.encode()

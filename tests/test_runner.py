@@ -1,6 +1,7 @@
 """The simulation runner: both simulators, the Icarus time-0 fix, caching, failure reporting."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -213,6 +214,10 @@ def test_identical_submodules_are_one_verilog_module(tmp_path, monkeypatch):
     assert len(re.findall(rf"^module {next(iter(pes))}\(", text, re.MULTILINE)) == 1
     pe = PE()
     assert shared(pe, "hdl.pe:PE", {}) is pe
+    # share=False (the synthesis flows): every PE a module of its own, named after its path.
+    plain = runner.verilog_hierarchy(
+        runner.elaborate("hdl.systolic:SystolicArray", {"n": 2}, share=False).read_text())
+    assert plain["systolic_array"]["pe_0_1"] == "systolic_array.pe_0_1"
     # Appending modules skips those already defined (a PE module inside two appended cores).
     once = "module a(x);\n  input x;\nendmodule\n"
     both = once + "module b(x);\n  input x;\nendmodule\n"
@@ -233,6 +238,22 @@ def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
 def test_stream_library(simulator):
     """sim/tb/streams.py's source, sink (with back-pressure), monitor and wait_until."""
     runner.run("sim.tb.selftest_design:StreamRegister", {}, "sim.tb.streams_selftest", simulator)
+
+
+def test_verilator_inlines_above_o0(tmp_path, monkeypatch):
+    """A Verilator build above -O0 inlines every module (shared ones run 3x slower as classes
+    of their own); the suite's -O0 builds do not ask for it."""
+    from sim import toolchain
+
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    toolchain.activate()
+    verilog = runner.elaborate("sim.tb.selftest_design:InitialisedComb", {})
+    for level, inlined in (("-O0", False), ("-O1", True)):
+        flags = re.sub(r"\bOPT_FAST=\S+", f"OPT_FAST={level}", os.environ.get("MAKEFLAGS", ""))
+        monkeypatch.setenv("MAKEFLAGS", flags)
+        _, build_dir, _ = runner.build("verilator", verilog, verilog.stem, False)
+        args = json.loads((build_dir / ".nclite-build").read_text())["args"]
+        assert ("--inline-mult" in args) == inlined, (level, args)
 
 
 def test_timing_log(simulator, tmp_path, monkeypatch):
