@@ -173,11 +173,12 @@ def _loop_memory_init(verilog_text: str) -> str:
 def _append_modules(text: str, more: str) -> str:
     """``text`` and the modules of ``more`` it does not define yet (a module shared by two
     appended ones, a PE's inside two ..., comes once)."""
-    defined = set(verilog_hierarchy(text))
+    defined = {header[1].lstrip("\\") for header in _MODULE.finditer(text)}
     for block in re.findall(r"^(?:\(\*.*\*\)\n)*module .*?^endmodule\n", more,
                             re.MULTILINE | re.DOTALL):
         header = _MODULE.search(block)
         if header and header[1].lstrip("\\") not in defined:
+            defined.add(header[1].lstrip("\\"))
             text += block
     return text
 
