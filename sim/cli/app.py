@@ -485,6 +485,42 @@ def waves(ctx, command, args):
 
 
 @main.group()
+def kernel():
+    """NKI-style kernels (docs/kernels.md): write one in Python, run it on the ISS or the RTL.
+
+    \b
+    nclite kernel run docs/kernels/matmul.py                 # the golden ISS: numbers only
+    nclite kernel run docs/kernels/matmul.py --on verilator  # RTL: cycles, bit-exact check
+    """
+
+
+@kernel.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--on", "on", type=click.Choice(["iss", "icarus", "verilator"]), default="iss",
+              show_default=True,
+              help="The golden ISS (fast, numbers only) or the RTL in a simulator (also cycles, "
+                   "per-engine busy cycles, utilization; checked against the ISS).")
+@click.option("--cores", type=int, default=None,
+              help="Cores in a ring (default: the file's CORES, else 1).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def kernel_run(file, on, cores, seed, waves, as_json):
+    """Trace the kernel in FILE on its inputs and run it.
+
+    FILE defines kernel(**inputs) and inputs(rng) (docs/kernels.md). A statement the core
+    cannot run (a shape, dtype, partition count, SBUF or PSUM overflow, a tile used after it
+    was freed) is an error naming FILE and its line.
+    """
+    from sim.kernels.run import format_result, result_json, run_kernel
+
+    r = run_kernel(file, on=on, cores=cores, seed=seed, waves=bool(waves))
+    click.echo(json.dumps(result_json(r), indent=2) if as_json else format_result(r))
+    if r.get("bit_exact") is False:
+        sys.exit(1)
+
+
+@main.group()
 def lab():
     """Hardware-course labs (docs/labs/): list them, start one in a scratch copy, check it.
 

@@ -1,0 +1,205 @@
+"""``nisa``: the instructions, as NKI's ``nki.isa`` names them (``dst`` first, as in NKI 2.x).
+
+Each call checks its operands against the core (shapes, dtypes, buffers, partitions, the
+descriptor's field widths) and records the descriptors that do it (``golden.isa``); a
+:class:`~sim.kernels.trace.KernelError` names the kernel's line otherwise.
+
+=====================================  =========================================================
+call                                   descriptors
+=====================================  =========================================================
+``dma_copy(dst, src)``                 DMA_LOAD (DRAM -> SBUF) or DMA_STORE (SBUF -> DRAM)
+``nc_matmul(dst, stationary, moving,   LOAD_STATIONARY (unless that tile is loaded already,
+accumulate=False)``                    unchanged) and MATMUL into the PSUM tile ``dst``
+``activation(dst, op, data, bias=None, ACTIVATE: ``dst = cast(op(data * scale + bias))``
+scale=1.0, rounding=, saturate=)``
+``tensor_copy(dst, src, rounding=,     ACTIVATE with ``nl.copy``, scale 1, no bias: a cast
+saturate=)``
+``set_seed(seed)`` / ``barrier()``     SET_SEED / BARRIER
+=====================================  =========================================================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from golden.isa import DTYPE_BYTES, OPERAND_DTYPES, ActivationFunc, Dtype, Opcode, Rounding
+from golden.rounding import DEFAULT_SATURATE
+
+from .trace import HBM, PSUM, SBUF, KernelError, View, as_view, current
+
+__all__ = ["dma_copy", "nc_matmul", "activation", "tensor_copy", "set_seed", "barrier"]
+
+_NEG_ZERO = 0x80000000
+_FIELD16 = (1 << 16) - 1
+
+
+def _need(ok: bool, message: str) -> None:
+    if not ok:
+        raise KernelError(message)
+
+
+def _in(view: View, buffers, what: str) -> None:
+    names = {SBUF: "nl.sbuf", PSUM: "nl.psum", HBM: "nl.shared_hbm"}
+    _need(view.buffer in buffers, f"{what} must be in {' or '.join(names[b] for b in buffers)}"
+                                  f", not {names[view.buffer]}")
+
+
+def _same_shape(a: View, b: View, what: str) -> None:
+    _need(a.shape == b.shape, f"{what}: shapes differ, {a.shape} and {b.shape}")
+
+
+def dma_copy(dst, src) -> None:
+    """Copy ``src`` to ``dst``, one DRAM and one SBUF: DRAM rows are SBUF partitions. Bits move
+    unchanged, so both have the same dtype (the DMA never converts)."""
+    k = current()
+    dst, src = as_view(dst, "dst"), as_view(src, "src")
+    if src.buffer == HBM and dst.buffer == SBUF:
+        op, dram, tile = Opcode.DMA_LOAD, src, dst
+    elif src.buffer == SBUF and dst.buffer == HBM:
+        op, dram, tile = Opcode.DMA_STORE, dst, src
+    else:
+        raise KernelError(f"dma_copy moves between nl.shared_hbm and nl.sbuf, not from "
+                          f"{src.buffer} to {dst.buffer}")
+    _same_shape(dst, src, "dma_copy")
+    _need(dram.dtype == tile.dtype, f"dma_copy: dtypes differ ({src.dtype.golden_name} to "
+                                    f"{dst.dtype.golden_name}); the DMA moves bits, use "
+                                    f"tensor_copy to convert")
+    rows, cols = src.shape
+    size = DTYPE_BYTES[dram.dtype]
+    _need(cols <= _FIELD16, f"dma_copy: at most {_FIELD16} columns a command, not {cols}")
+    t = dram.base
+    k.emit(op, dtype=int(dram.dtype), part=tile.p0, rows=rows, sbuf_addr=tile.base.addr + tile.f0,
+           cols=cols, dram_addr=t.addr + (dram.p0 * t.shape[1] + dram.f0) * size,
+           dram_stride=t.shape[1] * size)
+    if op == Opcode.DMA_LOAD:
+        k.wrote(tile)
+
+
+def nc_matmul(dst, stationary, moving, accumulate: bool = False) -> None:
+    """``dst = stationary.T @ moving`` (or ``dst += ...`` with ``accumulate``): stationary
+    ``(K, M)`` and moving ``(K, F)`` SBUF tiles of bf16 / fp8 (K, M <= N, F <= a PSUM bank),
+    ``dst`` an ``(M, F)`` PSUM tile from partition 0. fp32 products and sums in the contract's
+    order (``golden.tensor_engine``). The stationary tile is loaded only when it is not the one
+    loaded last (same tile, same part, unchanged since)."""
+    k = current()
+    dst = as_view(dst, "dst")
+    st, mv = as_view(stationary, "stationary"), as_view(moving, "moving")
+    _in(st, (SBUF,), "stationary")
+    _in(mv, (SBUF,), "moving")
+    _in(dst, (PSUM,), "dst")
+    n = k.cfg.n
+    for name, v in (("stationary", st), ("moving", mv)):
+        _need(v.dtype in OPERAND_DTYPES, f"nc_matmul: {name} must be bfloat16, float8_e4m3 or "
+                                         f"float8_e5m2, not {v.dtype.golden_name}")
+    (kk, m), (k2, f) = st.shape, mv.shape
+    _need(kk == k2, f"nc_matmul: stationary and moving must share K (their partitions), not "
+                    f"{kk} and {k2}")
+    _need(m <= n, f"nc_matmul: stationary has at most N = {n} columns (M), not {m}")
+    _need(dst.shape == (m, f), f"nc_matmul: dst must be (M, F) = ({m}, {f}), not {dst.shape}")
+    _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0 (the array's first column), "
+                       f"not {dst.p0}")
+    if not isinstance(accumulate, (bool, np.bool_)):
+        raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
+    if k.stationary != st.key():
+        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.p0, k=kk, m=m,
+               sbuf_addr=st.base.addr + st.f0)
+        k.stationary = st.key()
+    k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
+           sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
+           accumulate=int(bool(accumulate)))
+    k.macs += kk * m * f
+    k.wrote(dst)
+
+
+_ROUNDING = {"rne": Rounding.RNE, "rtz": Rounding.RTZ, "sr": Rounding.SR}
+
+
+def _rounding(rounding) -> Rounding:
+    if isinstance(rounding, Rounding):
+        return rounding
+    if isinstance(rounding, str) and rounding.lower() in _ROUNDING:
+        return _ROUNDING[rounding.lower()]
+    raise KernelError(f"rounding must be 'rne', 'rtz' or 'sr', not {rounding!r}")
+
+
+def _fp32_bits(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise KernelError(f"{what} must be a number (an fp32 immediate), not {value!r}")
+    f = np.float32(value)
+    if float(f) != float(value) and np.isfinite(value):
+        raise KernelError(f"{what} = {value!r} is not an fp32 value (nearest {float(f)!r})")
+    return int(np.array(f).view(np.uint32))
+
+
+def activation(dst, op, data, bias=None, scale: float = 1.0, *, rounding="rne",
+               saturate: bool | None = None) -> None:
+    """``dst = cast(op(data * scale + bias))`` on the activation engine: ``data`` a PSUM tile or
+    an SBUF float32 tile, ``dst`` an SBUF tile of any dtype on the same partitions (lane l of the
+    engine reads and writes partition l); ``bias`` an SBUF float32 ``(rows, 1)`` tile on the same
+    partitions or None; ``scale`` an fp32 number; ``op`` ``nl.copy`` or ``nl.relu``. The cast
+    (fp32 to ``dst``'s dtype) rounds by ``rounding`` ('rne', 'rtz', 'sr': the PRNG lanes of
+    ``set_seed``); ``saturate`` defaults to True for fp8 targets, False otherwise."""
+    k = current()
+    dst, data = as_view(dst, "dst"), as_view(data, "data")
+    _in(dst, (SBUF,), "dst")
+    _in(data, (SBUF, PSUM), "data")
+    try:
+        func = ActivationFunc(op)
+    except ValueError:
+        raise KernelError(f"activation: op must be nl.copy or nl.relu (the engine's "
+                          f"functions), not {op!r}") from None
+    _same_shape(dst, data, "activation")
+    _need(dst.p0 == data.p0, f"activation: data and dst must be on the same partitions (lane l "
+                             f"reads and writes partition l), not from {data.p0} and {dst.p0}")
+    rows, cols = data.shape
+    _need(cols <= _FIELD16, f"activation: at most {_FIELD16} columns a command, not {cols}")
+    src_sbuf = data.buffer == SBUF
+    if src_sbuf:
+        _need(data.dtype == Dtype.FP32, f"activation: an SBUF data tile must be float32 (the "
+                                        f"engine reads fp32 words), not "
+                                        f"{data.dtype.golden_name}")
+        apart = abs((data.base.addr + data.f0) - (dst.base.addr + dst.f0))
+        _need(data.base is not dst.base or apart == 0 or apart >= cols,
+              "activation: SBUF data and dst overlap without being the same words")
+    bias_en, bias_addr = 0, 0
+    if bias is not None:
+        b = as_view(bias, "bias")
+        _in(b, (SBUF,), "bias")
+        _need(b.dtype == Dtype.FP32, f"activation: bias must be float32, not "
+                                     f"{b.dtype.golden_name}")
+        _need(b.shape == (rows, 1) and b.p0 == data.p0,
+              f"activation: bias must be one column on data's partitions {data.p0}.."
+              f"{data.p1 - 1}, not shape {b.shape} from partition {b.p0}")
+        bias_en, bias_addr = 1, b.base.addr + b.f0
+    mode = _rounding(rounding)
+    if saturate is None:
+        saturate = DEFAULT_SATURATE[dst.dtype.golden_name]
+    if not isinstance(saturate, (bool, np.bool_)):
+        raise KernelError(f"activation: saturate must be True, False or None, not {saturate!r}")
+    k.emit(Opcode.ACTIVATE, func=int(func), src_sbuf=int(src_sbuf), part=data.p0, rows=rows,
+           cols=cols, src_bank=0 if src_sbuf else data.base.bank,
+           src_addr=data.base.addr + data.f0, bias_en=bias_en, bias_addr=bias_addr,
+           scale=_fp32_bits(scale, "scale"), dtype=int(dst.dtype), mode=int(mode),
+           saturate=int(bool(saturate)), dst_addr=dst.base.addr + dst.f0)
+    k.wrote(dst)
+
+
+def tensor_copy(dst, src, *, rounding="rne", saturate: bool | None = None) -> None:
+    """``dst = cast(src)``: a PSUM tile or an SBUF float32 tile into an SBUF tile of any dtype
+    on the same partitions (``activation`` with ``nl.copy``, scale 1 and no bias, which leave
+    every fp32 value as it is, -0 and NaN payloads included, before the cast)."""
+    activation(dst, ActivationFunc.IDENTITY, src, None, 1.0, rounding=rounding,
+               saturate=saturate)
+
+
+def set_seed(seed: int) -> None:
+    """Restart every PRNG lane of the activation engine from ``seed`` (64 bits)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 1 << 64:
+        raise KernelError(f"set_seed: seed must be an integer in [0, 2**64), not {seed!r}")
+    current().emit(Opcode.SET_SEED, seed=int(seed))
+
+
+def barrier() -> None:
+    """Wait until every engine is idle (ordering only)."""
+    current().emit(Opcode.BARRIER)
