@@ -22,6 +22,7 @@ import hashlib
 import json
 import re
 
+from amaranth._unused import MustUse
 from amaranth.hdl import ClockSignal, Instance, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -89,4 +90,25 @@ def shared(component: wiring.Component, factory: str, params: dict, *,
     key = json.dumps({"factory": factory, "params": params}, sort_keys=True, default=repr)
     name = f"{type(component).__name__.lower()}_{hashlib.sha256(key.encode()).hexdigest()[:10]}"
     modules[name] = (factory, dict(params))
+    _mark_used(component)
     return ModuleInstance(component, name, clocked=clocked)
+
+
+def _mark_used(obj, seen=None) -> None:
+    """Mark ``obj`` and the elaboratables it holds (its submodules-to-be) as used: an instance
+    stands for them, and the copy that is converted is another object. (Amaranth warns
+    UnusedElaboratable for each one otherwise, when it is collected.)"""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, MustUse):
+        obj._MustUse__used = True
+        for v in vars(obj).values():
+            _mark_used(v, seen)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _mark_used(v, seen)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _mark_used(v, seen)

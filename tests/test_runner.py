@@ -225,6 +225,28 @@ def test_identical_submodules_are_one_verilog_module(tmp_path, monkeypatch):
     assert isinstance(ModuleInstance(PE(), "pe"), ModuleInstance)
 
 
+def test_shared_copies_are_not_unused_elaboratables(tmp_path, monkeypatch):
+    """The copies an instance stands for, and the submodules they hold, are not reported as
+    created but never used (Amaranth warns at collection): a ring of two cores, each holding
+    the DMA, SRU, ... it made in its constructor."""
+    import gc
+    import warnings
+
+    from amaranth.hdl import UnusedElaboratable
+
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnusedElaboratable)
+        text = runner.elaborate("hdl.multicore:CoreRing",
+                                {"ranks": 2, "n": 2, "sbuf_words": 16, "psum_banks": 1,
+                                 "psum_words": 4, "queue_depth": 2}).read_text()
+        gc.collect()
+    ring = runner.verilog_hierarchy(text)["core_ring"]
+    assert ring["core0"] == ring["core1"], ring
+    unused = [str(w.message) for w in caught if issubclass(w.category, UnusedElaboratable)]
+    assert not unused, unused[:3]
+
+
 def test_waves_of_a_ports_only_model_hold_internal_scopes(simulator):
     """Tracing does not depend on what is public: the dump of a ports-only build holds the
     submodule's internal signals."""
