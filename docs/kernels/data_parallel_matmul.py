@@ -8,12 +8,13 @@ Run it: ``nclite kernel run docs/kernels/data_parallel_matmul.py [--on verilator
 from sim.kernels import ncc, nisa, nl
 
 CORES = 4
-#: A smaller core than the default (the ring's model is four of them): N = 4, one PSUM bank
-#: pair, 4 KiB of DRAM each.
-CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 2, "psum_words": 8, "queue_depth": 32,
-          "dram_bytes": 4096, "te_mul_stages": 1, "te_add_stages": 2}
+#: The cores of `nclite demo`'s ring (sim.cli.demo.RING_CONFIG): N = 3, links 2 words wide
+#: (an all-reduce takes a multiple of 2 partitions), two PSUM banks of 8 words, 4 KiB of DRAM.
+CONFIG = {"n": 3, "sbuf_words": 40, "psum_banks": 2, "psum_words": 8, "link_width": 2,
+          "queue_depth": 32, "te_mul_stages": 1, "te_add_stages": 2, "watchdog_cycles": 6144,
+          "dram_bytes": 4096}
 
-K, M, F = 4, 4, 8  # each core's slice: A_r is K x M, B_r is K x F
+K, M, F = 3, 2, 8  # each core's slice: A_r is K x M, B_r is K x F
 
 
 def inputs(rng, rank):

@@ -39,9 +39,10 @@ __all__ = ["DEFAULT_CONFIG", "TARGETS", "load_kernel", "core_config", "trace_ker
            "run_kernel", "run_iss", "TracedKernel", "format_result", "result_json"]
 
 #: The core a kernel runs on unless its file says otherwise: the demo's core
-#: (``sim.cli.demo.CORE_CONFIG``), 16 KiB of DRAM.
+#: (``sim.cli.demo.CORE_CONFIG``, so that the RTL model is the one the demo and the tests
+#: build): N = 4, 256 SBUF words, 4 PSUM banks of 16 words, 64 KiB of DRAM.
 DEFAULT_CONFIG = {"n": 4, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16,
-                  "queue_depth": 64, "data_width": 64, "dram_bytes": 1 << 14}
+                  "queue_depth": 64, "data_width": 64}
 #: Where a kernel runs (``--on``).
 TARGETS = ("iss", "icarus", "verilator")
 
@@ -92,18 +93,18 @@ def _inputs(module, rng, rank: int) -> dict:
     return ins
 
 
-def _outputs(result) -> dict[str, Tensor]:
+def _outputs(result, loc) -> dict[str, Tensor]:
     if isinstance(result, Tensor):
         result = {"out": result}
     elif isinstance(result, (tuple, list)):
         result = {f"out{i}": t for i, t in enumerate(result)}
     if not isinstance(result, dict) or not result:
         raise KernelError(f"kernel() must return its output DRAM tensor(s): one, a tuple or a "
-                          f"dict, not {result!r}")
+                          f"dict, not {result!r}", loc)
     for name, t in result.items():
         if not isinstance(t, Tensor) or t.buffer != "hbm":
             raise KernelError(f"kernel() output {name} must be a DRAM tensor (nl.ndarray(..., "
-                              f"buffer=nl.shared_hbm)), not {t!r}")
+                              f"buffer=nl.shared_hbm)), not {t!r}", loc)
     return result
 
 
@@ -149,7 +150,8 @@ def trace_kernel(module, *, cores: int | None = None, seed: int = 0,
                     raise ValueError(f"input {name} must be a 2-D array, not shape {a.shape}")
                 tensors[name] = k.dram_tensor(a.shape, dtype_of(a.dtype, f"input {name}'s dtype"),
                                               name, data=a)
-            outs = _outputs(module.kernel(**tensors))
+            code = module.kernel.__code__
+            outs = _outputs(module.kernel(**tensors), (code.co_filename, code.co_firstlineno))
         kernels.append(k)
         outputs.append(outs)
     return TracedKernel(params, kernels, outputs)
@@ -239,10 +241,12 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
     }
     if on != "iss":
         fig = _run_rtl(traced, on, seed, waves)
-        result.update(bit_exact=fig["bit_exact"], mismatch=fig.get("mismatch", ""),
-                      cycles=fig["cycles"], perf=fig["perf"],
-                      utilization=[k.macs / (n * n * p["busy"]) if p["busy"] else 0.0
-                                   for k, p in zip(traced.kernels, fig["perf"], strict=True)])
+        result.update(bit_exact=fig["bit_exact"], mismatch=fig.get("mismatch", ""))
+        if fig["bit_exact"]:
+            result.update(cycles=fig["cycles"], perf=fig["perf"],
+                          utilization=[k.macs / (n * n * p["busy"]) if p["busy"] else 0.0
+                                       for k, p in zip(traced.kernels, fig["perf"],
+                                                       strict=True)])
         if fig.get("waves"):
             result["waves"] = fig["waves"]
     return result
@@ -269,8 +273,8 @@ def format_result(r: dict) -> str:
         verdict = "bit-exact with the golden ISS in DRAM, SBUF and PSUM" if r["bit_exact"] \
             else f"MISMATCH: {r['mismatch']}"
         lines.append(f"  result      : {verdict}")
-        for c, (cyc, p, u) in enumerate(zip(r["cycles"], r["perf"], r["utilization"],
-                                            strict=True)):
+        for c, (cyc, p, u) in enumerate(zip(r.get("cycles", []), r.get("perf", []),
+                                            r.get("utilization", []), strict=True)):
             who = f"core {c}" if cores > 1 else "core"
             lines.append(f"  {who:<12}: {cyc} cycles; busy {p['busy']}, tensor "
                          f"{p['tensor_busy']}, activation {p['activation_busy']}, DMA "

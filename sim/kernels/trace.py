@@ -12,11 +12,13 @@ element ``[i, j]`` in partition ``i``, word ``addr + j`` (PSUM: bank ``bank``, w
 as the DMA leaves them). A tile reserves its ``f`` words in every partition; tiles never overlap.
 A DRAM tensor is a row-major ``(rows, cols)`` array at a 64-byte boundary.
 
-**Lifetime.** A tile is freed when the kernel drops its last reference to it (a tile made in a
-loop body is freed when the next iteration rebinds the name: CPython frees it at once), at the
-end of a ``with nl.scope():`` block that made it, or when the kernel returns. Its words may then
-be given to a new tile; the core runs commands in program order (the sequencer's hazard checks
-keep it so), so a later command never sees a newer tile's data through an older one.
+**Lifetime.** A tile is freed when the kernel drops its last reference to it, at the end of a
+``with nl.scope():`` block that made it, or when the kernel returns. A tile made in a loop body
+is freed when the next iteration rebinds its name (CPython frees it at once), which is after the
+next one is made: two take turns, double buffered. Where only one fits, make it in a scope. A
+freed tile's words may be given to a new tile; the core runs commands in program order (the
+sequencer's hazard checks keep it so), so no command sees a newer tile's data through an older
+one.
 
 **Errors.** Every check raises :class:`KernelError` naming the kernel's file and line, before
 any descriptor is made: a kernel that traces is one the core accepts.
@@ -170,7 +172,7 @@ class Tensor(_Region):
                 self.free(("<dropped>", 0))
 
     def __repr__(self) -> str:
-        return f"<{self.buffer} tensor {self.name} {self.shape} {self.dtype.golden_name}>"
+        return f"<{self.name}: {self.buffer} {self.shape} {self.dtype.golden_name}>"
 
 
 @dataclass(frozen=True, eq=False)

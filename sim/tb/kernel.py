@@ -5,7 +5,7 @@ row of eight words each) and ``dram<r>`` (core r's DRAM image from byte 0);
 ``sim.kernels.run`` writes it. On ``hdl.sim_top.CoreWithDram`` (one core, its DRAM never
 stalling, so that the cycles are the core's own) the program runs through
 :class:`sim.tb.core.CoreTB`; on ``hdl.sim_top.RingWithDram`` through
-:class:`sim.tb.multicore.RingTB` (links and DRAM stalling at random, as in its tests). Either
+:class:`sim.tb.multicore.RingTB` (DRAM never stalling, links of latency 1). Either
 runs the same programs on the golden ISS and compares every byte of DRAM and every SBUF and
 PSUM word of every core, bit for bit. The figures (``bit_exact``, ``mismatch``, ``cycles``
 and the performance counters of each core over the kernel) go to ``NCLITE_KERNEL_OUT`` as
@@ -45,7 +45,7 @@ async def run_kernel(dut):
     figures = {"simulator": tbutil.simulator(), "bit_exact": False, "mismatch": ""}
     try:
         if ring:
-            tb = RingTB(dut, debug_every=0)
+            tb = RingTB(dut, debug_every=0, dram_pauses=0.0, random_links=False)
             await tb.start()
             before = [await h.perf() for h in tb.hosts]
             for r, image in enumerate(drams):

@@ -51,27 +51,33 @@ from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 
 class RingTB:
     """P cores, a host each (DRAM as ``CoreHost`` picks it for the top) and their ISSs;
-    ``debug_every`` as for :class:`sim.tb.memories.MemoryCheck`."""
+    ``debug_every`` as for :class:`sim.tb.memories.MemoryCheck`; ``dram_pauses`` the
+    probability of a DRAM pause per channel and cycle; ``random_links``: links of random
+    latency that stall at random (else latency 1, never stalling)."""
 
-    def __init__(self, dut, *, debug_every: int = DEBUG_READ_EVERY):
+    def __init__(self, dut, *, debug_every: int = DEBUG_READ_EVERY, dram_pauses: float = 0.1,
+                 random_links: bool = True):
         self.dut = dut
         self.top = CoreRing(**tbutil.params())
         self.cfg = self.top.iss_config()
         self.P = self.top.ranks
         self.rng = tbutil.rng(0x41)
         self.seed = tbutil.seed()
-        self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=0.1, rng=self.rng,
-                               suffix=str(r)) for r in range(self.P)]
+        self.hosts = [CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
+                               rng=self.rng, suffix=str(r)) for r in range(self.P)]
+        self.random_links = random_links
         self.iss = [NeuronCoreISS(self.cfg) for _ in range(self.P)]
         self.memories = [MemoryCheck(h, iss, self.seed, debug_every=debug_every)
                          for h, iss in zip(self.hosts, self.iss, strict=True)]
-        self.check_stalls = self.hosts[0].dram_backend == "memory"
+        self.check_stalls = self.hosts[0].dram_backend == "memory" and dram_pauses > 0
 
     async def start(self):
         dut = self.dut
-        dut.latency.value = int(self.rng.integers(1, 5))
-        dut.stall_rate.value = int(self.rng.integers(0, 100))
-        dut.stall_seed.value = int(self.rng.integers(1, 1 << 32))
+        latency, rate, seed = (int(self.rng.integers(1, 5)), int(self.rng.integers(0, 100)),
+                               int(self.rng.integers(1, 1 << 32)))
+        if not self.random_links:
+            latency, rate = 1, 0
+        dut.latency.value, dut.stall_rate.value, dut.stall_seed.value = latency, rate, seed
         dut.stall_reseed.value = 0
         await tbutil.start_clock(dut)
         await tbutil.reset(dut)

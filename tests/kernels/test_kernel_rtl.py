@@ -1,0 +1,32 @@
+"""Kernels on the RTL in both simulators (``nclite kernel run --on``), every memory of every
+core bit-exact with the golden ISS: the documented examples, on the demo's builds."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.cli.demo import CORE_CONFIG, RING_CONFIG
+from sim.kernels import load_kernel, run_kernel
+from sim.kernels.run import DEFAULT_CONFIG
+
+
+def test_examples_use_the_demos_builds():
+    """The kernels' cores are the demo's (one RTL model built for both)."""
+    assert DEFAULT_CONFIG == CORE_CONFIG
+    ring = load_kernel("docs/kernels/data_parallel_matmul.py")
+    assert {**ring.CONFIG, "ranks": ring.CORES} == RING_CONFIG
+
+
+@pytest.mark.parametrize("path", ["docs/kernels/matmul.py",
+                                  "docs/kernels/data_parallel_matmul.py"])
+def test_kernel_on_rtl(simulator, path):
+    r = run_kernel(path, on=simulator, seed=5)
+    assert r["bit_exact"], r["mismatch"]
+    iss = run_kernel(path, seed=5)
+    for name, per_core in r["outputs"].items():
+        for got, want in zip(per_core, iss["outputs"][name], strict=True):
+            assert got.tobytes() == want.tobytes()
+    n = r["config"]["n"]
+    for cycles, perf, macs in zip(r["cycles"], r["perf"], r["macs"], strict=True):
+        assert 0 < perf["tensor_busy"] <= perf["busy"] <= cycles
+        assert perf["moving_columns"] * n * n >= macs  # every MAC in some moving column
