@@ -20,6 +20,7 @@ where every byte of DRAM and every SBUF and PSUM word of every core is compared 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import json
@@ -111,6 +112,11 @@ def _outputs(result, loc) -> dict[str, Tensor]:
 def core_config(params: dict):
     """The ``golden.iss.CoreConfig`` of a core of these parameters, as ``hdl.core.NeuronCore``
     derives it (its checks included: a wrong parameter is a ValueError naming it)."""
+    return _core_config(json.dumps(params, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _core_config(key: str):
     import gc
     import warnings
 
@@ -120,7 +126,7 @@ def core_config(params: dict):
 
     with warnings.catch_warnings():  # the core is asked, never elaborated
         warnings.simplefilter("ignore", UnusedElaboratable)
-        core = NeuronCore(**params)
+        core = NeuronCore(**json.loads(key))
         cfg = core.iss_config()
         del core
         gc.collect()
@@ -220,13 +226,15 @@ def _run_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> di
 
 def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0,
                waves: bool = False) -> dict:
-    """Trace and run the kernel file at ``path`` on ``on`` (:data:`TARGETS`); returns a dict:
+    """Trace and run the kernel file at ``path`` (or a module :func:`load_kernel` made) on
+    ``on`` (:data:`TARGETS`); returns a dict:
     ``outputs`` (name -> the array of each core), ``commands`` per core, ``macs``, and on the
     RTL ``bit_exact`` (every memory equal to the ISS'), ``cycles``, ``perf`` (the core's
     counters for the kernel) and ``utilization`` (MACs / N² / busy cycles) per core."""
     if on not in TARGETS:
         raise ValueError(f"on must be one of {TARGETS}, not {on!r}")
-    module = load_kernel(path)
+    module = path if hasattr(path, "kernel") else load_kernel(path)
+    path = getattr(module, "__file__", path)
     traced = trace_kernel(module, cores=cores, seed=seed)
     isses = run_iss(traced)
     n = traced.cfg.n

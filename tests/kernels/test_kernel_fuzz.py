@@ -1,0 +1,78 @@
+"""Differential fuzzing of kernels (issue 21): random kernels (``kernel_fuzz``) on the ISS
+against a plain numpy statement of what they compute, illegal ones against the line that is
+wrong, and a sample on the RTL in both simulators against the ISS, bit for bit. Every failure
+names its seed and the kernel's source file."""
+
+from __future__ import annotations
+
+import kernel_fuzz as kf
+import numpy as np
+import pytest
+
+from sim.kernels import KernelError, load_kernel, run_kernel
+from sim.kernels.run import DEFAULT_CONFIG
+
+
+def _module(tmp_path, spec, ins, name):
+    path = tmp_path / f"{name}.py"
+    path.write_text(kf.source(spec))
+    module = load_kernel(path)
+    module.INPUTS = ins
+    module.CONFIG = {**DEFAULT_CONFIG, **spec.config}
+    return module, path
+
+
+def _check(tmp_path, seed: int, i: int, on: str = "iss", core: dict | None = None):
+    rng = np.random.default_rng([seed, i])
+    spec = kf.random_spec(rng, core=core)
+    ins = kf.inputs(spec, rng)
+    module, path = _module(tmp_path, spec, ins, f"k{seed}_{i}")
+    r = run_kernel(module, on=on)
+    got = r["outputs"]["out"][0]
+    if on != "iss":
+        assert r["bit_exact"], f"seed {seed} kernel {i} ({path}): {r['mismatch']}"
+    ok = kf.bits_equal(got, kf.meaning(spec, ins), spec.out)
+    assert ok.all(), (f"seed {seed} kernel {i} ({path}, {spec}): {int((~ok).sum())} of "
+                      f"{ok.size} outputs differ from numpy's, first at "
+                      f"{np.argwhere(~ok)[0].tolist()}")
+
+
+@pytest.mark.parametrize("part", range(2))
+def test_random_kernels_mean_what_they_say(tmp_path, seed, part):
+    """200 random kernels per part on the ISS, each output bit-exact with numpy's statement
+    (any NaN matching any); ``make test-full`` runs 10 000."""
+    for i in range(200):
+        _check(tmp_path, seed, 1000 * part + i)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("part", range(20))
+def test_random_kernels_mean_what_they_say_long(tmp_path, seed, part):
+    for i in range(500):
+        _check(tmp_path, seed + 1, 1000 * part + i)
+
+
+@pytest.mark.parametrize("variant", list(kf.ILLEGAL))
+def test_illegal_kernels_fail_at_their_line(tmp_path, seed, variant):
+    """Each illegal variant, on 20 random kernels: a KernelError at the marked line, naming
+    what is wrong, before anything runs."""
+    for i in range(20):
+        rng = np.random.default_rng([seed, i, len(variant)])
+        spec = kf.random_spec(rng, illegal=variant)
+        ins = kf.inputs(spec, rng)
+        module, path = _module(tmp_path, spec, ins, f"bad_{variant}_{i}")
+        line = 1 + [n for n, text in enumerate(path.read_text().splitlines())
+                    if text.endswith("# ILLEGAL")][0]
+        with pytest.raises(KernelError) as info:
+            run_kernel(module)
+        err = info.value
+        assert (err.file, err.line) == (str(path), line), f"seed {seed} {variant} {i}: {err}"
+        assert kf.ILLEGAL[variant] in err.reason, f"seed {seed} {variant} {i}: {err}"
+
+
+def test_random_kernels_on_rtl(tmp_path, simulator, seed):
+    """A sample on the RTL (the demo's core, so its build is shared): every memory bit-exact
+    with the ISS, the output with numpy's statement."""
+    core = {key: DEFAULT_CONFIG[key] for key in ("n", "sbuf_words", "psum_banks", "psum_words")}
+    for i in range(3):
+        _check(tmp_path, seed, 90_000 + i, on=simulator, core=core)
