@@ -1,6 +1,6 @@
 """The NeuronCore top: command queue, sequencer, SBUF, tensor / activation / DMA engines."""
 
-from amaranth.hdl import Array, Const, Module, Mux, ResetInserter, Shape, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetInserter, Shape, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,11 +18,24 @@ from .sru import sru_layouts
 from .tensor_engine import Opcode as TeOpcode
 from .tensor_engine import TensorEngine, drain_request_layout
 
-__all__ = ["NeuronCore", "PERF_COUNTERS"]
+__all__ = ["NeuronCore", "PERF_COUNTERS", "ACTIVITY_ENGINES", "ActivityLayout"]
 
 #: The performance counters at PERF0.. (cycles, since the last reset or soft reset).
 PERF_COUNTERS = ("busy", "tensor_busy", "activation_busy", "dma_busy", "moving_columns",
                  "collective_busy")
+
+#: The engines of the ``activity`` port's ``busy`` bits, bit 0 first: the events of the
+#: performance counters ``tensor_busy``, ``activation_busy``, ``dma_busy``, ``collective_busy``.
+ACTIVITY_ENGINES = ("tensor", "activation", "dma", "collective")
+
+
+class ActivityLayout(data.StructLayout):
+    """What a core is doing this cycle (:class:`NeuronCore`'s ``activity``): which engines are
+    busy (:data:`ACTIVITY_ENGINES`) and how many commands it has dispatched (EXECUTED)."""
+
+    def __init__(self):
+        super().__init__({"busy": len(ACTIVITY_ENGINES), "executed": 32})
+
 
 _NEG_ZERO = 0x8000_0000
 #: Cycles a debug read waits for its port before it answers 0 and flags a timeout.
@@ -570,7 +583,10 @@ class NeuronCore(wiring.Component):
         self.data_width = check_data_width(data_width)
         ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature(data_width=data_width)),
                  # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
-                 "busy": Out(1), "error": Out(1)}
+                 "busy": Out(1), "error": Out(1),
+                 # The engines' busy wires and the dispatch count, for a profile
+                 # (hdl.activity.ActivityRecorder).
+                 "activity": Out(ActivityLayout())}
         if ranks:
             self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words,
                                           watchdog_cycles=watchdog_cycles)
@@ -755,4 +771,9 @@ class NeuronCore(wiring.Component):
             with m.Elif(ev):
                 m.d.sync += cnt.eq(cnt + 1)
             m.d.comb += cq.perf[i].eq(cnt)
+        # The counters' events, as wires: a cycle counted by ``<engine>_busy`` has its bit set.
+        busy = {"tensor": events[1], "activation": events[2], "dma": events[3],
+                "collective": Const(events[5], 1) if isinstance(events[5], int) else events[5]}
+        m.d.comb += [self.activity.busy.eq(Cat(*(busy[e] for e in ACTIVITY_ENGINES))),
+                     self.activity.executed.eq(seq.executed)]
         return m

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .cmdqueue import AxiLiteSignature
 from .collective import check_ranks
-from .core import NeuronCore
+from .core import ActivityLayout, NeuronCore
 from .dma import AxiSignature
 from .instances import shared
 from .ring import MAX_LINK_LATENCY, LinkModel, check_max_latency
@@ -19,10 +19,11 @@ class CoreRing(wiring.Component):
     through a :class:`~hdl.ring.LinkModel`), as on a multi-core Trainium device.
 
     Ports: ``axil<r>`` (AXI4-Lite slave) and ``axi<r>`` (AXI4 master) of each core r;
-    ``busy<r>`` and ``error<r>`` (core r's own: STATUS bits 0 and 1 as wires); the
-    links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed`` (shared by all links,
-    set at run time). Every other parameter is a :class:`~hdl.core.NeuronCore` one
-    (``link_width`` and ``watchdog_cycles`` included), the same for every core. A core's
+    ``busy<r>``, ``error<r>`` and ``activity<r>`` (core r's own: STATUS bits 0 and 1 as
+    wires, its engines' activity); the links' ``latency``, ``stall_rate``, ``stall_seed``,
+    ``stall_reseed`` (shared by all links, set at run time). Every other parameter is a
+    :class:`~hdl.core.NeuronCore` one (``link_width`` and ``watchdog_cycles`` included), the
+    same for every core. A core's
     ``tx_flush`` (its collective engine's watchdog abandoned a COLLECTIVE) empties its
     outgoing link.
 
@@ -58,6 +59,7 @@ class CoreRing(wiring.Component):
             ports[f"axil{r}"] = Out(AxiLiteSignature())
             ports[f"axi{r}"] = Out(AxiSignature(data_width=self._cores[0].data_width))
             ports[f"busy{r}"], ports[f"error{r}"] = Out(1), Out(1)
+            ports[f"activity{r}"] = Out(ActivityLayout())
         ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
                       "stall_seed": In(32), "stall_reseed": In(1)})
         super().__init__(ports)
@@ -75,7 +77,8 @@ class CoreRing(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")), core.axil)
             wiring.connect(m, wiring.flipped(getattr(self, f"axi{r}")), core.axi)
             m.d.comb += [core.rank.eq(r), getattr(self, f"busy{r}").eq(core.busy),
-                         getattr(self, f"error{r}").eq(core.error)]
+                         getattr(self, f"error{r}").eq(core.error),
+                         getattr(self, f"activity{r}").eq(core.activity)]
             link = LinkModel(link_width=self.link_width, max_latency=self.max_latency, index=r)
             m.submodules[f"link{r}"] = link
             m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),

@@ -35,6 +35,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .activity import ActivityRecorder
 from .axi_mem import AxiMemory
 from .cmdqueue import AxiLiteSignature
 from .core import NeuronCore
@@ -43,7 +44,11 @@ from .multicore import CoreRing
 from .params import check_int, check_power_of_two
 from .ring import MAX_LINK_LATENCY
 
-__all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS", "core_memories"]
+__all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS", "core_memories",
+           "TRACE_DEPTH"]
+
+#: Entries of each core's :class:`~hdl.activity.ActivityRecorder` in these tops.
+TRACE_DEPTH = 1024
 
 #: The AXI4 channels in the order of :class:`AxiStalls`' random bytes: (name, the members the
 #: sender drives besides valid, whether the master sends).
@@ -65,7 +70,14 @@ def _check_pow2(dram_bytes) -> int:
 
 def _stall_ports(suffix: str = "") -> dict:
     return {f"dram_stall_rate{suffix}": In(8), f"dram_stall_seed{suffix}": In(32),
-            f"dram_stalls{suffix}": Out(32)}
+            f"dram_stalls{suffix}": Out(32), f"trace_clear{suffix}": In(1),
+            f"trace_count{suffix}": Out(range(TRACE_DEPTH + 1)), f"trace_full{suffix}": Out(1)}
+
+
+def _attach_trace(m, top, activity, suffix: str, rec: ActivityRecorder) -> None:
+    m.d.comb += [rec.activity.eq(activity), rec.clear.eq(getattr(top, f"trace_clear{suffix}")),
+                 getattr(top, f"trace_count{suffix}").eq(rec.count),
+                 getattr(top, f"trace_full{suffix}").eq(rec.full)]
 
 
 class AxiStalls(wiring.Component):
@@ -162,7 +174,10 @@ class CoreWithDram(wiring.Component):
 
     Ports: ``axil`` (the core's AXI4-Lite register port, as on the core); ``busy`` and
     ``error`` (the core's); ``dram_stall_rate``, ``dram_stall_seed`` and ``dram_stalls`` (the
-    stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls).
+    stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls);
+    ``trace_clear``, ``trace_count`` and ``trace_full`` of the core's
+    :class:`~hdl.activity.ActivityRecorder` ``trace`` (:data:`TRACE_DEPTH` entries in its
+    memory ``trace.events``, read through VPI for a profile).
 
     DRAM byte ``a`` is byte ``a % B`` (little-endian) of word ``a // B`` of the memory array
     ``mem.ram`` (B = the core's ``data_width`` / 8; the one signal of :attr:`public`), which
@@ -185,9 +200,9 @@ class CoreWithDram(wiring.Component):
         :class:`~hdl.core.NeuronCore` for the others.
     """
 
-    #: The internal signal a testbench reads and writes (``sim.runner.run(public=...)``):
-    #: DRAM.
-    public = ("mem.ram",)
+    #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``):
+    #: DRAM, and the activity recorder's entries.
+    public = ("mem.ram", "trace.events")
 
     @staticmethod
     def public_for(*, n: int = 4, data_width: int = 32, **_) -> tuple[str, ...]:
@@ -204,6 +219,7 @@ class CoreWithDram(wiring.Component):
         dw = self._core.data_width
         self._mem = AxiMemory(size_bytes=self.dram_bytes, data_width=dw)
         self._stalls = AxiStalls(data_width=dw)
+        self._trace = ActivityRecorder(depth=TRACE_DEPTH)
         super().__init__({"axil": Out(AxiLiteSignature()), "busy": Out(1), "error": Out(1),
                           **_stall_ports()})
 
@@ -216,9 +232,11 @@ class CoreWithDram(wiring.Component):
         m.submodules.core = core = self._core
         m.submodules.stalls = self._stalls
         m.submodules.mem = self._mem
+        m.submodules.trace = self._trace
         wiring.connect(m, wiring.flipped(self.axil), core.axil)
         m.d.comb += [self.busy.eq(core.busy), self.error.eq(core.error)]
         _attach_dram(m, self, core.axi, "", self._stalls, self._mem)
+        _attach_trace(m, self, core.activity, "", self._trace)
         return m
 
 
@@ -259,6 +277,7 @@ class RingWithDram(wiring.Component):
         self._mems = [AxiMemory(size_bytes=self.dram_bytes, data_width=dw)
                       for _ in range(self.ranks)]
         self._stalls = [AxiStalls(data_width=dw) for _ in range(self.ranks)]
+        self._traces = [ActivityRecorder(depth=TRACE_DEPTH) for _ in range(self.ranks)]
         #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
         self.public = self.public_for(self.ranks, **core)
         ports = {}
@@ -275,7 +294,8 @@ class RingWithDram(wiring.Component):
         constructor), without building one: each core's DRAM, SBUF and PSUM memories
         (:func:`core_memories`), which ``sim.host.core.CoreHost`` reads through VPI."""
         return tuple(path for r in range(ranks) for path in
-                     (f"mem{r}.ram", *core_memories(f"ring.core{r}.", **core_params)))
+                     (f"mem{r}.ram", f"trace{r}.events",
+                      *core_memories(f"ring.core{r}.", **core_params)))
 
     def iss_config(self):
         """The ``golden.iss.CoreConfig`` of each core."""
@@ -296,4 +316,6 @@ class RingWithDram(wiring.Component):
                          getattr(self, f"error{r}").eq(getattr(ring, f"error{r}"))]
             _attach_dram(m, self, getattr(ring, f"axi{r}"), str(r), self._stalls[r],
                          self._mems[r])
+            m.submodules[f"trace{r}"] = self._traces[r]
+            _attach_trace(m, self, getattr(ring, f"activity{r}"), str(r), self._traces[r])
         return m

@@ -503,9 +503,12 @@ def kernel():
 @click.option("--cores", type=int, default=None,
               help="Cores in a ring (default: the file's CORES, else 1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
+@click.option("--profile", "profile_png", type=click.Path(dir_okay=False), default=None,
+              help="With --on icarus|verilator: draw each engine's busy intervals and the "
+                   "commands against the cycles into this PNG.")
 @_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def kernel_run(file, on, cores, seed, waves, as_json):
+def kernel_run(file, on, cores, seed, profile_png, waves, as_json):
     """Trace the kernel in FILE on its inputs and run it.
 
     FILE defines kernel(**inputs) and inputs(rng) (docs/kernels.md). A statement the core
@@ -514,7 +517,8 @@ def kernel_run(file, on, cores, seed, waves, as_json):
     """
     from sim.kernels.run import format_result, result_json, run_kernel
 
-    r = run_kernel(file, on=on, cores=cores, seed=seed, waves=bool(waves))
+    r = run_kernel(file, on=on, cores=cores, seed=seed, waves=bool(waves),
+                   profile_png=profile_png)
     click.echo(json.dumps(result_json(r), indent=2) if as_json else format_result(r))
     if r.get("bit_exact") is False:
         sys.exit(1)

@@ -34,6 +34,7 @@ import numpy as np
 from golden.isa import DTYPE_BYTES, ErrorCode
 from golden.iss import NeuronCoreISS, RingISS
 
+from . import profile
 from .trace import NUMPY_DTYPES, Kernel, KernelError, Tensor, dtype_of, tracing
 
 __all__ = ["DEFAULT_CONFIG", "TARGETS", "load_kernel", "core_config", "trace_kernel",
@@ -224,13 +225,32 @@ def _run_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> di
     return figures
 
 
+def _draw_profile(png, traced: TracedKernel, r: dict) -> None:
+    cores = []
+    for k, act in zip(traced.kernels, r["activity"], strict=True):
+        events = act["events"]
+        cores.append({"events": events, "end": events[-1][0] + 1 if events else 0,
+                      "program": k.program, "lines": k.lines})
+    u = sum(r["utilization"]) / len(r["utilization"])
+    name = os.path.basename(str(r["kernel"]))
+    full = any(a["full"] for a in r["activity"])
+    title = (f"{name} on {r['on']}: busy {max(p['busy'] for p in r['perf'])} cycles, "
+             f"utilization {100 * u:.1f} %{' (mean of the cores)' if len(cores) > 1 else ''}"
+             f"{' - the recorder filled up: the end is missing' if full else ''}")
+    profile.draw(png, cores, title)
+
+
 def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0,
-               waves: bool = False) -> dict:
+               waves: bool = False, profile_png=None) -> dict:
     """Trace and run the kernel file at ``path`` (or a module :func:`load_kernel` made) on
     ``on`` (:data:`TARGETS`); returns a dict:
     ``outputs`` (name -> the array of each core), ``commands`` per core, ``macs``, and on the
     RTL ``bit_exact`` (every memory equal to the ISS'), ``cycles``, ``perf`` (the core's
-    counters for the kernel) and ``utilization`` (MACs / N² / busy cycles) per core."""
+    counters for the kernel), ``utilization`` (MACs / N² / busy cycles) and ``activity`` (the
+    core's recorded activity: ``sim.kernels.profile.decode``'s events) per core; with
+    ``profile_png`` (an RTL run) the profile drawn there (:mod:`sim.kernels.profile`)."""
+    if profile_png and on == "iss":
+        raise ValueError("a profile needs an RTL run: --on icarus or --on verilator")
     if on not in TARGETS:
         raise ValueError(f"on must be one of {TARGETS}, not {on!r}")
     module = path if hasattr(path, "kernel") else load_kernel(path)
@@ -254,7 +274,12 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
             result.update(cycles=fig["cycles"], perf=fig["perf"],
                           utilization=[k.macs / (n * n * p["busy"]) if p["busy"] else 0.0
                                        for k, p in zip(traced.kernels, fig["perf"],
-                                                       strict=True)])
+                                                       strict=True)],
+                          activity=[{"events": profile.decode(t["entries"]),
+                                     "full": t["full"]} for t in fig["traces"]])
+            if profile_png:
+                _draw_profile(profile_png, traced, result)
+                result["profile"] = str(profile_png)
         if fig.get("waves"):
             result["waves"] = fig["waves"]
     return result
@@ -288,6 +313,8 @@ def format_result(r: dict) -> str:
                          f"{p['tensor_busy']}, activation {p['activation_busy']}, DMA "
                          f"{p['dma_busy']}, collective {p['collective_busy']}; "
                          f"utilization {100 * u:.1f} %")
+    if r.get("profile"):
+        lines.append(f"  profile     : {r['profile']}")
     if r.get("waves"):
         lines.append(f"  waveform    : {r['waves']}")
     return "\n".join(lines)

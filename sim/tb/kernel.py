@@ -7,9 +7,10 @@ stalling, so that the cycles are the core's own) the program runs through
 :class:`sim.tb.core.CoreTB`; on ``hdl.sim_top.RingWithDram`` through
 :class:`sim.tb.multicore.RingTB` (DRAM never stalling, links of latency 1). Either
 runs the same programs on the golden ISS and compares every byte of DRAM and every SBUF and
-PSUM word of every core, bit for bit. The figures (``bit_exact``, ``mismatch``, ``cycles``
-and the performance counters of each core over the kernel) go to ``NCLITE_KERNEL_OUT`` as
-JSON.
+PSUM word of every core, bit for bit. The figures (``bit_exact``, ``mismatch``, ``cycles``,
+the performance counters of each core over the kernel, and ``traces``: each core's activity
+recorder entries from the cycle before its first command, for a profile) go to
+``NCLITE_KERNEL_OUT`` as JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 
 import cocotb
 import numpy as np
+from cocotb.triggers import RisingEdge
 
 from sim.tb import tbutil
 from sim.tb.core import CoreTB
@@ -31,6 +33,29 @@ def _load() -> tuple[list, list]:
     programs = [list(data[f"program{r}"]) for r in range(cores)]
     drams = [data[f"dram{r}"] for r in range(cores)]
     return programs, drams
+
+
+async def _clear_traces(dut, cores: int, ring: bool) -> None:
+    """Empty the activity recorders (``hdl.activity``): they record from the next cycle."""
+    ports = [getattr(dut, f"trace_clear{r}" if ring else "trace_clear") for r in range(cores)]
+    for p in ports:
+        p.value = 1
+    await RisingEdge(dut.clk)
+    for p in ports:
+        p.value = 0
+
+
+def _read_traces(dut, cores: int, ring: bool) -> list[dict]:
+    """Each core's recorder entries (integers, ``hdl.activity.ActivityEventLayout``), read
+    through VPI, and whether it filled up."""
+    out = []
+    for r in range(cores):
+        sfx = str(r) if ring else ""
+        count = int(getattr(dut, f"trace_count{sfx}").value)
+        events = getattr(dut, f"trace{sfx}").events
+        out.append({"entries": [int(events[i].value.to_unsigned()) for i in range(count)],
+                    "full": bool(int(getattr(dut, f"trace_full{sfx}").value))})
+    return out
 
 
 def _write(figures: dict) -> None:
@@ -51,6 +76,7 @@ async def run_kernel(dut):
             for r, image in enumerate(drams):
                 tb.iss[r].dram[:image.size] = image
                 tb.hosts[r].write_dram(0, image)
+            await _clear_traces(dut, len(programs), ring)
             await tb.run(programs, "kernel")
             results = tb.last_results
         else:
@@ -58,7 +84,9 @@ async def run_kernel(dut):
             await tb.start()
             before = [await tb.host.perf()]
             tb.dram(drams[0], 0)
+            await _clear_traces(dut, 1, ring)
             results = [await tb.run(programs[0], "kernel")]
+        figures["traces"] = _read_traces(dut, len(programs), ring)
         figures.update(bit_exact=True, cycles=[res.cycles for res in results],
                        perf=[{key: res.perf[key] - b[key] for key in res.perf}
                              for res, b in zip(results, before, strict=True)])

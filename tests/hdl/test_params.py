@@ -11,6 +11,7 @@ import pytest
 from amaranth.hdl._ir import UnusedElaboratable
 
 from hdl.activation import ActivationEngine
+from hdl.activity import ActivityRecorder
 from hdl.axi_mem import AxiMemory
 from hdl.axil_decoder import AxiLiteDecoder
 from hdl.board import BoardTop
@@ -273,6 +274,9 @@ COMPONENTS = [
     (CycleReplay, {"design": "hdl.pe:PEColumn", "params": {"rows": 2}}, [
         ({"k": None}, T, "k"), ({"k": 2000}, V, "k"),
         ({"design": "sim.tb.selftest_design:StreamRegister", "params": {}}, V, "design")]),
+    (ActivityRecorder, {}, [
+        ({"depth": 64.0}, T, "depth"), ({"depth": 1}, V, "depth"),
+        ({"depth": (1 << 16) + 1}, V, "depth")]),
     (AxiStalls, {}, [
         ({"addr_width": 32.0}, T, "addr_width"), ({"addr_width": 0}, V, "addr_width"),
         ({"addr_width": 65}, V, "addr_width"),

@@ -17,10 +17,26 @@ def test_examples_use_the_demos_builds():
     assert {**ring.CONFIG, "ranks": ring.CORES} == RING_CONFIG
 
 
+def test_profile_engines_are_the_cores():
+    """The profile names the recorder's bits as the core does."""
+    from hdl.core import ACTIVITY_ENGINES
+    from sim.kernels.profile import ENGINES
+
+    assert ENGINES == ACTIVITY_ENGINES
+
+
 @pytest.mark.parametrize("path", ["docs/kernels/matmul.py",
                                   "docs/kernels/data_parallel_matmul.py"])
-def test_kernel_on_rtl(simulator, path):
-    r = run_kernel(path, on=simulator, seed=5)
+def test_kernel_on_rtl(simulator, path, tmp_path):
+    """Bit-exact with the ISS; the same outputs; the core's recorded activity agrees with its
+    performance counters (every engine's busy cycles, one dispatch per command), and the
+    profile is drawn."""
+    import matplotlib.image
+
+    from sim.kernels import profile
+
+    png = tmp_path / "profile.png"
+    r = run_kernel(path, on=simulator, seed=5, profile_png=png)
     assert r["bit_exact"], r["mismatch"]
     iss = run_kernel(path, seed=5)
     for name, per_core in r["outputs"].items():
@@ -30,3 +46,13 @@ def test_kernel_on_rtl(simulator, path):
     for cycles, perf, macs in zip(r["cycles"], r["perf"], r["macs"], strict=True):
         assert 0 < perf["tensor_busy"] <= perf["busy"] <= cycles
         assert perf["moving_columns"] * n * n >= macs  # every MAC in some moving column
+    for core, (act, perf, commands) in enumerate(zip(r["activity"], r["perf"], r["commands"],
+                                                     strict=True)):
+        events = act["events"]
+        assert not act["full"] and events, core
+        spans = profile.intervals(events, events[-1][0] + 1)
+        for engine in profile.ENGINES:
+            busy = sum(b - a for a, b in spans[engine])
+            assert busy == perf[f"{engine}_busy"], (core, engine, busy, perf)
+        assert [i for _, i in profile.dispatches(events)] == list(range(commands)), core
+    assert matplotlib.image.imread(png).shape[2] in (3, 4)
