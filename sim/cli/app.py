@@ -496,19 +496,25 @@ def kernel():
 
 @kernel.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--on", "on", type=click.Choice(["iss", "icarus", "verilator"]), default="iss",
-              show_default=True,
-              help="The golden ISS (fast, numbers only) or the RTL in a simulator (also cycles, "
-                   "per-engine busy cycles, utilization; checked against the ISS).")
+@click.option("--on", "on", type=click.Choice(["iss", "icarus", "verilator", "board"]),
+              default="iss", show_default=True,
+              help="The golden ISS (fast, numbers only), the RTL in a simulator (also cycles, "
+                   "per-engine busy cycles, utilization; checked against the ISS), or the FPGA "
+                   "board over UART (--port; its outputs checked against the ISS).")
 @click.option("--cores", type=int, default=None,
               help="Cores in a ring (default: the file's CORES, else 1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the inputs.")
 @click.option("--profile", "profile_png", type=click.Path(dir_okay=False), default=None,
               help="With --on icarus|verilator: draw each engine's busy intervals and the "
                    "commands against the cycles into this PNG.")
+@click.option("--port", default=None, help="With --on board: the serial port (/dev/ttyUSB0).")
+@click.option("--board", "board_name", default="ulx3s-85f", show_default=True,
+              help="With --on board: which board (its core's configuration).")
+@click.option("--baud", type=int, default=None, help="With --on board: the UART's baud rate "
+              "(default: the board's).")
 @_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def kernel_run(file, on, cores, seed, profile_png, waves, as_json):
+def kernel_run(file, on, cores, seed, profile_png, port, board_name, baud, waves, as_json):
     """Trace the kernel in FILE on its inputs and run it.
 
     FILE defines kernel(**inputs) and inputs(rng) (docs/kernels.md). A statement the core
@@ -518,7 +524,7 @@ def kernel_run(file, on, cores, seed, profile_png, waves, as_json):
     from sim.kernels.run import format_result, result_json, run_kernel
 
     r = run_kernel(file, on=on, cores=cores, seed=seed, waves=bool(waves),
-                   profile_png=profile_png)
+                   profile_png=profile_png, port=port, board=board_name, baud=baud)
     click.echo(json.dumps(result_json(r), indent=2) if as_json else format_result(r))
     if r.get("bit_exact") is False:
         sys.exit(1)

@@ -25,7 +25,8 @@ from golden.iss import NeuronCoreISS
 from sim.host.driver import CoreDriver
 from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, gemm
 
-__all__ = ["BridgeDram", "board_driver", "board_gemm", "run_on_board", "DTYPE_CODES"]
+__all__ = ["BridgeDram", "board_driver", "board_gemm", "board_program", "run_on_board",
+           "run_program_on_board", "DTYPE_CODES"]
 
 #: Operand dtype name -> its code (``golden.isa.OPERAND_DTYPES``).
 DTYPE_CODES = {d.golden_name: d for d in OPERAND_DTYPES}
@@ -186,13 +187,44 @@ async def board_gemm(driver: CoreDriver, cfg, *, m: int, k: int, f: int, a_dtype
             "cycles": res.cycles, "macs": m * g["k"] * f, "perf": res.perf}
 
 
-class BoardError(RuntimeError):
-    """The board could not be reached or did not answer as expected (one line, with a hint)."""
+async def board_program(driver: CoreDriver, program, image, outputs, log=None) -> dict:
+    """Run a traced kernel's ``program`` on the board: DRAM loaded with ``image`` (bytes from
+    address 0), each output range ``outputs`` (``{name: (addr, expected bytes)}``, the golden
+    ISS's) poisoned first, then read back and compared with the ISS's bytes, element by element
+    (the element size: ``len`` of an expected item's dtype; any NaN matching any NaN).
+
+    Returns ``ok``, per output the number of differing elements (``mismatches``), the run's
+    ``cycles``, ``executed`` and performance counters. Raises on a core error."""
+    log = log or (lambda msg: None)
+    await driver.check_id()
+    await driver.soft_reset()
+    if await driver.status() & Status.ERROR:
+        await driver.clear_error()
+    image = np.asarray(image, dtype=np.uint8)
+    log(f"writing {image.size} bytes of DRAM")
+    await driver.load_dram(0, image)
+    for addr, want in outputs.values():
+        await driver.load_dram(addr, np.full(want.nbytes, 0xFF, dtype=np.uint8))
+    log(f"running {len(program)} commands")
+    res = await driver.run(program)
+    if res.error != ErrorCode.OK:
+        raise RuntimeError(f"the core reports {res.error.name} at command {res.error_index}")
+    mismatches = {}
+    for name, (addr, want) in outputs.items():
+        raw = await driver.fetch_dram(addr, want.nbytes)
+        got = raw.view(want.dtype).reshape(want.shape)
+        g32, w32 = got.astype(np.float32), want.astype(np.float32)
+        same = (raw == want.reshape(-1).view(np.uint8)).reshape(-1, want.dtype.itemsize).all(1)
+        same = same.reshape(want.shape) | (np.isnan(g32) & np.isnan(w32))
+        mismatches[name] = int((~same).sum())
+    return {"ok": not any(mismatches.values()), "mismatches": mismatches,
+            "commands": len(program), "executed": res.executed, "cycles": res.cycles,
+            "perf": res.perf}
 
 
-def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None,
-                 timeout: float = 2.0, log=None, **gemm_args) -> dict:
-    """:func:`board_gemm` on a real board over pyserial (``port``, e.g. /dev/ttyUSB0)."""
+def _connect(port: str, board: str, baud: int | None, timeout: float, run):
+    """Open ``port`` and ``run(client, cfg, bcfg)`` (a coroutine) on the board's bridge; the
+    board's errors as :class:`BoardError` with a hint."""
     from hdl.board import BoardTop
     from sim.host.driver import CoreTimeout
     from sim.host.uart_link import BridgeClient, BridgeError, ProtocolError, SerialTransport
@@ -200,7 +232,6 @@ def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None
 
     bcfg = board_config(board)
     cfg = BoardTop(divisor=4, **bcfg["core"]).iss_config()
-    compiled = compile_gemm(cfg, **gemm_args)  # bad shapes fail before the port is opened
     baud = baud or bcfg["baud"]
     try:
         transport = SerialTransport(port, baud, timeout)
@@ -212,7 +243,7 @@ def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None
         client = BridgeClient(transport)
         driver = board_driver(client, cfg, clock_hz=bcfg["clock_hz"])
         t0 = time.monotonic()
-        result = asyncio.run(board_gemm(driver, cfg, log=log, compiled=compiled, **gemm_args))
+        result = asyncio.run(run(driver, cfg))
         result["seconds"] = round(time.monotonic() - t0, 2)
     except TimeoutError as exc:
         raise BoardError(f"no answer from the bridge ({exc}): {hint}") from exc
@@ -223,3 +254,26 @@ def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None
     finally:
         transport.close()
     return {"board": board, "port": port, "baud": baud, **result}
+
+
+class BoardError(RuntimeError):
+    """The board could not be reached or did not answer as expected (one line, with a hint)."""
+
+
+def run_on_board(port: str, *, board: str = "ulx3s-85f", baud: int | None = None,
+                 timeout: float = 2.0, log=None, **gemm_args) -> dict:
+    """:func:`board_gemm` on a real board over pyserial (``port``, e.g. /dev/ttyUSB0)."""
+    from hdl.board import BoardTop
+    from synth.board import board_config
+
+    cfg = BoardTop(divisor=4, **board_config(board)["core"]).iss_config()
+    compiled = compile_gemm(cfg, **gemm_args)  # bad shapes fail before the port is opened
+    return _connect(port, board, baud, timeout, lambda driver, cfg: board_gemm(
+        driver, cfg, log=log, compiled=compiled, **gemm_args))
+
+
+def run_program_on_board(port: str, program, image, outputs, *, board: str = "ulx3s-85f",
+                         baud: int | None = None, timeout: float = 2.0, log=None) -> dict:
+    """:func:`board_program` on a real board over pyserial."""
+    return _connect(port, board, baud, timeout, lambda driver, cfg: board_program(
+        driver, program, image, outputs, log=log))

@@ -46,7 +46,7 @@ __all__ = ["DEFAULT_CONFIG", "TARGETS", "load_kernel", "core_config", "trace_ker
 DEFAULT_CONFIG = {"n": 4, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16,
                   "queue_depth": 64, "data_width": 64}
 #: Where a kernel runs (``--on``).
-TARGETS = ("iss", "icarus", "verilator")
+TARGETS = ("iss", "icarus", "verilator", "board")
 
 
 def load_kernel(path) -> object:
@@ -240,8 +240,35 @@ def _draw_profile(png, traced: TracedKernel, r: dict) -> None:
     profile.draw(png, cores, title)
 
 
+def board_params(module, board: str) -> dict:
+    """The core parameters of ``board``'s bitstream (``synth.board.BOARDS``); a kernel file
+    whose ``CONFIG`` asks for another core is a ValueError naming the parameter."""
+    from synth.board import board_config
+
+    params = dict(board_config(board)["core"])
+    for key, value in getattr(module, "CONFIG", {}).items():
+        if key in params and params[key] != value:
+            raise ValueError(f"the kernel's CONFIG asks for {key} = {value}, the {board}'s core "
+                             f"has {params[key]}")
+    return params
+
+
+def board_outputs(traced: TracedKernel, isses) -> dict:
+    """``{name: (DRAM address, the ISS's array)}`` of core 0's outputs."""
+    return {name: (t.addr, _read(isses[0].dram, t)) for name, t in traced.outputs[0].items()}
+
+
+def _run_board(traced: TracedKernel, isses, port: str, board: str, baud) -> dict:
+    from sim.host.board import run_program_on_board
+
+    k = traced.kernels[0]
+    return run_program_on_board(port, k.program, k.dram[:k.dram_top],
+                                board_outputs(traced, isses), board=board, baud=baud)
+
+
 def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0,
-               waves: bool = False, profile_png=None) -> dict:
+               waves: bool = False, profile_png=None, port: str | None = None,
+               board: str = "ulx3s-85f", baud: int | None = None) -> dict:
     """Trace and run the kernel file at ``path`` (or a module :func:`load_kernel` made) on
     ``on`` (:data:`TARGETS`); returns a dict:
     ``outputs`` (name -> the array of each core), ``commands`` per core, ``macs``, and on the
@@ -249,13 +276,20 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
     counters for the kernel), ``utilization`` (MACs / N² / busy cycles) and ``activity`` (the
     core's recorded activity: ``sim.kernels.profile.decode``'s events) per core; with
     ``profile_png`` (an RTL run) the profile drawn there (:mod:`sim.kernels.profile`)."""
-    if profile_png and on == "iss":
-        raise ValueError("a profile needs an RTL run: --on icarus or --on verilator")
     if on not in TARGETS:
         raise ValueError(f"on must be one of {TARGETS}, not {on!r}")
     module = path if hasattr(path, "kernel") else load_kernel(path)
     path = getattr(module, "__file__", path)
-    traced = trace_kernel(module, cores=cores, seed=seed)
+    params = None
+    if on == "board":
+        if not port:
+            raise ValueError("--on board needs the board's serial port: --port /dev/ttyUSB0")
+        if (cores or getattr(module, "CORES", 1)) != 1:
+            raise ValueError("the board carries one core: --cores 1")
+        params = board_params(module, board)
+    elif profile_png and on == "iss":
+        raise ValueError("a profile needs a simulated run: --on icarus or --on verilator")
+    traced = trace_kernel(module, cores=cores, seed=seed, params=params)
     isses = run_iss(traced)
     n = traced.cfg.n
     result = {
@@ -267,7 +301,15 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
                            zip(isses, traced.outputs, strict=True)]
                     for name in traced.outputs[0]},
     }
-    if on != "iss":
+    if on == "board":
+        b = _run_board(traced, isses, port, board, baud)
+        busy = b["perf"]["busy"]
+        result.update(bit_exact=b["ok"], mismatch="" if b["ok"] else
+                      f"elements differing from the ISS: {b['mismatches']}",
+                      cycles=[b["cycles"]], perf=[b["perf"]],
+                      utilization=[traced.kernels[0].macs / (n * n * busy) if busy else 0.0],
+                      board=board, port=port, seconds=b["seconds"])
+    elif on != "iss":
         fig = _run_rtl(traced, on, seed, waves)
         result.update(bit_exact=fig["bit_exact"], mismatch=fig.get("mismatch", ""))
         if fig["bit_exact"]:
@@ -293,7 +335,8 @@ def _describe(a: np.ndarray) -> str:
 
 def format_result(r: dict) -> str:
     """The text ``nclite kernel run`` prints."""
-    where = {"iss": "the golden ISS"}.get(r["on"], f"RTL in {r['on']}")
+    where = {"iss": "the golden ISS", "board": f"the {r.get('board')} board on {r.get('port')}"
+             }.get(r["on"], f"RTL in {r['on']}")
     cores = r["cores"]
     lines = [f"kernel {os.path.relpath(r['kernel'])} on {where}"
              f"{f', {cores} cores in a ring' if cores > 1 else ''} (seed {r['seed']})",
@@ -303,7 +346,8 @@ def format_result(r: dict) -> str:
         lines.append(f"  output {name:<5}: {_describe(per_core[0])}"
                      f"{' (core 0)' if cores > 1 else ''}")
     if "bit_exact" in r:
-        verdict = "bit-exact with the golden ISS in DRAM, SBUF and PSUM" if r["bit_exact"] \
+        what = "its outputs" if r["on"] == "board" else "DRAM, SBUF and PSUM"
+        verdict = f"bit-exact with the golden ISS in {what}" if r["bit_exact"] \
             else f"MISMATCH: {r['mismatch']}"
         lines.append(f"  result      : {verdict}")
         for c, (cyc, p, u) in enumerate(zip(r.get("cycles", []), r.get("perf", []),

@@ -9,18 +9,26 @@ board (an unmapped address answers DECERR, a corrupted frame is rejected and cou
 core must work on afterwards.
 """
 
+import json
 import os
 
 import cocotb
+import numpy as np
 from cocotb.triggers import ClockCycles
 
+from golden.isa import Dtype
 from hdl.board import BOARD_MAP, BoardTop
 from hdl.uart_bridge import Status
-from sim.host.board import board_driver, board_gemm
+from sim.host.board import board_driver, board_gemm, board_program
 from sim.host.core import sim_cycles
 from sim.host.uart_link import BridgeClient, BridgeError, encode_write
 from sim.tb import tbutil
 from sim.tb.uart import CocotbUartTransport
+
+#: The board top the tests simulate: a small core, so that the UART's slow bytes stay
+#: affordable; 4 clock cycles per bit.
+BOARD_SIM = {"divisor": 4, "n": 2, "sbuf_words": 64, "psum_banks": 2, "psum_words": 8,
+             "dram_bytes": 4096, "queue_depth": 16}
 
 # (m, k, f, A dtype, B dtype): K > N and F > psum_words for tiling, mixed fp8 formats.
 GEMMS = [(3, 5, 10, "bf16", "bf16"), (2, 4, 3, "fp8_e4m3", "fp8_e5m2")]
@@ -104,3 +112,23 @@ async def bridge_errors_on_the_board(dut):
     status = await tb.client.status()
     assert status["bad_crc"] == 1 and status["rejected"] == 1, status
     await tb.gemm(*GEMMS[0], salt=7)
+
+
+@cocotb.test(timeout_time=400, timeout_unit="ms")
+async def kernel_over_uart(dut):
+    """A traced kernel through the host tool's ``board_program`` (what ``nclite kernel run --on
+    board`` runs over pyserial): ``NCLITE_KERNEL`` is an .npz with ``program0``, ``dram0`` and
+    ``out_<name>`` (the golden ISS's output bytes), ``NCLITE_KERNEL_OUTPUTS`` JSON ``{name:
+    [address, dtype code, shape]}``. Every output must equal the ISS's."""
+    from sim.kernels.trace import NUMPY_DTYPES
+
+    tb = BoardTB(dut)
+    await tb.start()
+    data = np.load(os.environ["NCLITE_KERNEL"])
+    outputs = {name: (addr, data[f"out_{name}"].view(NUMPY_DTYPES[Dtype(code)]).reshape(shape))
+               for name, (addr, code, shape) in
+               json.loads(os.environ["NCLITE_KERNEL_OUTPUTS"]).items()}
+    await tb.driver.wait_idle(20_000)  # the PRNG lanes seed themselves after reset
+    r = await board_program(tb.driver, list(data["program0"]), data["dram0"], outputs)
+    assert r["ok"] and r["executed"] == r["commands"], (f"kernel over the UART (seed "
+                                                        f"{tb.seed}): {r}")

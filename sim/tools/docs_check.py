@@ -46,6 +46,9 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"nclite board (build|gemm)\b",
      "a half-hour bitstream build / a physical board; tests/hdl/test_board_rtl.py runs the same "
      "board_gemm over the UART pins in simulation"),
+    (r"nclite kernel run .*--on board\b",
+     "a physical board; tests/kernels/test_kernel_board.py runs the same board_program over the "
+     "UART pins in simulation"),
     (r"(gtkwave|surfer)\b",
      "a GUI viewer; tests/verify/test_waves.py checks the dump and save file"),
     (r"make lab\d+-check\b|nclite lab check\b",

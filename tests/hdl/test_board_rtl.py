@@ -7,10 +7,7 @@ import os
 import pytest
 
 from sim import runner
-
-# A small core so that the UART's slow bytes stay affordable; 4 clock cycles per bit.
-BOARD_SIM = {"divisor": 4, "n": 2, "sbuf_words": 64, "psum_banks": 2, "psum_words": 8,
-             "dram_bytes": 4096, "queue_depth": 16}
+from sim.tb.board import BOARD_SIM
 
 
 @pytest.mark.parametrize("testcase", ["gemm_over_uart", "bridge_errors_on_the_board"])
