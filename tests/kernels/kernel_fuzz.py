@@ -236,3 +236,110 @@ def bits_equal(got: np.ndarray, want_bits: np.ndarray, fmt: str) -> np.ndarray:
     nan_g = np.isnan(got.astype(np.float32))
     nan_w = np.isnan(w.astype(f"u{size}").view(got.dtype).astype(np.float32))
     return (g == w) | (nan_g & nan_w)
+
+
+# --- collectives --------------------------------------------------------------------------------
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+@dataclass(frozen=True)
+class CollectiveSpec:
+    ranks: int
+    n: int
+    link_width: int
+    op: str
+    rows: int  # partitions of the tile (a multiple of link_width; exactly it but for all_reduce)
+    cols: int
+    part: int  # the tile view's first partition
+
+    @property
+    def config(self) -> dict:
+        return {"n": self.n, "link_width": self.link_width, "sbuf_words": 64, "psum_banks": 2,
+                "psum_words": 8, "dram_bytes": 4096}
+
+
+def random_collective(rng: np.random.Generator, *, core: dict | None = None,
+                      ranks: int | None = None) -> CollectiveSpec:
+    """A random collective kernel; ``core`` (``n``, ``link_width``) and ``ranks`` fix the ring
+    instead of drawing one."""
+    if core is None:
+        n = int(rng.integers(2, 5))
+        w = int(rng.choice([x for x in (1, 2, 4) if x <= n]))
+    else:
+        n, w = core["n"], core["link_width"]
+    op = str(rng.choice(COLLECTIVES))
+    bands = int(rng.integers(1, n // w + 1)) if op == "all_reduce" else 1
+    rows = bands * w
+    return CollectiveSpec(ranks=ranks or int(rng.integers(2, 5)), n=n, link_width=w, op=op,
+                          rows=rows, part=int(rng.integers(0, n - rows + 1)),
+                          cols=int(rng.integers(1, 21)))
+
+
+def collective_source(spec: CollectiveSpec) -> str:
+    s = spec
+    return "\n".join([
+        "from sim.kernels import ncc, nisa, nl",
+        "",
+        "INPUTS = []",
+        "",
+        "def inputs(rng, rank):",
+        "    return INPUTS[rank]",
+        "",
+        "def kernel(x):",
+        f"    out = nl.ndarray(({s.rows}, {s.cols}), nl.float32, buffer=nl.shared_hbm)",
+        f"    t = nl.ndarray(({s.n}, {s.cols}), nl.float32, buffer=nl.sbuf)",
+        f"    v = t[{s.part}:{s.part + s.rows}]",
+        "    nisa.dma_copy(v, x)",
+        f"    ncc.{s.op}(v)",
+        "    nisa.dma_copy(out, v)",
+        "    return out",
+    ]) + "\n"
+
+
+def collective_inputs(spec: CollectiveSpec, rng: np.random.Generator) -> list[dict]:
+    return [{"x": vectors.operands("fp32", rng, (spec.rows, spec.cols), 0.1).astype(np.uint32)
+             .view(np.float32)} for _ in range(spec.ranks)]
+
+
+def _chunks(words: int, beat: int, ranks: int) -> list[tuple[int, int]]:
+    """Chunk c's words [lo, hi): the buffer's ceil(words / beat) beats in P near-equal runs,
+    the first (beats mod P) one beat longer."""
+    beats = -(-words // beat)
+    q, e = divmod(beats, ranks)
+    out, first = [], 0
+    for c in range(ranks):
+        end = first + q + (c < e)
+        out.append((min(beat * first, words), min(beat * end, words)))
+        first = end
+    return out
+
+
+def collective_meaning(spec: CollectiveSpec, ins: list[dict]) -> tuple[list, list]:
+    """Each rank's output tile (fp32 bit patterns) and a mask of the words it is defined at:
+    all-reduce - every word the sum over the ranks, starting after the chunk's owner
+    ``((x[c+1] + x[c+2]) + ...) + x[c]`` in float32; reduce-scatter - rank r's chunk r that sum
+    (its other chunks hold the ring's partial sums: not stated here); all-gather - chunk c of
+    every rank is rank c's chunk c. Band by band of ``link_width`` partitions, word i of a band
+    at partition i mod W, column i div W."""
+    s, P, w = spec, spec.ranks, spec.link_width
+    outs = [np.array(d["x"], dtype=np.float32).copy() for d in ins]
+    defined = [np.zeros((s.rows, s.cols), bool) for _ in range(P)]
+    with np.errstate(all="ignore"):
+        for b0 in range(0, s.rows, w):
+            bufs = [d["x"][b0:b0 + w].T.reshape(-1).astype(np.float32) for d in ins]
+            res = [buf.copy() for buf in bufs]
+            mask = [np.zeros(buf.size, bool) for buf in bufs]
+            for c, (lo, hi) in enumerate(_chunks(bufs[0].size, w, P)):
+                total = bufs[(c + 1) % P][lo:hi].copy()
+                for j in range(2, P + 1):
+                    total = total + bufs[(c + j) % P][lo:hi]
+                for r in range(P):
+                    if s.op == "all_reduce" or (s.op == "reduce_scatter" and r == c):
+                        res[r][lo:hi], mask[r][lo:hi] = total, True
+                    elif s.op == "all_gather":
+                        res[r][lo:hi], mask[r][lo:hi] = bufs[c][lo:hi], True
+            for r in range(P):
+                outs[r][b0:b0 + w] = res[r].reshape(s.cols, w).T
+                defined[r][b0:b0 + w] = mask[r].reshape(s.cols, w).T
+    return [o.view(np.uint32) for o in outs], defined
