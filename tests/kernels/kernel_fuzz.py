@@ -6,9 +6,11 @@ an epilogue ``cast(op(C * scale + bias))`` of random function, scale, bias, outp
 rounding mode (SR after a seed) and saturation, taken from PSUM directly or through an fp32 SBUF
 copy. :func:`source` writes it as a kernel file (``sim.kernels`` API; an illegal variant
 changes one statement, marked ``# ILLEGAL``); :func:`meaning` states what the kernel computes
-in plain numpy (float32 products and sums in the contract's order, ml_dtypes and
-``golden.rounding`` for the casts, ``golden.prng`` for SR's draws), independently of the
-tracer and the ISS.
+in plain numpy (float32 products and sums in the contract's order; the casts by the operator
+model ``golden.rounding.round_fp32``, SR's draws by ``golden.prng``, in the engine's lane order),
+independently of the tracer and the ISS. :func:`random_collective`, :func:`collective_source`
+and :func:`collective_meaning` do the same for collectives on a ring of cores (chunks and the
+order of the additions written out from the contract).
 """
 
 from __future__ import annotations
