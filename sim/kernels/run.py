@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.isa import DTYPE_BYTES, ErrorCode
+from golden.isa import DTYPE_BYTES, CollectiveOp, ErrorCode, Opcode, decode
 from golden.iss import NeuronCoreISS, RingISS
 
 from . import profile
@@ -161,7 +161,28 @@ def trace_kernel(module, *, cores: int | None = None, seed: int = 0,
             outs = _outputs(module.kernel(**tensors), (code.co_filename, code.co_firstlineno))
         kernels.append(k)
         outputs.append(outs)
+    _check_collectives(kernels)
     return TracedKernel(params, kernels, outputs)
+
+
+def _check_collectives(kernels: list[Kernel]) -> None:
+    """Every core issues the same collectives in the same order, of the same size (else the
+    hardware's outcome is not defined): a KernelError at the first core's line that differs
+    from core 0's. (A core that issues fewer is the links' timeout, which the ISS reports.)"""
+    def collectives(k):
+        return [(decode(w)[1]["coll_op"], decode(w)[1]["rows"] * decode(w)[1]["cols"], line)
+                for w, line in zip(k.program, k.lines, strict=True)
+                if decode(w)[0] == Opcode.COLLECTIVE]
+
+    first = collectives(kernels[0])
+    for r, k in enumerate(kernels[1:], start=1):
+        for i, ((op0, n0, _), (op, size, line)) in enumerate(zip(first, collectives(k),
+                                                                 strict=False)):
+            if (op, size) != (op0, n0):
+                raise KernelError(
+                    f"core {r}'s collective {i} is {CollectiveOp(op).name.lower()} of {size} "
+                    f"words, core 0's {CollectiveOp(op0).name.lower()} of {n0}: every core "
+                    f"must issue the same collectives in the same order", line)
 
 
 def _read(dram: np.ndarray, t: Tensor) -> np.ndarray:

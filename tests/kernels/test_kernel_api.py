@@ -274,3 +274,41 @@ def test_the_docs_error_is_what_the_tool_says():
         run_kernel("docs/kernels/mistake.py")
     with open("docs/kernels.md") as fh:
         assert f"nclite: error: {info.value}" in fh.read(), str(info.value)
+
+
+def test_cores_must_agree_on_their_collectives(tmp_path):
+    """A core whose collective differs from core 0's (op or size) is an error at its line; a
+    core that skips one is the links' timeout, at the line of the others' collective."""
+    path = tmp_path / "ring.py"
+    path.write_text(textwrap.dedent("""\
+        from sim.kernels import ncc, nisa, nl
+
+        CORES = 2
+
+        def inputs(rng, rank):
+            return {"x": rng.standard_normal((1, 4)).astype(nl.float32)}
+
+        def kernel(x):
+            t = nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(t, x)
+            if nl.program_id(0) == 0:
+                ncc.all_reduce(t)
+            elif MODE == "other op":
+                ncc.all_gather(t)  # HERE
+            elif MODE == "other size":
+                ncc.all_reduce(t[:, 0:3])  # HERE
+            nisa.dma_copy(x, t)
+            return x
+        """))
+    module = load_kernel(path)
+    lines = [i + 1 for i, text in enumerate(path.read_text().splitlines()) if "# HERE" in text]
+    for mode, line, text in (("other op", lines[0], "all_gather of 4 words"),
+                             ("other size", lines[1], "all_reduce of 3 words")):
+        module.MODE = mode
+        with pytest.raises(KernelError) as info:
+            run_kernel(module)
+        assert (info.value.line, text in info.value.reason) == (line, True), str(info.value)
+    module.MODE = "skip"
+    with pytest.raises(KernelError, match="LINK_TIMEOUT") as info:
+        run_kernel(module)
+    assert info.value.line == lines[0] - 2, str(info.value)
