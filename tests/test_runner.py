@@ -235,6 +235,7 @@ def test_shared_copies_are_not_unused_elaboratables(tmp_path, monkeypatch):
     from amaranth.hdl import UnusedElaboratable
 
     monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    gc.collect()  # another test's garbage (a worker runs many) is not this one's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnusedElaboratable)
         text = runner.elaborate("hdl.multicore:CoreRing",

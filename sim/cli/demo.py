@@ -20,7 +20,7 @@ __all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_g
 
 #: The single core of the demo (the same build as tests/hdl/test_core_rtl.py's programs on
 #: hdl.sim_top.CoreWithDram): 256 SBUF words a partition, so that the programs keep B's tiles
-#: and double-buffered stationary blocks in SBUF (sim.host.programs.ProgramBuilder.plan); a
+#: and double-buffered stationary blocks in SBUF (sim.kernels.library.Workspace.plan); a
 #: 64-bit AXI4 bus.
 CORE_CONFIG = {"n": 4, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16, "queue_depth": 64,
                "data_width": 64}

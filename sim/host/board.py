@@ -7,7 +7,7 @@ pyserial it is ``nclite board gemm --port /dev/ttyUSB0`` on a real ULX3S; over t
 transport it is the cocotb test of ``hdl.board.BoardTop`` (sim/tb/board.py), in Icarus and
 Verilator. The same bytes go over the same protocol either way.
 
-The GEMM is compiled by ``sim.host.programs.gemm`` (tiled for the board's N), its operands are
+The GEMM is the kernel ``sim.kernels.library.gemm`` (tiled for the board's N), its operands are
 random with special values (seeded), written into the board's memory through the bridge; the
 result is read back and compared **bit for bit** with ``golden.iss.NeuronCoreISS`` running the
 same program on the same memory image.
@@ -23,7 +23,7 @@ import numpy as np
 from golden.isa import OPERAND_DTYPES, ErrorCode, Status
 from golden.iss import NeuronCoreISS
 from sim.host.driver import CoreDriver
-from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, ProgramBuilder, gemm
+from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP32
 
 __all__ = ["BridgeDram", "board_driver", "board_gemm", "board_program", "run_on_board",
            "run_program_on_board", "DTYPE_CODES"]
@@ -119,27 +119,35 @@ def compile_gemm(cfg, *, m: int, k: int, f: int, a_dtype: str = "bf16",
     for name, v in (("a_dtype", a_dtype), ("b_dtype", b_dtype)):
         if v not in DTYPE_CODES:
             raise ValueError(f"{name} must be one of {', '.join(DTYPE_CODES)}, not {v!r}")
+    from sim.kernels import library
+    from sim.kernels.trace import KernelError
+
     rng = np.random.default_rng(seed)
     fa, fb = DTYPE_CODES[a_dtype], DTYPE_CODES[b_dtype]
-    pb = ProgramBuilder(cfg)
-    try:
-        a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
-        c = pb.alloc(m, f, FP32)
-    except ValueError as exc:
-        raise ValueError(f"a {m}x{k}x{f} GEMM does not fit the board's {cfg.dram_bytes} bytes "
-                         f"of DRAM ({exc})") from None
-    gemm(pb, a, b, c)
     a_val, b_val = _operands(rng, fa, (k, m)), _operands(rng, fb, (k, f))
+
+    def build(kern, ws):
+        a = kern.dram_tensor((k, m), fa, "A", data=a_val)
+        b = kern.dram_tensor((k, f), fb, "B", data=b_val)
+        c = kern.dram_tensor((m, f), FP32, "C")
+        library.gemm(ws, a, b, c)
+        return a, b, c
+
+    try:
+        kern, (a, b, c) = library.traced(cfg, build)
+    except KernelError as exc:
+        raise ValueError(f"a {m}x{k}x{f} GEMM does not fit the board's core ({exc.reason})"
+                         ) from None
     iss = NeuronCoreISS(cfg)
     image = {a.addr: a_val.view(np.uint8).reshape(-1), b.addr: b_val.view(np.uint8).reshape(-1)}
     for addr, data in image.items():
         iss.dram[addr:addr + data.size] = data
-    code = iss.run(pb.program)
+    code = iss.run(kern.program)
     if code != ErrorCode.OK:
         raise RuntimeError(f"the golden ISS rejects the program: {code.name} "
                            f"({iss.error_reason})")
     size = m * f * 4
-    return {"program": pb.program, "image": image, "c_addr": c.addr, "c_size": size,
+    return {"program": kern.program, "image": image, "c_addr": c.addr, "c_size": size,
             "want": iss.dram[c.addr:c.addr + size].view("<u4").reshape(m, f).copy(),
             "m": m, "k": k, "f": f, "a_dtype": a_dtype, "b_dtype": b_dtype, "seed": seed}
 

@@ -27,7 +27,8 @@ from golden.rounding import DEFAULT_SATURATE
 
 from .trace import HBM, PSUM, SBUF, KernelError, View, as_view, current
 
-__all__ = ["dma_copy", "nc_matmul", "activation", "tensor_copy", "set_seed", "barrier"]
+__all__ = ["dma_copy", "load_stationary", "nc_matmul", "activation", "tensor_copy", "set_seed",
+           "barrier"]
 
 _NEG_ZERO = 0x80000000
 _FIELD16 = (1 << 16) - 1
@@ -75,6 +76,26 @@ def dma_copy(dst, src) -> None:
         k.wrote(tile)
 
 
+def _stationary(k, st: View) -> None:
+    _in(st, (SBUF,), "stationary")
+    _need(st.dtype in OPERAND_DTYPES, f"stationary must be bfloat16, float8_e4m3 or "
+                                      f"float8_e5m2, not {st.dtype.golden_name}")
+    kk, m = st.shape
+    _need(m <= k.cfg.n, f"stationary has at most N = {k.cfg.n} columns (M), not {m}")
+    if k.stationary != st.key():
+        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.p0, k=kk, m=m,
+               sbuf_addr=st.base.addr + st.f0)
+        k.stationary = st.key()
+
+
+def load_stationary(stationary) -> None:
+    """Load ``stationary`` (an SBUF tile as ``nc_matmul`` takes it) into the array now, unless
+    it is the one loaded: the next ``nc_matmul`` with it then loads nothing. (nclite's: NKI's
+    compiler places the loads; here a kernel may issue one early, so that it overlaps the DMA
+    commands after it.)"""
+    _stationary(current(), as_view(stationary, "stationary"))
+
+
 def nc_matmul(dst, stationary, moving, accumulate: bool = False) -> None:
     """``dst = stationary.T @ moving`` (or ``dst += ...`` with ``accumulate``): stationary
     ``(K, M)`` and moving ``(K, F)`` SBUF tiles of bf16 / fp8 (K, M <= N, F <= a PSUM bank),
@@ -100,10 +121,7 @@ def nc_matmul(dst, stationary, moving, accumulate: bool = False) -> None:
                        f"not {dst.p0}")
     if not isinstance(accumulate, (bool, np.bool_)):
         raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
-    if k.stationary != st.key():
-        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.p0, k=kk, m=m,
-               sbuf_addr=st.base.addr + st.f0)
-        k.stationary = st.key()
+    _stationary(k, st)
     k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
            sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
            accumulate=int(bool(accumulate)))

@@ -41,11 +41,13 @@ relu = ActivationFunc.RELU
 _BUFFERS = {SBUF: "sbuf", PSUM: "psum", HBM: "shared_hbm"}
 
 
-def ndarray(shape, dtype, buffer=SBUF, name: str | None = None) -> Tensor:
+def ndarray(shape, dtype, buffer=SBUF, name: str | None = None, *, addr: int | None = None,
+            bank: int | None = None) -> Tensor:
     """A new tensor: a tile of ``shape`` ``(partitions, free)`` in ``nl.sbuf`` or ``nl.psum``
     (at most N partitions; PSUM: float32, at most one bank's words), or a DRAM tensor in
     ``nl.shared_hbm`` (any 2-D shape; zeroed). Raises :class:`KernelError` at the kernel's
-    line if it does not fit."""
+    line if it does not fit. ``addr`` (SBUF: the first word; PSUM: with ``bank``) places a tile
+    there, as NKI's direct allocation does; by default the first free run is taken."""
     k = current()
     if buffer not in _BUFFERS:
         raise KernelError(f"buffer must be nl.sbuf, nl.psum or nl.shared_hbm, not {buffer!r}")
@@ -57,8 +59,16 @@ def ndarray(shape, dtype, buffer=SBUF, name: str | None = None) -> Tensor:
     d = dtype_of(dtype)
     name = name or f"the {_BUFFERS[buffer]} tensor of line {where()[1]}"
     if buffer == HBM:
+        if addr is not None or bank is not None:
+            raise KernelError("DRAM tensors are laid out in order: no addr or bank")
         return k.dram_tensor(shape, d, name)
-    return k.tile(shape, d, buffer, name)
+    if buffer == SBUF and bank is not None:
+        raise KernelError("bank places PSUM tiles, not SBUF ones")
+    for key, v in (("addr", addr), ("bank", bank)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                              or v < 0):
+            raise KernelError(f"{key} must be a non-negative integer, not {v!r}")
+    return k.tile(shape, d, buffer, name, addr=addr, bank=bank)
 
 
 def scope():

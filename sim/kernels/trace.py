@@ -201,9 +201,15 @@ class View(_Region):
         return self.base.dtype
 
     def key(self) -> tuple:
-        """What a LOAD_STATIONARY of this view loads: the same key, the same bits."""
-        b = self.base
-        return b.serial, b.version, self.p0, self.p1, self.f0, self.f1
+        """Which words of which tensor: the same key, the same words (while nothing writes
+        them: :meth:`Kernel.wrote`)."""
+        return self.base.serial, self.p0, self.p1, self.f0, self.f1
+
+    def overlaps(self, key: tuple) -> bool:
+        """Whether this view shares a word with the view of ``key``."""
+        serial, p0, p1, f0, f1 = key
+        return (serial == self.base.serial and self.p0 < p1 and p0 < self.p1
+                and self.f0 < f1 and f0 < self.f1)
 
 
 def as_view(x, what: str) -> View:
@@ -226,11 +232,15 @@ class _Intervals:
         self.size = size
         self.free: list[tuple[int, int]] = [(0, size)]
 
-    def take(self, words: int) -> int | None:
+    def take(self, words: int, at: int | None = None) -> int | None:
+        """The first free run of ``words`` words (or exactly ``at .. at + words - 1``, if
+        free), taken; None if there is none."""
         for i, (lo, hi) in enumerate(self.free):
-            if hi - lo >= words:
-                self.free[i:i + 1] = [(lo + words, hi)] if hi - lo > words else []
-                return lo
+            start = lo if at is None else at
+            if lo <= start and start + words <= hi:
+                self.free[i:i + 1] = [span for span in ((lo, start), (start + words, hi))
+                                      if span[1] > span[0]]
+                return start
         return None
 
     def give(self, lo: int, words: int) -> None:
@@ -286,20 +296,38 @@ class Kernel:
             raise KernelError(f"DRAM overflow: {name} {shape} {dtype.golden_name} needs bytes "
                               f"{t.addr}..{end - 1}, DRAM has {self.cfg.dram_bytes}")
         self.dram_top = -(-end // 64) * 64
-        if data is not None:
-            raw = np.ascontiguousarray(data).view(f"<u{size}").reshape(-1).view(np.uint8)
-            self.dram[t.addr:end] = raw
+        if data is not None:  # values of the dtype, or its bit patterns as integers
+            d = np.asarray(data)
+            d = d.astype(f"<u{size}") if d.dtype.kind in "ui" else \
+                np.ascontiguousarray(d).view(f"<u{size}")
+            self.dram[t.addr:end] = d.reshape(-1).view(np.uint8)
         self.dram_tensors.append(t)
         return t
 
-    def tile(self, shape, dtype: Dtype, buffer: Buffer, name: str) -> Tensor:
+    def tile(self, shape, dtype: Dtype, buffer: Buffer, name: str, *,
+             addr: int | None = None, bank: int | None = None) -> Tensor:
+        """A tile; ``addr`` (and for PSUM ``bank``) place it there instead of the first free
+        run (direct allocation: an error if those words are taken)."""
         p, f = shape
         c = self.cfg
         if p > c.n:
             raise KernelError(f"a {buffer} tile has at most N = {c.n} partitions (its first "
                               f"axis), not {p}")
         t = Tensor(self, buffer, (p, f), dtype, name)
-        if buffer == SBUF:
+        if buffer == SBUF and addr is not None:
+            if self._sbuf.take(f, addr) is None:
+                raise KernelError(f"SBUF words {addr}..{addr + f - 1} are not free for {name}")
+            t.addr = addr
+        elif buffer == PSUM and (addr is not None or bank is not None):
+            if dtype != Dtype.FP32:
+                raise KernelError(f"PSUM holds float32 only, not {dtype.golden_name}")
+            bank, addr = bank or 0, addr or 0
+            if not 0 <= bank < c.psum_banks or \
+                    self._psum[bank].take(f, addr) is None:
+                raise KernelError(f"PSUM bank {bank}, words {addr}..{addr + f - 1} are not "
+                                  f"free for {name}")
+            t.bank, t.addr = bank, addr
+        elif buffer == SBUF:
             addr = self._sbuf.take(f)
             if addr is None:
                 raise KernelError(f"SBUF overflow: {name}, {shape}, needs {f} words of "
@@ -365,8 +393,9 @@ class Kernel:
         self.lines.append(where())
 
     def wrote(self, view: View) -> None:
+        """An instruction writes ``view``: a loaded stationary tile it overlaps is stale."""
         view.base.version += 1
-        if self.stationary is not None and self.stationary[0] == view.base.serial:
+        if self.stationary is not None and view.overlaps(self.stationary):
             self.stationary = None
 
 

@@ -66,6 +66,8 @@ from hdl.core import PERF_COUNTERS, NeuronCore
 from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP16, FP32, ProgramBuilder
+from sim.kernels import isa as nisa
+from sim.kernels import library as lib
 from sim.tb import tbutil, vectors
 from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 from sim.verify import coverage
@@ -107,6 +109,14 @@ class CoreTB:
         d = np.asarray(data, dtype=np.uint8).reshape(-1)
         self.iss.dram[addr:addr + d.size] = d
         self.host.write_dram(addr, d)
+
+    def load(self, build) -> list:
+        """Trace ``build(kern, ws)`` (``sim.kernels.library.traced``: DRAM tensors with their
+        data, then the library's programs), write its DRAM image into both DRAMs; returns the
+        program (what ``build`` returned: :attr:`last_tensors`)."""
+        kern, self.last_tensors = lib.traced(self.cfg, build)
+        self.dram(kern.dram[:kern.dram_top], 0)
+        return kern.program
 
     def put(self, t, bits):
         """Write a DRAM tensor's bit patterns to both DRAMs."""
@@ -168,14 +178,14 @@ async def gemm_tiled(dut):
     for fa, fb, (m, k, f) in ((BF16, BF16, (n + 2, 2 * n + 3, w + 5)),
                               (FP8_E4M3, FP8_E5M2, (n - 1, 3 * n, 2 * w)),
                               (FP8_E5M2, BF16, (1, n + 1, 3))):
-        pb = ProgramBuilder(tb.cfg)
-        a, b = pb.alloc(k, m, fa), pb.alloc(k, f, fb)
-        c = pb.alloc(m, f, FP32)
-        tb.put(a, tb.operands(fa, (k, m)))
-        tb.put(b, tb.operands(fb, (k, f)))
-        pg.gemm(pb, a, b, c)
+        def build(kern, ws, fa=fa, fb=fb, m=m, k=k, f=f):
+            a = kern.dram_tensor((k, m), fa, "a", data=tb.operands(fa, (k, m)))
+            b = kern.dram_tensor((k, f), fb, "b", data=tb.operands(fb, (k, f)))
+            lib.gemm(ws, a, b, kern.dram_tensor((m, f), FP32, "c"))
+
+        program = tb.load(build)
         before = await tb.host.perf()
-        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f} {_FMT_NAMES[fa]} x {_FMT_NAMES[fb]}")
+        res = await tb.run(program, f"GEMM {m}x{k}x{f} {_FMT_NAMES[fa]} x {_FMT_NAMES[fb]}")
         p = {key: res.perf[key] - before[key] for key in res.perf}
         # One MATMUL column per (M tile, K tile, column of B).
         assert p["moving_columns"] == -(-m // n) * -(-k // n) * f, p
@@ -190,37 +200,40 @@ async def dense_sr(dut):
     n = tb.cfg.n
     for dtype, mode, seed in ((BF16, _SR, 0x5EED), (FP8_E4M3, _SR, 12345), (BF16, _RNE, None),
                               (FP8_E5M2, _RTZ, None)):
-        pb = ProgramBuilder(tb.cfg)
         k, m, f = n + 3, n + 1, 9
-        wt, x = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
-        bias = pb.alloc(m, 1, FP32)
-        tb.put(wt, tb.operands(BF16, (k, m), 0.05))
-        tb.put(x, tb.operands(BF16, (k, f), 0.05))
-        tb.put(bias, tb.fp32((m, 1)))
-        if seed is not None:
-            pb.emit(Opcode.SET_SEED, seed=seed)
-        pg.dense(pb, wt, x, bias, dtype=dtype, mode=mode)
-        await tb.run(pb.program, f"dense layer to {dtype.golden_name} {mode.golden_name} "
-                                 f"seed {seed}")
+
+        def build(kern, ws, dtype=dtype, mode=mode, seed=seed, k=k, m=m, f=f):
+            wt = kern.dram_tensor((k, m), BF16, "w", data=tb.operands(BF16, (k, m), 0.05))
+            x = kern.dram_tensor((k, f), BF16, "x", data=tb.operands(BF16, (k, f), 0.05))
+            bias = kern.dram_tensor((m, 1), FP32, "bias", data=tb.fp32((m, 1)))
+            if seed is not None:
+                nisa.set_seed(seed)
+            lib.dense(ws, wt, x, bias, dtype=dtype, mode=mode)
+
+        await tb.run(tb.load(build), f"dense layer to {dtype.golden_name} {mode.golden_name} "
+                                     f"seed {seed}")
 
 
 @cocotb.test(**tbutil.timeout(20))
 async def mlp_forward(dut):
     tb = await _started(dut)
     n = tb.cfg.n
-    pb = ProgramBuilder(tb.cfg)
     d_in, d_h, d_out, batch = n + 2, 2 * n - 1, 3, 11
-    x = pb.alloc(d_in, batch, BF16)
-    w1, b1 = pb.alloc(d_in, d_h, BF16), pb.alloc(d_h, 1, FP32)
-    w2, b2 = pb.alloc(d_h, d_out, BF16), pb.alloc(d_out, 1, FP32)
-    for t, bits in ((x, tb.operands(BF16, (d_in, batch), 0.02)),
-                    (w1, tb.operands(BF16, (d_in, d_h), 0.02)), (b1, tb.fp32((d_h, 1))),
-                    (w2, tb.operands(BF16, (d_h, d_out), 0.02)), (b2, tb.fp32((d_out, 1)))):
-        tb.put(t, bits)
-    pb.emit(Opcode.SET_SEED, seed=2026)
-    pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
-                dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=_SR, func=ActivationFunc.IDENTITY)])
-    await tb.run(pb.program, "2-layer MLP")
+
+    def build(kern, ws):
+        x = kern.dram_tensor((d_in, batch), BF16, "x",
+                             data=tb.operands(BF16, (d_in, batch), 0.02))
+        w1 = kern.dram_tensor((d_in, d_h), BF16, "w1", data=tb.operands(BF16, (d_in, d_h), 0.02))
+        b1 = kern.dram_tensor((d_h, 1), FP32, "b1", data=tb.fp32((d_h, 1)))
+        w2 = kern.dram_tensor((d_h, d_out), BF16, "w2",
+                              data=tb.operands(BF16, (d_h, d_out), 0.02))
+        b2 = kern.dram_tensor((d_out, 1), FP32, "b2", data=tb.fp32((d_out, 1)))
+        nisa.set_seed(2026)
+        lib.mlp(ws, x, [dict(w=w1, bias=b1, dtype=BF16),
+                        dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=_SR,
+                             func=ActivationFunc.IDENTITY)])
+
+    await tb.run(tb.load(build), "2-layer MLP")
 
 
 def _random_command(tb, rng, stat_k, hot, probe):
@@ -469,14 +482,17 @@ async def dram_faults(dut):
     tb = await _started(dut)
     tb.need_axiram("dram_faults")
     rng, n = tb.rng, tb.cfg.n
-    pb = ProgramBuilder(tb.cfg)
     m, k, f = n + 1, n + 2, 6
-    a, b = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16)
-    c = pb.alloc(m, f, FP32)
-    tb.put(a, tb.operands(BF16, (k, m)))
-    tb.put(b, tb.operands(BF16, (k, f)))
-    pg.gemm(pb, a, b, c)
-    program = pb.program
+
+    def build(kern, ws):
+        a = kern.dram_tensor((k, m), BF16, "a", data=tb.operands(BF16, (k, m)))
+        b = kern.dram_tensor((k, f), BF16, "b", data=tb.operands(BF16, (k, f)))
+        c = kern.dram_tensor((m, f), FP32, "c")
+        lib.gemm(ws, a, b, c)
+        return a, b, c
+
+    program = tb.load(build)
+    a, b, c = tb.last_tensors
     dmas = [(i, *d) for i, w in enumerate(program) if (d := _dma_words(w)) is not None]
     faults = tb.host.faults
     cases = [(AxiResp.SLVERR, False, "clear"), (AxiResp.DECERR, False, "clear"),
@@ -484,7 +500,8 @@ async def dram_faults(dut):
     for case, (resp, store, recover) in enumerate(cases):
         # A word of A or B (loads), or of C (stores); the first DMA touching it fails.
         t = c if store else (a, b)[int(rng.integers(0, 2))]
-        word = int(rng.integers(t.addr // 4, (t.addr + t.rows * t.cols * t.size - 1) // 4 + 1))
+        end = t.addr + t.shape[0] * t.shape[1] * DTYPE_BYTES[t.dtype]
+        word = int(rng.integers(t.addr // 4, (end - 1) // 4 + 1))
         index = min(i for i, st, touched in dmas if st == store and word in touched)
         what = f"{resp.name} on {'B' if store else 'R'} at DRAM 0x{4 * word:x}"
         faults.window, faults.resp = (4 * word, 4 * word + 4), resp

@@ -27,8 +27,9 @@ import numpy as np
 
 from golden.activation import ActivationFunc
 from golden.isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Rounding
-from sim.host import programs as pg
-from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
+from sim.host.programs import BF16, FP8_E4M3, FP32
+from sim.kernels import isa as nisa
+from sim.kernels import library as lib
 from sim.tb import tbutil, vectors
 from sim.tb.core import CoreTB
 from sim.tb.multicore import RingTB
@@ -55,33 +56,37 @@ async def mlp_demo(dut):
     await tb.start()
     n = tb.cfg.n
     d_in, d_h, d_out, batch = json.loads(os.environ.get("NCLITE_DEMO_MLP", "[16, 12, 8, 16]"))
-    pb = ProgramBuilder(tb.cfg)
-    x = pb.alloc(d_in, batch, BF16)
-    w1, b1 = pb.alloc(d_in, d_h, BF16), pb.alloc(d_h, 1, FP32)
-    w2, b2 = pb.alloc(d_h, d_out, BF16), pb.alloc(d_out, 1, FP32)
     rng = tb.rng
-    for t, scale in ((x, 1.0), (w1, 0.3), (w2, 0.3)):
-        v = (rng.standard_normal((t.rows, t.cols)) * scale).astype(np.float32)
-        tb.put(t, v.view(np.uint32) >> 16)  # bf16 by truncation: any bf16 will do
-    tb.put(b1, tb.fp32((d_h, 1), 0.1))
-    tb.put(b2, tb.fp32((d_out, 1), 0.1))
-    pb.emit(pg.Opcode.SET_SEED, seed=tb.seed)
-    y = pg.mlp(pb, x, [dict(w=w1, bias=b1, dtype=BF16),
-                       dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=Rounding.SR,
-                            func=ActivationFunc.IDENTITY)])
-    code = tb.iss.run(pb.program)
-    res = await tb.host.run(pb.program)
+
+    def bf16(shape, scale):  # bf16 by truncation: any bf16 will do
+        return (rng.standard_normal(shape) * scale).astype(np.float32).view(np.uint32) >> 16
+
+    def build(kern, ws):
+        x = kern.dram_tensor((d_in, batch), BF16, "x", data=bf16((d_in, batch), 1.0))
+        w1 = kern.dram_tensor((d_in, d_h), BF16, "w1", data=bf16((d_in, d_h), 0.3))
+        w2 = kern.dram_tensor((d_h, d_out), BF16, "w2", data=bf16((d_h, d_out), 0.3))
+        b1 = kern.dram_tensor((d_h, 1), FP32, "b1", data=tb.fp32((d_h, 1), 0.1))
+        b2 = kern.dram_tensor((d_out, 1), FP32, "b2", data=tb.fp32((d_out, 1), 0.1))
+        nisa.set_seed(tb.seed)
+        return lib.mlp(ws, x, [dict(w=w1, bias=b1, dtype=BF16),
+                               dict(w=w2, bias=b2, dtype=FP8_E4M3, mode=Rounding.SR,
+                                    func=ActivationFunc.IDENTITY)])
+
+    program = tb.load(build)
+    y = tb.last_tensors
+    code = tb.iss.run(program)
+    res = await tb.host.run(program)
     ok, why = await _matches(lambda: tb.compare("MLP"))
     ok = ok and res.error == code == ErrorCode.OK
     macs = d_in * d_h * batch + d_h * d_out * batch
     busy = res.perf["busy"]
     _write({
         "kind": "mlp", "simulator": tbutil.simulator(), "seed": tb.seed, "n": n,
-        "layers": [[d_in, d_h], [d_h, d_out]], "batch": batch, "commands": len(pb.program),
+        "layers": [[d_in, d_h], [d_h, d_out]], "batch": batch, "commands": len(program),
         "dram": tb.host.dram_backend, "bit_exact": ok, "mismatch": why,
         "error": res.error.name, "cycles": res.cycles,
         "perf": res.perf, "macs": macs, "utilization": macs / (n * n * busy) if busy else 0,
-        "output": [y.rows, y.cols],
+        "output": list(y.shape),
     })
     assert ok, why
 
@@ -122,18 +127,21 @@ async def gemm_bench(dut):
     for m, k, f, *dt in shapes:
         dtype = dt[0] if dt else int(BF16)
         name = DTYPE_NAMES[dtype]
-        pb = ProgramBuilder(tb.cfg)
-        a, b = pb.alloc(k, m, dtype), pb.alloc(k, f, dtype)
-        c = pb.alloc(m, f, FP32)
-        tb.put(a, vectors.operands(name, tb.rng, (k, m), 0.0))
-        tb.put(b, vectors.operands(name, tb.rng, (k, f), 0.0))
-        pg.gemm(pb, a, b, c)
+
+        def build(kern, ws, dtype=dtype, name=name, m=m, k=k, f=f):
+            a = kern.dram_tensor((k, m), dtype, "a",
+                                 data=vectors.operands(name, tb.rng, (k, m), 0.0))
+            b = kern.dram_tensor((k, f), dtype, "b",
+                                 data=vectors.operands(name, tb.rng, (k, f), 0.0))
+            lib.gemm(ws, a, b, kern.dram_tensor((m, f), FP32, "c"))
+
+        program = tb.load(build)
         before = await tb.host.perf()
-        res = await tb.run(pb.program, f"GEMM {m}x{k}x{f} {name}")
+        res = await tb.run(program, f"GEMM {m}x{k}x{f} {name}")
         perf = {key: res.perf[key] - before[key] for key in res.perf}
         macs = m * k * f
         dram_bytes = (m * k + k * f) * DTYPE_BYTES[dtype] + m * f * 4
-        rows.append({"m": m, "k": k, "f": f, "dtype": name, "commands": len(pb.program),
+        rows.append({"m": m, "k": k, "f": f, "dtype": name, "commands": len(program),
                      "macs": macs, "dram_bytes": dram_bytes, "cycles": perf["busy"],
                      "perf": perf, "utilization": macs / (n * n * perf["busy"]),
                      "tensor_share": perf["tensor_busy"] / perf["busy"]})

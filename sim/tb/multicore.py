@@ -42,9 +42,9 @@ from golden.isa import (
 from golden.iss import NeuronCoreISS, RingISS
 from hdl.core import DEBUG_TIMEOUT, PERF_COUNTERS
 from hdl.multicore import CoreRing
-from sim.host import programs as pg
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
+from sim.kernels import library as lib
 from sim.tb import tbutil, vectors
 from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 
@@ -124,15 +124,20 @@ class RingTB:
         (programs, the DRAM tensor C of each core)."""
         programs, outs = [], []
         for r in range(self.P):
-            pb = ProgramBuilder(self.cfg)
-            a, b = pb.alloc(k, m, a_fmt), pb.alloc(k, f, b_fmt)
-            c = pb.alloc(m, f, FP32)
-            self.put(r, a, vectors.operands(DTYPE_NAMES[a_fmt], self.rng, (k, m), specials))
-            self.put(r, b, vectors.operands(DTYPE_NAMES[b_fmt], self.rng, (k, f), specials))
-            pg.gemm(pb, a, b, None, keep_in_sbuf=True)
-            pg.collective(pb, 0, 0, m, pb.out_addr, f)
-            pb.store(c, 0, m, 0, f, pb.out_addr)
-            programs.append(pb.program)
+            def build(kern, ws):
+                a = kern.dram_tensor((k, m), a_fmt, "a", data=vectors.operands(
+                    DTYPE_NAMES[a_fmt], self.rng, (k, m), specials))
+                b = kern.dram_tensor((k, f), b_fmt, "b", data=vectors.operands(
+                    DTYPE_NAMES[b_fmt], self.rng, (k, f), specials))
+                c = kern.dram_tensor((m, f), FP32, "c")
+                lib.data_parallel_gemm(ws, a, b, c)
+                return c
+
+            kern, c = lib.traced(self.cfg, build, rank=r, ranks=self.P)
+            image = kern.dram[:kern.dram_top]
+            self.iss[r].dram[:image.size] = image
+            self.hosts[r].write_dram(0, image)
+            programs.append(kern.program)
             outs.append(c)
         return programs, outs
 
@@ -147,7 +152,7 @@ async def data_parallel(dut):
     programs, outs = tb.data_parallel(k, m, f, BF16, FP8_E4M3, 0.02)
     await tb.run(programs, "data-parallel GEMM + all-reduce")
     c = outs[0]
-    results = [tb.hosts[r].read_dram(c.addr, c.rows * c.cols * 4).view("<u4")
+    results = [tb.hosts[r].read_dram(c.addr, c.shape[0] * c.shape[1] * 4).view("<u4")
                for r in range(tb.P)]
     assert all(np.array_equal(results[0], x) for x in results), "ranks differ after all-reduce"
 
@@ -159,9 +164,10 @@ async def data_parallel(dut):
         t = pb.alloc(W, cols, FP32)
         tb.put(r, t, vectors.cast_inputs("bf16", rng, W * cols).astype(np.uint32))
         pb.load(t, 0, W, 0, cols, 5)
-        pg.collective(pb, 1, 0, W, 5, cols)
-        pg.collective(pb, 2, 0, W, 5, cols)
-        pg.collective(pb, 0, n - W, W, 5, cols)  # at partitions n - W ..: rotated lanes
+        pb.emit(Opcode.COLLECTIVE, coll_op=1, part=0, rows=W, sbuf_addr=5, cols=cols)
+        pb.emit(Opcode.COLLECTIVE, coll_op=2, part=0, rows=W, sbuf_addr=5, cols=cols)
+        # At partitions n - W ..: rotated lanes.
+        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=n - W, rows=W, sbuf_addr=5, cols=cols)
         pb.store(t, 0, W, 0, cols, 5)
         programs.append(pb.program)
     await tb.run(programs, "reduce-scatter + all-gather")
@@ -230,7 +236,7 @@ async def hung_collective(dut):
         t, out = pb.alloc(W, cols, FP32), pb.alloc(W, cols, FP32)
         tb.put(r, t, vectors.operands("fp32", tb.rng, (W, cols), 0.05))
         pb.load(t, 0, W, 0, cols, 0)
-        pg.collective(pb, 0, 0, W, 0, cols)
+        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=cols)
         pb.store(out, 0, W, 0, cols, 0)
         programs.append(pb.program)
     await tb.run(programs, "an all-reduce of every core after the link timeout",

@@ -964,9 +964,9 @@ def _render_core(core: dict | None) -> list[str]:
     if "error" in core:
         return lines + [f"FAILED: {core['error'].splitlines()[0][:200]}"]
     lines += [
-        "Tiled GEMM programs `C = A.T @ B` (`sim.host.programs.gemm`: bf16 or fp8-e4m3 "
-        "operands, fp32 results) on one NeuronCore (`hdl.sim_top:CoreWithDram`, Verilator): "
-        "the host keeps the command queue filled and the core runs DMA loads, "
+        "Tiled GEMM programs `C = A.T @ B` (the kernel `sim.kernels.library.gemm`: bf16 or "
+        "fp8-e4m3 operands, fp32 results) on one NeuronCore (`hdl.sim_top:CoreWithDram`, "
+        "Verilator): the host keeps the command queue filled and the core runs DMA loads, "
         "LOAD_STATIONARY, MATMUL, ACTIVATE (identity, fp32) and DMA stores, overlapped "
         "(PSUM ping-pong, double-buffered stationary blocks, B kept in SBUF). *Cycles* = the "
         "core's busy counter; *utilization* = useful MACs / (N² x cycles), every overhead "

@@ -1,4 +1,4 @@
-"""The golden ISS (golden/iss.py) running programs from sim/host/programs.py, against references
+"""The golden ISS (golden/iss.py) running the programs of sim/kernels/library.py, against references
 built from the operator models directly: golden.tensor_engine.run_gemm for GEMMs, elementwise
 fp32 mul/add, relu and golden.rounding.round_fp32 for the activation, ring_all_reduce for the
 multi-core program; DMA against numpy byte slicing; every error code with its command index
@@ -15,18 +15,9 @@ from golden.isa import ErrorCode, Opcode, encode
 from golden.iss import CoreConfig, NeuronCoreISS, RingISS
 from golden.rounding import DEFAULT_SATURATE, round_fp32
 from golden.tensor_engine import run_gemm
-from sim.host.programs import (
-    BF16,
-    FP8_E4M3,
-    FP8_E5M2,
-    FP32,
-    ProgramBuilder,
-    collective,
-    dense,
-    error_programs,
-    gemm,
-    mlp,
-)
+from sim.host.programs import BF16, FP8_E4M3, FP8_E5M2, FP32, error_programs
+from sim.kernels import isa as nisa
+from sim.kernels import library
 from sim.tb import vectors
 
 CFG = CoreConfig(n=4, sbuf_words=64, psum_banks=3, psum_words=8, dram_bytes=1 << 16)
@@ -37,16 +28,29 @@ def _operands(rng, shape, dtype):
     return vectors.operands(NAMES[dtype], rng, shape, 0.03)
 
 
+def _run(cfg, build, iss=None):
+    """Trace ``build(kern, ws)`` (``sim.kernels.library.traced``) and run it on an ISS loaded
+    with its DRAM image: (the ISS, the kernel, what build returned)."""
+    kern, out = library.traced(cfg, build)
+    iss = iss or NeuronCoreISS(cfg, dram=kern.dram)
+    assert iss.run(kern.program) == ErrorCode.OK, iss.error_reason
+    return iss, kern, out
+
+
+def _read(iss, t):
+    return iss.read_dram(t.addr, t.shape[0] * t.shape[1], t.dtype).reshape(t.shape)
+
+
 def _gemm_on_iss(a, a_dt, bm, b_dt, cfg=CFG):
-    pb = ProgramBuilder(cfg)
-    ta, tb = pb.alloc(*a.shape, a_dt), pb.alloc(*bm.shape, b_dt)
-    tc = pb.alloc(a.shape[1], bm.shape[1], FP32)
-    gemm(pb, ta, tb, tc)
-    iss = NeuronCoreISS(cfg)
-    iss.write_dram(ta.addr, a, a_dt)
-    iss.write_dram(tb.addr, bm, b_dt)
-    assert iss.run(pb.program) == ErrorCode.OK, iss.error_reason
-    return iss.read_dram(tc.addr, tc.rows * tc.cols, FP32).reshape(tc.rows, tc.cols), pb
+    def build(kern, ws):
+        ta = kern.dram_tensor(a.shape, a_dt, "a", data=a)
+        tb = kern.dram_tensor(bm.shape, b_dt, "b", data=bm)
+        tc = kern.dram_tensor((a.shape[1], bm.shape[1]), FP32, "c")
+        library.gemm(ws, ta, tb, tc)
+        return tc
+
+    iss, kern, tc = _run(cfg, build)
+    return _read(iss, tc), kern
 
 
 @pytest.mark.parametrize("m, k, f, a_dt, b_dt", [
@@ -56,11 +60,11 @@ def _gemm_on_iss(a, a_dt, bm, b_dt, cfg=CFG):
 def test_gemm_program_matches_run_gemm(m, k, f, a_dt, b_dt, seed):
     rng = np.random.default_rng([seed, m, k, f])
     a, bm = _operands(rng, (k, m), a_dt), _operands(rng, (k, f), b_dt)
-    got, pb = _gemm_on_iss(a, a_dt, bm, b_dt)
+    got, kern = _gemm_on_iss(a, a_dt, bm, b_dt)
     want = run_gemm(a, NAMES[a_dt], bm, NAMES[b_dt], n=CFG.n, banks=CFG.psum_banks,
                     bank_words=CFG.psum_words)
     assert np.array_equal(got, want), f"seed {seed}"
-    ops = {Opcode(int(w[0]) & 15) for w in pb.program}
+    ops = {Opcode(int(w[0]) & 15) for w in kern.program}
     assert {Opcode.DMA_LOAD, Opcode.LOAD_STATIONARY, Opcode.MATMUL, Opcode.ACTIVATE,
             Opcode.DMA_STORE} <= ops
 
@@ -78,14 +82,15 @@ def test_dense_layer(dtype, mode, seed):
     k, m, f = 7, 6, 10
     w, x = _operands(rng, (k, m), BF16), _operands(rng, (k, f), BF16)
     bias = vectors.operands("fp32", rng, (m, 1), 0.05)
-    pb = ProgramBuilder(CFG)
-    tw, tx, tbias = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16), pb.alloc(m, 1, FP32)
-    ty = dense(pb, tw, tx, tbias, dtype=dtype, mode=mode)
-    iss = NeuronCoreISS(CFG)
-    for t, v in ((tw, w), (tx, x), (tbias, bias)):
-        iss.write_dram(t.addr, v, t.dtype)
-    assert iss.run(pb.program) == ErrorCode.OK, iss.error_reason
-    got = iss.read_dram(ty.addr, m * f, dtype).reshape(m, f)
+
+    def build(kern, ws):
+        tw = kern.dram_tensor((k, m), BF16, "w", data=w)
+        tx = kern.dram_tensor((k, f), BF16, "x", data=x)
+        tbias = kern.dram_tensor((m, 1), FP32, "bias", data=bias)
+        return library.dense(ws, tw, tx, tbias, dtype=dtype, mode=mode)
+
+    iss, _, ty = _run(CFG, build)
+    got = _read(iss, ty)
     c = run_gemm(w, "bf16", x, "bf16", n=CFG.n, banks=CFG.psum_banks, bank_words=CFG.psum_words)
     want = _dense_reference(c, bias.astype(np.uint32).reshape(-1), dtype,
                             ("rne", "rtz", "sr")[mode])
@@ -100,15 +105,15 @@ def test_stochastic_rounding_dense_is_seeded_and_brackets_the_value(seed):
     bias = np.zeros((m, 1), np.uint32)
 
     def run(seed_value):
-        pb = ProgramBuilder(CFG)
-        tw, tx, tb = pb.alloc(k, m, BF16), pb.alloc(k, f, BF16), pb.alloc(m, 1, FP32)
-        pb.emit(Opcode.SET_SEED, seed=seed_value)
-        ty = dense(pb, tw, tx, tb, dtype=FP8_E4M3, mode=2)
-        iss = NeuronCoreISS(CFG)
-        for t, v in ((tw, w), (tx, x), (tb, bias)):
-            iss.write_dram(t.addr, v, t.dtype)
-        assert iss.run(pb.program) == ErrorCode.OK
-        return iss.read_dram(ty.addr, m * f, FP8_E4M3).reshape(m, f)
+        def build(kern, ws):
+            tw = kern.dram_tensor((k, m), BF16, "w", data=w)
+            tx = kern.dram_tensor((k, f), BF16, "x", data=x)
+            tb = kern.dram_tensor((m, 1), FP32, "bias", data=bias)
+            nisa.set_seed(seed_value)
+            return library.dense(ws, tw, tx, tb, dtype=FP8_E4M3, mode=2)
+
+        iss, _, ty = _run(CFG, build)
+        return _read(iss, ty).view(np.uint8)
 
     a, b, c = run(7), run(7), run(8)
     assert np.array_equal(a, b), "the same seed must reproduce SR bit for bit"
@@ -127,23 +132,24 @@ def test_two_layer_mlp(seed):
     w1, x = _operands(rng, (k, h), BF16), _operands(rng, (k, f), BF16)
     w2 = _operands(rng, (h, o), BF16)
     b1, b2 = vectors.operands("fp32", rng, (h, 1), 0.0), vectors.operands("fp32", rng, (o, 1), 0)
-    pb = ProgramBuilder(CFG)
-    tw1, tx, tb1 = pb.alloc(k, h, BF16), pb.alloc(k, f, BF16), pb.alloc(h, 1, FP32)
-    tw2, tb2 = pb.alloc(h, o, BF16), pb.alloc(o, 1, FP32)
-    # The hidden layer is kept in bf16 (in SBUF); the output layer has no relu, fp32 out.
-    ty = mlp(pb, tx, [{"w": tw1, "bias": tb1, "dtype": BF16},
-                      {"w": tw2, "bias": tb2, "dtype": FP32, "func": 0}])
-    iss = NeuronCoreISS(CFG)
-    for t, v in ((tw1, w1), (tx, x), (tb1, b1), (tw2, w2), (tb2, b2)):
-        iss.write_dram(t.addr, v, t.dtype)
-    assert iss.run(pb.program) == ErrorCode.OK, iss.error_reason
+    def build(kern, ws):
+        tw1 = kern.dram_tensor((k, h), BF16, "w1", data=w1)
+        tx = kern.dram_tensor((k, f), BF16, "x", data=x)
+        tb1 = kern.dram_tensor((h, 1), FP32, "b1", data=b1)
+        tw2 = kern.dram_tensor((h, o), BF16, "w2", data=w2)
+        tb2 = kern.dram_tensor((o, 1), FP32, "b2", data=b2)
+        # The hidden layer is kept in bf16 (in SBUF); the output layer has no relu, fp32 out.
+        return library.mlp(ws, tx, [{"w": tw1, "bias": tb1, "dtype": BF16},
+                                    {"w": tw2, "bias": tb2, "dtype": FP32, "func": 0}])
+
+    iss, _, ty = _run(CFG, build)
     kw = {"n": CFG.n, "banks": CFG.psum_banks, "bank_words": CFG.psum_words}
     h_ref = _dense_reference(run_gemm(w1, "bf16", x, "bf16", **kw),
                              b1.astype(np.uint32).reshape(-1), BF16, "rne")
     c2 = run_gemm(w2, "bf16", h_ref, "bf16", **kw)
     y_ref = fp32_add(fp32_mul(c2, np.uint32(0x3F800000)), b2.astype(np.uint32))
     y_ref = round_fp32(y_ref, "fp32", "rne", saturate=False)
-    got = iss.read_dram(ty.addr, o * f, FP32).reshape(o, f)
+    got = _read(iss, ty)
     assert np.array_equal(got, y_ref), f"seed {seed}"
 
 
@@ -153,18 +159,19 @@ def test_four_cores_all_reduce_partial_products(seed):
     cfg = CoreConfig(n=4, sbuf_words=64, psum_banks=2, psum_words=8, link_width=2)
     k, m, f, P = 4, 4, 6, 4  # two bands of W = 2 partitions
     cores, programs, parts = [], [], []
-    for _ in range(P):
+    for r in range(P):
         a, bm = _operands(rng, (k, m), BF16), _operands(rng, (k, f), FP8_E4M3)
-        pb = ProgramBuilder(cfg)
-        ta, tb, tc = pb.alloc(k, m, BF16), pb.alloc(k, f, FP8_E4M3), pb.alloc(m, f, FP32)
-        gemm(pb, ta, tb, None, keep_in_sbuf=True)
-        collective(pb, 0, 0, m, pb.out_addr, f)
-        pb.store(tc, 0, m, 0, f, pb.out_addr)
-        core = NeuronCoreISS(cfg)
-        core.write_dram(ta.addr, a, BF16)
-        core.write_dram(tb.addr, bm, FP8_E4M3)
-        cores.append(core)
-        programs.append(pb.program)
+
+        def build(kern, ws, a=a, bm=bm):
+            ta = kern.dram_tensor((k, m), BF16, "a", data=a)
+            tb = kern.dram_tensor((k, f), FP8_E4M3, "b", data=bm)
+            tc = kern.dram_tensor((m, f), FP32, "c")
+            library.data_parallel_gemm(ws, ta, tb, tc)
+            return tc
+
+        kern, tc = library.traced(cfg, build, rank=r, ranks=P)
+        cores.append(NeuronCoreISS(cfg, dram=kern.dram))
+        programs.append(kern.program)
         parts.append(run_gemm(a, "bf16", bm, "fp8_e4m3", n=4, banks=2, bank_words=8))
     assert RingISS(cores).run(programs) == [ErrorCode.OK] * P
     # Each band of 2 partitions is one all-reduce of its words, flattened word by word.
