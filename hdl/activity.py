@@ -20,12 +20,14 @@ class ActivityEventLayout(data.StructLayout):
 
 
 class ActivityRecorder(wiring.Component):
-    """Writes an :class:`ActivityEventLayout` entry into its memory ``events`` whenever a
-    core's ``activity`` differs from the cycle before (and once at the first cycle after
-    reset), so that the engines' busy intervals and the dispatch of every command can be read
-    back after a run: entry i holds the i-th change. ``count`` is the number of entries
-    written (it stops at ``depth``; ``full`` then says later changes were lost). ``clear``
-    (one cycle) empties it and starts again, the next cycle recorded as a change.
+    """While ``enable`` is high, writes an :class:`ActivityEventLayout` entry into its memory
+    ``events`` whenever a core's ``activity`` differs from the cycle before (and at the first
+    enabled cycle after reset or ``clear``), so that the engines' busy intervals and the
+    dispatch of every command can be read back after a run: entry i holds the i-th change, with
+    its cycle (the enabled cycles since reset). ``count`` is the number of entries written (it
+    stops at ``depth``; ``full`` then says later changes were lost). ``clear`` (one cycle)
+    empties it and starts again. With ``enable`` low nothing moves, not even the cycle counter
+    (a simulation that records nothing pays for nothing).
 
     A testbench reads the entries through VPI (the memory ``events``, zero simulated time).
     One write a cycle at most; no effect on the core.
@@ -45,7 +47,7 @@ class ActivityRecorder(wiring.Component):
 
     def __init__(self, *, depth: int = 1024):
         self.depth = check_int("depth", depth, lo=2, hi=1 << 16)
-        super().__init__({"activity": In(ActivityLayout()), "clear": In(1),
+        super().__init__({"activity": In(ActivityLayout()), "enable": In(1), "clear": In(1),
                           "count": Out(range(self.depth + 1)), "full": Out(1)})
 
     def elaborate(self, platform):
@@ -57,10 +59,11 @@ class ActivityRecorder(wiring.Component):
         last = Signal(ActivityLayout())
         started = Signal()  # the first cycle after reset or clear is recorded
         change = ~started | (self.activity.as_value() != last.as_value())
-        m.d.sync += [cycle.eq(cycle + 1), last.eq(self.activity), started.eq(1)]
+        with m.If(self.enable):
+            m.d.sync += [cycle.eq(cycle + 1), last.eq(self.activity), started.eq(1)]
         m.d.comb += [wr.addr.eq(self.count), wr.data.cycle.eq(cycle),
                      wr.data.activity.eq(self.activity),
-                     wr.en.eq(change & (self.count < self.depth)),
+                     wr.en.eq(self.enable & change & (self.count < self.depth)),
                      self.full.eq(self.count == self.depth)]
         with m.If(wr.en):
             m.d.sync += self.count.eq(self.count + 1)

@@ -48,7 +48,7 @@ __all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS", "core_me
            "TRACE_DEPTH"]
 
 #: Entries of each core's :class:`~hdl.activity.ActivityRecorder` in these tops.
-TRACE_DEPTH = 1024
+TRACE_DEPTH = 512
 
 #: The AXI4 channels in the order of :class:`AxiStalls`' random bytes: (name, the members the
 #: sender drives besides valid, whether the master sends).
@@ -70,12 +70,14 @@ def _check_pow2(dram_bytes) -> int:
 
 def _stall_ports(suffix: str = "") -> dict:
     return {f"dram_stall_rate{suffix}": In(8), f"dram_stall_seed{suffix}": In(32),
-            f"dram_stalls{suffix}": Out(32), f"trace_clear{suffix}": In(1),
+            f"dram_stalls{suffix}": Out(32), f"trace_enable{suffix}": In(1),
+            f"trace_clear{suffix}": In(1),
             f"trace_count{suffix}": Out(range(TRACE_DEPTH + 1)), f"trace_full{suffix}": Out(1)}
 
 
 def _attach_trace(m, top, activity, suffix: str, rec: ActivityRecorder) -> None:
     m.d.comb += [rec.activity.eq(activity), rec.clear.eq(getattr(top, f"trace_clear{suffix}")),
+                 rec.enable.eq(getattr(top, f"trace_enable{suffix}")),
                  getattr(top, f"trace_count{suffix}").eq(rec.count),
                  getattr(top, f"trace_full{suffix}").eq(rec.full)]
 
@@ -175,7 +177,7 @@ class CoreWithDram(wiring.Component):
     Ports: ``axil`` (the core's AXI4-Lite register port, as on the core); ``busy`` and
     ``error`` (the core's); ``dram_stall_rate``, ``dram_stall_seed`` and ``dram_stalls`` (the
     stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls);
-    ``trace_clear``, ``trace_count`` and ``trace_full`` of the core's
+    ``trace_enable``, ``trace_clear``, ``trace_count`` and ``trace_full`` of the core's
     :class:`~hdl.activity.ActivityRecorder` ``trace`` (:data:`TRACE_DEPTH` entries in its
     memory ``trace.events``, read through VPI for a profile).
 

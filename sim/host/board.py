@@ -136,7 +136,8 @@ def compile_gemm(cfg, *, m: int, k: int, f: int, a_dtype: str = "bf16",
     try:
         kern, (a, b, c) = library.traced(cfg, build)
     except KernelError as exc:
-        raise ValueError(f"a {m}x{k}x{f} GEMM does not fit the board's core ({exc.reason})"
+        where = f"{cfg.dram_bytes} bytes of DRAM" if exc.reason.startswith("DRAM") else "core"
+        raise ValueError(f"a {m}x{k}x{f} GEMM does not fit the board's {where} ({exc.reason})"
                          ) from None
     iss = NeuronCoreISS(cfg)
     image = {a.addr: a_val.view(np.uint8).reshape(-1), b.addr: b_val.view(np.uint8).reshape(-1)}

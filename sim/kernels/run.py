@@ -8,9 +8,10 @@ A **kernel file** is a Python file with
 * ``inputs(rng)`` or ``inputs(rng, rank)`` - the inputs, a dict of 2-D numpy arrays
   (``nl.bfloat16``, ``nl.float8_e4m3``, ``nl.float8_e5m2``, ``nl.float16`` or ``nl.float32``),
   drawn from ``rng`` (a seeded ``numpy.random.Generator``); with ``rank``, each core's own;
-* optionally ``CONFIG``, the core's parameters over :data:`DEFAULT_CONFIG`
+* optionally ``CONFIG``, the core's parameters instead of :data:`DEFAULT_CONFIG`
   (``hdl.core.NeuronCore``'s ``n``, ``sbuf_words``, ``psum_banks``, ``psum_words``,
-  ``link_width``, ...), and ``CORES``, the cores it runs on when ``--cores`` is not given.
+  ``link_width``, ...; those it leaves out take the core's defaults), and ``CORES``, the cores
+  it runs on when ``--cores`` is not given.
 
 :func:`run_kernel` traces the kernel once per core (``sim.kernels.trace``), runs the programs
 on the ISS (``golden.iss``), and on ``"icarus"`` / ``"verilator"`` also on the RTL
@@ -81,7 +82,7 @@ class TracedKernel:
 
 
 def _params(module, cores: int) -> dict:
-    params = {**DEFAULT_CONFIG, **getattr(module, "CONFIG", {})}
+    params = dict(getattr(module, "CONFIG", DEFAULT_CONFIG))
     if cores > 1:
         params["ranks"] = cores
     return params

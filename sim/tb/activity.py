@@ -1,7 +1,8 @@
 """cocotb testbench: ``hdl.activity.ActivityRecorder`` against a Python model of what it
 records.
 
-* ``random_activity`` - random ``activity`` (engines' busy bits, a dispatch count that steps
+* ``random_activity`` - nothing recorded while ``enable`` is low; then random ``activity``
+  (engines' busy bits, a dispatch count that steps
   up now and then), held for random runs of cycles: after each phase the entries (read through
   VPI) are exactly the model's (one per change, the first cycle after reset or ``clear``
   included, with its cycle), ``count`` their number; a phase longer than the memory leaves
@@ -24,11 +25,18 @@ async def random_activity(dut):
     rng = tbutil.rng(7)
     dut.activity.value = 0
     dut.clear.value = 0
+    dut.enable.value = 0
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
-    cycle = 0  # the recorder's cycle: the edges since reset was released
+    # Disabled, it records nothing, however the activity changes.
+    for v in range(1, 20):
+        dut.activity.value = v
+        await RisingEdge(dut.clk)
+    assert int(dut.count.value) == 0, "the recorder wrote while disabled"
+    cycle = 0  # the recorder's cycle: the enabled edges
     for phase in range(4):
         await FallingEdge(dut.clk)
+        dut.enable.value = 1  # (from phase 0's first value on)
         if phase:
             dut.clear.value = 1
             await RisingEdge(dut.clk)

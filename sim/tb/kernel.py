@@ -36,13 +36,15 @@ def _load() -> tuple[list, list]:
 
 
 async def _clear_traces(dut, cores: int, ring: bool) -> None:
-    """Empty the activity recorders (``hdl.activity``): they record from the next cycle."""
-    ports = [getattr(dut, f"trace_clear{r}" if ring else "trace_clear") for r in range(cores)]
-    for p in ports:
-        p.value = 1
+    """Empty the activity recorders (``hdl.activity``) and enable them: they record from the
+    next cycle."""
+    sfx = [str(r) if ring else "" for r in range(cores)]
+    for s in sfx:
+        getattr(dut, f"trace_clear{s}").value = 1
     await RisingEdge(dut.clk)
-    for p in ports:
-        p.value = 0
+    for s in sfx:
+        getattr(dut, f"trace_clear{s}").value = 0
+        getattr(dut, f"trace_enable{s}").value = 1
 
 
 def _read_traces(dut, cores: int, ring: bool) -> list[dict]:

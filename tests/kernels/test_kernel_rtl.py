@@ -12,9 +12,11 @@ from sim.kernels.run import DEFAULT_CONFIG
 
 def test_examples_use_the_demos_builds():
     """The kernels' cores are the demo's (one RTL model built for both)."""
+    from sim.kernels.run import _params
+
     assert DEFAULT_CONFIG == CORE_CONFIG
-    ring = load_kernel("docs/kernels/data_parallel_matmul.py")
-    assert {**ring.CONFIG, "ranks": ring.CORES} == RING_CONFIG
+    assert _params(load_kernel("docs/kernels/matmul.py"), 1) == CORE_CONFIG
+    assert _params(load_kernel("docs/kernels/data_parallel_matmul.py"), 4) == RING_CONFIG
 
 
 def test_profile_engines_are_the_cores():
