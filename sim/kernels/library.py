@@ -165,7 +165,9 @@ def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENT
     ``dtype``. ``mov`` and ``out`` may be :class:`SbufMatrix` es: B read from SBUF, the result
     left there, with no DMA. With ``keep_in_sbuf`` (M <= N, F <= W) the result stays in the
     staging area, whose tile this returns. ``saturate`` defaults to the command layer's rule
-    (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). The schedule: see the module's text."""
+    (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). It takes every PSUM bank while it runs
+    and the SBUF below the live :class:`SbufMatrix` es (the kernel must hold no other tiles
+    there). The schedule: see the module's text."""
     cfg = ws.cfg
     if saturate is None:
         saturate = DEFAULT_SATURATE.get(DTYPE_NAMES[dtype], False)
