@@ -143,9 +143,14 @@ def _rounding(rounding) -> Rounding:
 def _fp32_bits(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise KernelError(f"{what} must be a number (an fp32 immediate), not {value!r}")
-    f = np.float32(value)
-    if float(f) != float(value) and np.isfinite(value):
-        raise KernelError(f"{what} = {value!r} is not an fp32 value (nearest {float(f)!r})")
+    try:
+        with np.errstate(over="ignore"):
+            f = np.float32(value)
+        exact = float(f) == float(value) or not np.isfinite(float(value))
+    except OverflowError:
+        exact = False
+    if not exact:
+        raise KernelError(f"{what} = {value!r} is not an fp32 value")
     return int(np.array(f).view(np.uint32))
 
 

@@ -124,6 +124,12 @@ ERRORS = {
         nisa.activation(t, nl.copy, p, scale=0.1)  # HERE
         return a
         """, "not an fp32 value"),
+    "scale beyond fp32": ("""\
+        p = nl.ndarray((4, 8), nl.float32, buffer=nl.psum)
+        t = nl.ndarray((4, 8), nl.float32, buffer=nl.sbuf)
+        nisa.activation(t, nl.copy, p, scale=10 ** 400)  # HERE
+        return a
+        """, "not an fp32 value"),
     "rounding": ("""\
         p = nl.ndarray((4, 8), nl.float32, buffer=nl.psum)
         t = nl.ndarray((4, 8), nl.bfloat16, buffer=nl.sbuf)
