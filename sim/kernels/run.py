@@ -214,8 +214,7 @@ def _run_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> di
     from sim import runner
 
     cores = len(traced.kernels)
-    data = runner.result_file("kernel", "kernel")
-    blob = data.with_suffix(".npz")
+    blob = runner.result_file("kernel", "kernel").with_suffix(".npz")
     arrays = {}
     for r, k in enumerate(traced.kernels):
         arrays[f"program{r}"] = np.stack(k.program) if k.program else \
@@ -243,7 +242,6 @@ def _run_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> di
     finally:
         blob.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
-        data.unlink(missing_ok=True)
     return figures
 
 

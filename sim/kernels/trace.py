@@ -152,7 +152,6 @@ class Tensor(_Region):
         self._kernel = weakref.ref(kernel)
         self.buffer, self.shape, self.dtype, self.name = buffer, shape, dtype, name
         self.serial = kernel.next_serial()
-        self.version = 0  #: bumped by every instruction that writes it
         self.freed: tuple[str, int] | None = None  #: where it was freed
         self.addr = self.bank = 0
 
@@ -394,7 +393,6 @@ class Kernel:
 
     def wrote(self, view: View) -> None:
         """An instruction writes ``view``: a loaded stationary tile it overlaps is stale."""
-        view.base.version += 1
         if self.stationary is not None and view.overlaps(self.stationary):
             self.stationary = None
 
