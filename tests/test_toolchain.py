@@ -3,6 +3,8 @@
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -65,3 +67,40 @@ def test_verilator_models_compile_as_one_file(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", "VM_PARALLEL_BUILDS=1")
     toolchain._one_translation_unit()
     assert os.environ["MAKEFLAGS"] == "VM_PARALLEL_BUILDS=1"
+
+
+def test_bytecode_is_cached_under_build_for_every_child(monkeypatch, tmp_path):
+    """After `import sim`, a Python this process starts (a simulator's, an `nclite` command)
+    writes its compiled modules under the build directory, also where PYTHONDONTWRITEBYTECODE
+    is set; NCLITE_PYCACHE=0 and a PYTHONPYCACHEPREFIX of the user's leave Python as it is."""
+    module = tmp_path / "src" / "probe_module.py"
+    module.parent.mkdir()
+    module.write_text("VALUE = 1\n")
+    child = [sys.executable, "-c", "import sys, probe_module; "
+             "print(sys.dont_write_bytecode, sys.pycache_prefix)"]
+
+    def run() -> str:
+        env = {**os.environ, "PYTHONPATH": str(module.parent)}
+        return subprocess.run(child, env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    monkeypatch.setattr(sys, "pycache_prefix", sys.pycache_prefix)
+    monkeypatch.setattr(sys, "dont_write_bytecode", sys.dont_write_bytecode)
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path / "build"))
+    for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setenv("NCLITE_PYCACHE", "0")
+    toolchain.cache_bytecode()
+    assert run() == "True None"
+    monkeypatch.setenv("NCLITE_PYCACHE", "1")
+    toolchain.cache_bytecode()
+    prefix = tmp_path.resolve() / "build" / "pycache"
+    assert run() == f"False {prefix}"
+    assert sys.pycache_prefix == str(prefix) and not sys.dont_write_bytecode
+    cached = list(prefix.rglob("probe_module.*.pyc"))
+    assert cached and str(cached[0]).startswith(str(prefix / module.parent.relative_to("/")))
+    assert not (module.parent / "__pycache__").exists()
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "mine"))
+    toolchain.cache_bytecode()
+    assert run() == f"False {tmp_path / 'mine'}"
