@@ -51,12 +51,29 @@ class SruModel:
 
     def run(self, x_bits, fmts, modes, saturates) -> np.ndarray:
         """Cast ``n`` beats in order: ``x_bits`` ``(n, lanes)``, and per beat a format, mode
-        and saturation flag (sequences of length ``n``). Returns ``(n, lanes)`` uint32."""
+        and saturation flag (sequences of length ``n``). Returns ``(n, lanes)`` uint32: what
+        :meth:`beat` gives beat after beat, the generators advanced alike (the SR beats to a
+        narrow target take their draws in beat order; each kind of beat is cast at once)."""
         x = np.asarray(x_bits)
         n = len(x)
         if not len(fmts) == len(modes) == len(saturates) == n:
             raise ValueError("x_bits, fmts, modes and saturates must have the same length")
+        if x.shape[1:] != (self.lanes,):
+            raise ValueError(f"x_bits must have shape (n, {self.lanes}), not {x.shape}")
+        kinds: dict[tuple, list[int]] = {}
+        drawing = []  # the beats that take a draw, in order
+        for t, (fmt, mode, saturate) in enumerate(zip(fmts, modes, saturates, strict=True)):
+            if fmt not in CAST_FORMATS:
+                raise ValueError(f"fmt must be one of {list(CAST_FORMATS)}, not {fmt!r}")
+            if mode not in MODES:
+                raise ValueError(f"mode must be one of {list(MODES)}, not {mode!r}")
+            kinds.setdefault((fmt, mode, bool(saturate)), []).append(t)
+            if mode == "sr" and fmt != "fp32":
+                drawing.append(t)
+        draws = np.zeros((n, self.lanes), dtype=np.uint32)
+        draws[drawing] = self.prng.draws(len(drawing), self.random_bits)
         out = np.empty((n, self.lanes), dtype=np.uint32)
-        for t in range(n):
-            out[t] = self.beat(x[t], fmts[t], modes[t], saturates[t])
+        for (fmt, mode, saturate), beats in kinds.items():
+            out[beats] = round_fp32(x[beats], fmt, mode, saturate=saturate, r=self.random_bits,
+                                    rbits=draws[beats] if mode == "sr" else None)
         return out

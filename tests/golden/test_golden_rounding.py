@@ -316,6 +316,35 @@ def test_rng_draws_like_the_sru():
         round_fp32(x, "bf16", "sr", saturate=False, rng=gen, rbits=0)
 
 
+def test_sru_model_run_is_beat_after_beat(seed):
+    """``SruModel.run`` casts each kind of beat at once; every beat's result and the generators
+    afterwards are those of ``beat`` called beat after beat (SR draws in beat order, the other
+    modes and fp32 passthrough none), for a random mix of targets, modes and saturation."""
+    from golden.sru import SruModel
+
+    lanes, r, n = 3, 9, 300
+    rng = seeded_rng("sru-run", seed)
+    x = np.concatenate([cast_specials("fp32"), rng.integers(0, 1 << 32, n * lanes,
+                                                            dtype=np.uint64).astype(np.uint32)])
+    x = rng.permutation(np.resize(x, n * lanes)).reshape(n, lanes)
+    targets = ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"]
+    fmts = [targets[i] for i in rng.integers(0, len(targets), n)]
+    modes = [("rne", "rtz", "sr", "sr")[i] for i in rng.integers(0, 4, n)]
+    sats = [bool(v) for v in rng.integers(0, 2, n)]
+    batch, single = SruModel(lanes, random_bits=r, seed=7), SruModel(lanes, random_bits=r, seed=7)
+    got = batch.run(x, fmts, modes, sats)
+    want = np.array([single.beat(x[t], fmts[t], modes[t], sats[t]) for t in range(n)])
+    assert (got == want).all(), f"seed {seed}: first difference at beat " \
+        f"{int(np.flatnonzero((got != want).any(axis=1))[0])}"
+    assert (batch.prng.state == single.prng.state).all()
+    with pytest.raises(ValueError, match="fmt"):
+        batch.run(x[:1], ["fp64"], ["rne"], [False])
+    with pytest.raises(ValueError, match="mode"):
+        batch.run(x[:1], ["bf16"], ["rna"], [False])
+    with pytest.raises(ValueError, match="shape"):
+        batch.run(x[:, :2], fmts, modes, sats)
+
+
 def test_bad_arguments():
     x = np.array([0x3F800000], dtype=np.uint32)
     with pytest.raises(ValueError, match="fmt"):
