@@ -50,7 +50,8 @@ $(STAMP): pyproject.toml | system-deps
 	  "nclite needs Python >= 3.11, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	@# --no-compile: Python compiles what is imported on first use (halves the install's time)
+	@# --no-compile: Python compiles what is imported on first use, into build/pycache
+	@# (sim.toolchain.cache_bytecode; halves the install's time)
 	$(PY) -m pip install -q --no-compile -e '.[test]'
 	@touch $@
 
