@@ -59,5 +59,5 @@ class ActivationModel:
         x = np.asarray(x_bits, dtype=np.uint32).reshape(-1, self.lanes)
         bias = np.asarray(bias_bits, dtype=np.uint32).reshape(self.lanes)
         y = pre_cast(x, func, scale_bits, bias)
-        return np.stack([self.sru.beat(row, fmt, mode, saturate) for row in y]) if len(y) \
-            else np.zeros((0, self.lanes), dtype=np.uint32)
+        n = len(y)
+        return self.sru.run(y, [fmt] * n, [mode] * n, [saturate] * n)

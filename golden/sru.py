@@ -58,7 +58,7 @@ class SruModel:
         n = len(x)
         if not len(fmts) == len(modes) == len(saturates) == n:
             raise ValueError("x_bits, fmts, modes and saturates must have the same length")
-        if x.shape[1:] != (self.lanes,):
+        if n and x.shape[1:] != (self.lanes,):
             raise ValueError(f"x_bits must have shape (n, {self.lanes}), not {x.shape}")
         kinds: dict[tuple, list[int]] = {}
         drawing = []  # the beats that take a draw, in order
