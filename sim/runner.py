@@ -93,7 +93,7 @@ class SimResult:
 
 
 def build_root() -> Path:
-    return Path(os.environ.get("NCLITE_BUILD_DIR", REPO_ROOT / "build")).resolve()
+    return toolchain.build_dir()
 
 
 @contextlib.contextmanager

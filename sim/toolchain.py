@@ -31,6 +31,7 @@ __all__ = [
     "check_tools",
     "verilator_fst_problem",
     "cache_bytecode",
+    "build_dir",
 ]
 
 MIN_VERILATOR = (5, 36)
@@ -164,8 +165,8 @@ def _one_translation_unit() -> None:
         os.environ["MAKEFLAGS"] = (flags + " VM_PARALLEL_BUILDS=0").strip()
 
 
-def _build_dir() -> Path:
-    """``build/`` of this tree, or ``NCLITE_BUILD_DIR`` (as ``sim.runner.build_root``)."""
+def build_dir() -> Path:
+    """Where builds and caches go: ``build/`` of this tree, or ``NCLITE_BUILD_DIR``."""
     return Path(os.environ.get("NCLITE_BUILD_DIR",
                                Path(__file__).resolve().parent.parent / "build")).resolve()
 
@@ -185,7 +186,7 @@ def _use_ccache() -> None:
     if (os.environ.get("NCLITE_CCACHE", "1") == "0" or "OBJCACHE=" in flags
             or shutil.which("ccache") is None):
         return
-    os.environ.setdefault("CCACHE_DIR", str(_build_dir() / "ccache"))
+    os.environ.setdefault("CCACHE_DIR", str(build_dir() / "ccache"))
     os.environ["MAKEFLAGS"] = (flags + " OBJCACHE=ccache").strip()
 
 
@@ -204,7 +205,7 @@ def cache_bytecode() -> None:
     """
     if os.environ.get("NCLITE_PYCACHE", "1") == "0":
         return
-    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(_build_dir() / "pycache")
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(build_dir() / "pycache")
     os.environ["PYTHONPYCACHEPREFIX"] = prefix
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.pycache_prefix = prefix

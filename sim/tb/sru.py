@@ -167,9 +167,13 @@ class SruTB:
             word |= int(v) << (32 * lane)
         return word | b.dtype << self._doff | b.mode << self._moff | b.saturate << self._soff
 
+    def castable(self, b: Beat) -> bool:
+        """Whether the unit casts ``b`` (else it answers zeros, flagged invalid)."""
+        return b.dtype in self.built and b.mode in MODES
+
     def expect(self, b: Beat) -> tuple[list[int], int]:
         """The golden result of one beat (advances the model's generators like the RTL)."""
-        if b.dtype not in self.built or b.mode not in MODES:
+        if not self.castable(b):
             return [0] * self.lanes, 1
         out = self.model.beat(np.asarray(b.x, dtype=np.uint32), NAMES[b.dtype], MODES[b.mode],
                               b.saturate)
@@ -197,7 +201,7 @@ class SruTB:
             if isinstance(item, Seed):
                 cast()
                 self.model.reseed(item.value)
-            elif item.dtype not in self.built or item.mode not in MODES:
+            elif not self.castable(item):
                 out.append(([0] * self.lanes, 1))
             else:
                 valid.append((len(out), item))
