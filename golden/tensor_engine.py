@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .formats import INPUT_FORMATS, as_bits, get_format
-from .fp32 import fp32_add, widen_mul
+from .formats import FP32_CANONICAL_NAN, INPUT_FORMATS, as_bits, get_format, to_fp32_bits
+from .fp32 import fp32_add
 
 __all__ = [
     "matmul_tile",
@@ -87,10 +87,18 @@ def matmul_tile(stationary, s_fmt, moving, m_fmt) -> np.ndarray:
     if st.shape[0] != mv.shape[0]:
         raise ValueError(f"stationary and moving must have the same K (rows), got shapes "
                          f"{st.shape} and {mv.shape}")
-    s = np.zeros((st.shape[1], mv.shape[1]), dtype=np.uint32)  # +0.0
-    for k in range(st.shape[0]):
-        s = fp32_add(s, widen_mul(st[k][:, None], fs, mv[k][None, :], fm))
-    return s
+    # The widening is exact and numpy's float32 multiply and add are IEEE binary32 with RNE
+    # (fp32_mul and fp32_add are they, plus the canonical NaN): the products of every k at
+    # once, then the sums one k at a time in float32. A NaN stays a NaN through every later
+    # add, so making it canonical once at the end gives each add's canonical NaN.
+    st32 = to_fp32_bits(st, fs).view(np.float32)
+    mv32 = to_fp32_bits(mv, fm).view(np.float32)
+    with np.errstate(all="ignore"):
+        products = st32[:, :, None] * mv32[:, None, :]  # (K, M, F)
+        s = np.zeros(products.shape[1:], dtype=np.float32)  # +0.0
+        for p in products:
+            s = s + p
+    return np.where(np.isnan(s), np.uint32(FP32_CANONICAL_NAN), s.view(np.uint32))
 
 
 class TensorEngineModel:

@@ -287,6 +287,7 @@ class Kernel:
 
     def dram_tensor(self, shape, dtype: Dtype, name: str, data=None) -> Tensor:
         rows, cols = shape
+        dtype = dtype_of(dtype, f"{name}'s dtype")
         size = DTYPE_BYTES[dtype]
         t = Tensor(self, HBM, (rows, cols), dtype, name)
         t.addr = self.dram_top
@@ -312,7 +313,7 @@ class Kernel:
         if p > c.n:
             raise KernelError(f"a {buffer} tile has at most N = {c.n} partitions (its first "
                               f"axis), not {p}")
-        t = Tensor(self, buffer, (p, f), dtype, name)
+        t = Tensor(self, buffer, (p, f), dtype_of(dtype, f"{name}'s dtype"), name)
         if buffer == SBUF and addr is not None:
             if self._sbuf.take(f, addr) is None:
                 raise KernelError(f"SBUF words {addr}..{addr + f - 1} are not free for {name}")

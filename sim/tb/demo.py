@@ -26,7 +26,7 @@ import cocotb
 import numpy as np
 
 from golden.activation import ActivationFunc
-from golden.isa import DTYPE_BYTES, DTYPE_NAMES, ErrorCode, Rounding
+from golden.isa import DTYPE_BYTES, DTYPE_NAMES, Dtype, ErrorCode, Rounding
 from sim.host.programs import BF16, FP8_E4M3, FP32
 from sim.kernels import isa as nisa
 from sim.kernels import library as lib
@@ -125,7 +125,7 @@ async def gemm_bench(dut):
     shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))
     rows = []
     for m, k, f, *dt in shapes:
-        dtype = dt[0] if dt else int(BF16)
+        dtype = Dtype(dt[0]) if dt else BF16
         name = DTYPE_NAMES[dtype]
 
         def build(kern, ws, dtype=dtype, name=name, m=m, k=k, f=f):

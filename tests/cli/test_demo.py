@@ -52,3 +52,19 @@ def test_core_demo_cli(simulator, only):
     assert all(q["collective_busy"] > 0 for q in ring["perf"])
     text = format_demo(mlp, ring)
     assert "bit-exact with the golden ISS" in text and "core 3" in text
+
+
+def test_gemm_bench(simulator):
+    """The roofline's and the speed section's GEMM programs (``make bench``) on the demo's core
+    build: a bf16 and an fp8 GEMM (a dtype code given), both bit-exact with the ISS (the
+    testbench compares every memory), figures consistent."""
+    from golden.isa import Dtype
+    from sim.cli.demo import CORE_CONFIG, run_gemm_bench
+
+    r = run_gemm_bench([(4, 8, 16), (8, 4, 8, int(Dtype.FP8_E4M3))], params=CORE_CONFIG,
+                       simulator=simulator)
+    assert r["bit_exact"] and r["n"] == CORE_CONFIG["n"], r
+    assert [row["dtype"] for row in r["rows"]] == ["bf16", "fp8_e4m3"], r
+    for row in r["rows"]:
+        assert row["macs"] == row["m"] * row["k"] * row["f"]
+        assert 0 < row["utilization"] <= 1 and 0 < row["tensor_share"] <= 1, row

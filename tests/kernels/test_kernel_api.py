@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from golden.isa import Opcode, decode
+from golden.isa import Dtype, Opcode, decode
 from sim.kernels import KernelError, load_kernel, nisa, nl, run_kernel, trace_kernel
 
 HEADER = """\
@@ -318,3 +318,17 @@ def test_cores_must_agree_on_their_collectives(tmp_path):
     with pytest.raises(KernelError, match="LINK_TIMEOUT") as info:
         run_kernel(module)
     assert info.value.line == lines[0] - 2, str(info.value)
+
+
+def test_tensor_dtype_is_a_dtype():
+    """The tracer's own tensors (the library's programs make theirs with it) take a dtype as the
+    API does; a bare code is an error naming the tensor, not a crash later on."""
+    from golden.iss import CoreConfig
+    from sim.kernels.trace import Kernel
+
+    k = Kernel(CoreConfig(), 0, 1)
+    assert k.dram_tensor((4, 4), "bfloat16", "a").dtype == Dtype.BF16
+    with pytest.raises(KernelError, match="b's dtype must be one of .*, not 0"):
+        k.dram_tensor((4, 4), 0, "b")
+    with pytest.raises(KernelError, match="t's dtype must be one of"):
+        k.tile((4, 4), 3, nl.sbuf, "t")
