@@ -93,7 +93,9 @@ class TensorEngineTB:
         self.compute_cycles = 0
         self.drain_cycles = 0
         self.done_counts = [0] * _config().psum_banks
-        self._done_seen = Event()
+        #: (base counts, ``{bank: pulses}``, event) of each background drain still waiting:
+        #: :meth:`_count_done` sets the event once the banks have pulsed that often since base.
+        self._done_waiters: list[tuple[list[int], dict, Event]] = []
         self._done_task = None
         self._last_done: int | None = None  # the cycle of the last done pulse seen
 
@@ -181,21 +183,28 @@ class TensorEngineTB:
             if dut.done.value:
                 self.done_counts[int(dut.done_bank.value)] += 1
                 self._last_done = streams.sim_cycles()  # the write lands at the next edge
-                self._done_seen.set()
+                for waiter in [w for w in self._done_waiters if self._reached(*w[:2])]:
+                    self._done_waiters.remove(waiter)
+                    waiter[2].set()
                 await RisingEdge(dut.clk)
             else:
                 await RisingEdge(dut.done)
+
+    def _reached(self, base: list[int], after: dict) -> bool:
+        """Whether each bank of ``after`` pulsed ``done`` its number of times since ``base``."""
+        return all(self.done_counts[b] - base[b] >= c for b, c in after.items())
 
     async def _background_drain(self, ph, n: int, base: list[int], before) -> list[str]:
         """A background phase's drains: after the drains before it (``before``, one drain
         stream) and once its banks have pulsed ``done`` ``ph.done_after`` times since
         ``base``."""
         errors = await before if before is not None else []
-        while any(self.done_counts[b] - base[b] < c for b, c in ph.done_after.items()):
-            self._done_seen.clear()
+        if not self._reached(base, ph.done_after):
+            waiter = (base, ph.done_after, Event())
+            self._done_waiters.append(waiter)
             try:
-                await with_timeout(self._done_seen.wait(),
-                                   WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS, "ns")
+                await with_timeout(waiter[2].wait(), WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS,
+                                   "ns")
             except SimTimeoutError:
                 seen = [c - b for c, b in zip(self.done_counts, base, strict=True)]
                 raise AssertionError(
