@@ -36,7 +36,7 @@ import numpy as np
 
 __all__ = ["DESCRIPTOR_BITS", "DESCRIPTOR_WORDS", "OPCODE_BITS", "Opcode", "ErrorCode",
            "Dtype", "OPERAND_DTYPES", "FORMAT_CODES", "DTYPE_NAMES", "DTYPE_BYTES", "Rounding",
-           "ActivationFunc", "CollectiveOp", "is_code", "CORE_ID", "Ctrl", "Status",
+           "ActivationFunc", "AluOp", "CollectiveOp", "is_code", "CORE_ID", "Ctrl", "Status",
            "DebugSpace", "Register", "REGISTER_MAP", "REGISTERS", "DEBUG_ADDR_FIELDS", "FIELDS",
            "field_offsets", "encode", "decode"]
 
@@ -46,7 +46,9 @@ OPCODE_BITS = 4
 
 
 class Opcode(enum.IntEnum):
-    """Command opcodes. 0 and 9..15 are illegal (an all-zero descriptor is an error)."""
+    """Command opcodes. 0 and 13..15 are illegal (an all-zero descriptor is an error); 9..12,
+    the vector engine's, are illegal on a core built without one
+    (``golden.iss.CoreConfig.vector_engine``)."""
 
     DMA_LOAD = 1  #: DRAM -> SBUF, 2-D strided
     DMA_STORE = 2  #: SBUF -> DRAM, 2-D strided
@@ -56,6 +58,10 @@ class Opcode(enum.IntEnum):
     COLLECTIVE = 6  #: ring all-reduce / reduce-scatter / all-gather of an SBUF region
     BARRIER = 7  #: wait until every engine is idle (ordering only; no data)
     SET_SEED = 8  #: reseed the activation engine's PRNG lanes
+    TENSOR_TENSOR = 9  #: cast(in0 op in1), elementwise, two tiles -> SBUF
+    TENSOR_SCALAR = 10  #: cast(in0 op scalar) or cast(scalar op in0) -> SBUF
+    TENSOR_REDUCE = 11  #: cast(fold of each partition's row along the free axis) -> SBUF
+    TRANSPOSE = 12  #: SBUF or PSUM tile (K x M) -> SBUF tile (M x K), bits moved
 
 
 class ErrorCode(enum.IntEnum):
@@ -65,7 +71,7 @@ class ErrorCode(enum.IntEnum):
     nothing); 7 and 8 from an engine while the command runs (it was executed, and counted)."""
 
     OK = 0
-    BAD_OPCODE = 1  #: opcode 0 or 9..15
+    BAD_OPCODE = 1  #: opcode 0 or 13..15 (9..12 on a core without the vector engine)
     BAD_FIELD = 2  #: a reserved func, mode or collective op; a COLLECTIVE without a ring
     BAD_DTYPE = 3  #: a dtype the engine cannot take
     BAD_RANGE = 4  #: a partition, SBUF word, PSUM bank/word or DRAM byte out of range
@@ -136,6 +142,18 @@ class ActivationFunc(enum.IntEnum):
 
     IDENTITY = 0
     RELU = 1  #: y if y > 0 or y is NaN, else +0
+
+
+class AluOp(enum.IntEnum):
+    """The vector engine's ``alu`` (TENSOR_TENSOR, TENSOR_SCALAR, TENSOR_REDUCE;
+    ``golden.vector`` is its meaning); 6, 7 reserved. A reduction takes ADD, MAX and MIN."""
+
+    ADD = 0  #: a + b
+    SUBTRACT = 1  #: a - b
+    MULTIPLY = 2  #: a * b
+    MAX = 3  #: IEEE 754-2019 maximum (NaN if either is NaN; -0 < +0)
+    MIN = 4  #: IEEE 754-2019 minimum
+    GREATER = 5  #: 1.0 where a > b, else +0.0
 
 
 class CollectiveOp(enum.IntEnum):
@@ -254,6 +272,12 @@ DEBUG_ADDR_FIELDS = REGISTER_MAP["DBG_ADDR"].fields
 # (name, width) after the opcode, per opcode.
 _DMA = [("dtype", 3), ("part", 8), ("rows", 9), ("sbuf_addr", 16), ("cols", 16),
         ("dram_addr", 32), ("dram_stride", 32)]
+# A vector operand: an SBUF tile of ``in<i>_dtype`` words or (``in<i>_sbuf`` 0) a PSUM tile
+# (fp32) of bank ``in<i>_bank``, from word ``in<i>_addr``; the output: SBUF words
+# ``dst_addr ..`` cast to ``dtype`` with ``mode`` and ``saturate``.
+_IN0 = [("in0_sbuf", 1), ("in0_bank", 4), ("in0_addr", 16), ("in0_dtype", 3)]
+_IN1 = [("in1_sbuf", 1), ("in1_bank", 4), ("in1_addr", 16), ("in1_dtype", 3)]
+_VEC_OUT = [("dtype", 3), ("mode", 2), ("saturate", 1), ("dst_addr", 16)]
 FIELDS: dict[Opcode, list[tuple[str, int]]] = {
     Opcode.DMA_LOAD: _DMA,
     Opcode.DMA_STORE: _DMA,
@@ -268,6 +292,14 @@ FIELDS: dict[Opcode, list[tuple[str, int]]] = {
                         ("cols", 16)],
     Opcode.BARRIER: [],
     Opcode.SET_SEED: [("seed", 64)],
+    Opcode.TENSOR_TENSOR: [("alu", 3), ("part", 8), ("rows", 9), ("cols", 16), *_IN0, *_IN1,
+                           *_VEC_OUT],
+    Opcode.TENSOR_SCALAR: [("alu", 3), ("reverse", 1), ("part", 8), ("rows", 9), ("cols", 16),
+                           *_IN0, ("scalar", 32), *_VEC_OUT],
+    Opcode.TENSOR_REDUCE: [("alu", 3), ("part", 8), ("rows", 9), ("cols", 16), *_IN0,
+                           *_VEC_OUT],
+    Opcode.TRANSPOSE: [("part", 8), ("rows", 9), ("cols", 16), ("src_sbuf", 1),
+                       ("src_bank", 4), ("src_addr", 16), ("dst_part", 8), ("dst_addr", 16)],
 }
 
 

@@ -36,6 +36,21 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   takes one COLLECTIVE per band of W partitions. On a core outside a ring it is BAD_FIELD
   (after the other checks).
 * ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
+* ``TENSOR_TENSOR``, ``TENSOR_SCALAR``, ``TENSOR_REDUCE`` (the vector engine; BAD_OPCODE on a
+  core without one) - operand ``in0`` (and ``in1``) is the rows x cols tile from partition
+  ``part``: SBUF words from ``in<i>_addr`` holding ``in<i>_dtype`` values (the low bits of
+  each word), or (``in<i>_sbuf`` 0) PSUM bank ``in<i>_bank``'s fp32 words (``in<i>_dtype`` must
+  be fp32). Widened exactly to fp32, then ``golden.vector``: ``in0 alu in1``, ``in0 alu
+  scalar`` (``scalar alu in0`` with ``reverse``), or each partition's row folded along the
+  free axis (ADD, MAX, MIN) into one word. The results go out as beats of N lanes (one per
+  column; one beat for a reduction; lanes outside the partitions +0), are cast to ``dtype``
+  like ACTIVATE's (the same PRNG lanes: every lane draws on an SR beat) and written to SBUF
+  words ``dst_addr ..`` of the partitions. An SBUF operand may be the destination only
+  exactly (as ACTIVATE's source).
+* ``TRANSPOSE`` - the rows (K) x cols (M) tile from partition ``part`` (SBUF words from
+  ``src_addr``, or PSUM bank ``src_bank``'s) goes to SBUF partitions ``dst_part ..
+  dst_part + M - 1``, words ``dst_addr .. dst_addr + K - 1``: ``out[m, k] = src[k, m]``, the
+  32-bit words moved unchanged. An SBUF source and the destination must not share a word.
 
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
 sizes (BAD_SHAPE), ranges (BAD_RANGE), alignment (BAD_ALIGN), sets ``error`` and
@@ -53,6 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import vector
 from .activation import ActivationModel
 from .collective import run_collective
 from .isa import (
@@ -60,6 +76,7 @@ from .isa import (
     DTYPE_NAMES,
     OPERAND_DTYPES,
     ActivationFunc,
+    AluOp,
     CollectiveOp,
     Dtype,
     ErrorCode,
@@ -72,7 +89,14 @@ from .tensor_engine import TensorEngineModel
 
 __all__ = ["CoreConfig", "NeuronCoreISS", "RingISS", "CommandError"]
 
+def _meet(p0, rows0, w0, cols0, p1, rows1, w1, cols1) -> bool:
+    """Whether two rectangles of partitions x words share a word."""
+    return p0 < p1 + rows1 and p1 < p0 + rows0 and w0 < w1 + cols1 and w1 < w0 + cols0
+
+
 _MASK = {Dtype.BF16: 0xFFFF, Dtype.FP8_E4M3: 0xFF, Dtype.FP8_E5M2: 0xFF}  # OPERAND_DTYPES
+_VECTOR_OPS = (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
+               Opcode.TRANSPOSE)
 _UINT = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}  # DRAM: little-endian
 _NEG_ZERO = 0x80000000
 
@@ -81,8 +105,10 @@ _NEG_ZERO = 0x80000000
 class CoreConfig:
     """Sizes of one core: ``n`` partitions (= PE rows = activation lanes), ``sbuf_words``
     per partition, PSUM ``psum_banks`` x ``psum_words``, ``dram_bytes``, the activation
-    engine's ``random_bits``, the ring's ``link_width``, and the DMA's AXI ``data_width``
-    (timing only: no result depends on it; programs size their commands by it)."""
+    engine's ``random_bits``, the ring's ``link_width``, the DMA's AXI ``data_width``
+    (timing only: no result depends on it; programs size their commands by it), and whether
+    the core has the vector engine (``vector_engine``: without it, its opcodes 9..12 are
+    BAD_OPCODE)."""
 
     n: int = 4
     sbuf_words: int = 256
@@ -92,6 +118,7 @@ class CoreConfig:
     random_bits: int = 16
     link_width: int = 1
     data_width: int = 32
+    vector_engine: bool = False
 
 
 class CommandError(Exception):
@@ -135,6 +162,8 @@ class NeuronCoreISS:
                f"opcode {code} is not a command")
         op = Opcode(code)
         c = self.cfg
+        _check(c.vector_engine or op not in _VECTOR_OPS, ErrorCode.BAD_OPCODE,
+               f"{op.name}: this core has no vector engine")
         if op in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
             _check(f["dtype"] in DTYPE_BYTES, ErrorCode.BAD_DTYPE, f"dtype {f['dtype']}")
             _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
@@ -177,6 +206,17 @@ class NeuronCoreISS:
                        "PSUM bank or words out of range")
             _check(not f["bias_en"] or f["bias_addr"] < c.sbuf_words, ErrorCode.BAD_RANGE,
                    "bias word out of range")
+        elif op in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
+            self._check_vector(op, f)
+        elif op == Opcode.TRANSPOSE:
+            _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+            self._src_range("", f["src_sbuf"], f["src_bank"], f["part"], f["rows"],
+                            f["src_addr"], f["cols"])
+            self._sbuf_range(f["dst_part"], f["cols"], f["dst_addr"], f["rows"])
+            _check(not f["src_sbuf"] or not _meet(f["part"], f["rows"], f["src_addr"],
+                                                  f["cols"], f["dst_part"], f["cols"],
+                                                  f["dst_addr"], f["rows"]),
+                   ErrorCode.BAD_RANGE, "the SBUF source and destination of a TRANSPOSE meet")
         elif op == Opcode.COLLECTIVE:
             _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
                    f"collective op {f['coll_op']}")
@@ -186,6 +226,39 @@ class NeuronCoreISS:
                    f"{f['rows']}")
             self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
         return op, f
+
+    def _check_vector(self, op: Opcode, f: dict) -> None:
+        """TENSOR_TENSOR, TENSOR_SCALAR and TENSOR_REDUCE: fields, dtypes, shape, ranges."""
+        ins = ["in0"] + (["in1"] if op == Opcode.TENSOR_TENSOR else [])
+        alu_ok = (f["alu"] in vector.REDUCE_OPS if op == Opcode.TENSOR_REDUCE
+                  else is_code(AluOp, f["alu"]))
+        _check(alu_ok and is_code(Rounding, f["mode"]), ErrorCode.BAD_FIELD,
+               f"alu {f['alu']} or mode {f['mode']} reserved for {op.name}")
+        for i in ins:
+            dt = f[f"{i}_dtype"]
+            _check(dt in DTYPE_NAMES and (f[f"{i}_sbuf"] or dt == Dtype.FP32),
+                   ErrorCode.BAD_DTYPE, f"{i}_dtype {dt} (a PSUM operand is fp32)")
+        _check(f["dtype"] in DTYPE_NAMES, ErrorCode.BAD_DTYPE, f"dtype {f['dtype']}")
+        _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+        out_cols = 1 if op == Opcode.TENSOR_REDUCE else f["cols"]
+        self._sbuf_range(f["part"], f["rows"], f["dst_addr"], out_cols)
+        for i in ins:
+            self._src_range(i, f[f"{i}_sbuf"], f[f"{i}_bank"], f["part"], f["rows"],
+                            f[f"{i}_addr"], f["cols"])
+            if f[f"{i}_sbuf"] and op != Opcode.TENSOR_REDUCE:
+                apart = abs(f[f"{i}_addr"] - f["dst_addr"])
+                _check(apart == 0 or apart >= f["cols"], ErrorCode.BAD_RANGE,
+                       f"SBUF {i} and the destination overlap without being the same")
+
+    def _src_range(self, what, sbuf, bank, part, rows, addr, cols):
+        """An operand of SBUF words or (``sbuf`` 0) of PSUM ``bank``'s words in range."""
+        c = self.cfg
+        if sbuf:
+            self._sbuf_range(part, rows, addr, cols)
+        else:
+            _check(bank < c.psum_banks and addr + cols <= c.psum_words
+                   and part + rows <= c.n, ErrorCode.BAD_RANGE,
+                   f"{what + ' ' if what else ''}PSUM bank or words out of range")
 
     def _sbuf_range(self, part, rows, addr, cols):
         c = self.cfg
@@ -230,11 +303,53 @@ class NeuronCoreISS:
                                    mode=Rounding(f["mode"]).golden_name,
                                    saturate=bool(f["saturate"]))
             self.sbuf[p0:p1, f["dst_addr"]:f["dst_addr"] + cols] = out[:, p0:p1].T
+        elif op in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
+            self._vector(op, f)
+        elif op == Opcode.TRANSPOSE:
+            src = self._tile(f["src_sbuf"], f["src_bank"], f["part"], f["rows"],
+                             f["src_addr"], f["cols"])
+            self.sbuf[f["dst_part"]:f["dst_part"] + f["cols"],
+                      f["dst_addr"]:f["dst_addr"] + f["rows"]] = vector.transpose(src)
         elif op == Opcode.SET_SEED:
             self.act.reseed(f["seed"])
         elif op == Opcode.COLLECTIVE:
             raise CommandError(ErrorCode.BAD_FIELD, "COLLECTIVE outside a ring")
         # BARRIER: nothing.
+
+    def _tile(self, sbuf, bank, part, rows, addr, cols) -> np.ndarray:
+        """The rows x cols words of an operand (a copy)."""
+        if sbuf:
+            return self.sbuf[part:part + rows, addr:addr + cols].copy()
+        return self.te.psum[part:part + rows, bank, addr:addr + cols].copy()
+
+    def _operand_fp32(self, f: dict, i: str) -> np.ndarray:
+        """Vector operand ``i`` (``"in0"``, ``"in1"``) widened to fp32 bits: (rows, cols)."""
+        words = self._tile(f[f"{i}_sbuf"], f[f"{i}_bank"], f["part"], f["rows"],
+                           f[f"{i}_addr"], f["cols"])
+        dt = Dtype(f[f"{i}_dtype"])
+        narrow = words & np.uint32((1 << (8 * dt.nbytes)) - 1)
+        return vector.widen(narrow.astype(_UINT[dt.nbytes]), dt.golden_name)
+
+    def _vector(self, op: Opcode, f: dict) -> None:
+        """TENSOR_TENSOR / TENSOR_SCALAR / TENSOR_REDUCE: beats of N lanes (lane l =
+        partition l, +0 outside the command's partitions), cast by the activation engine's
+        SRU (every lane draws on an SR beat), written to the partitions in range."""
+        n, p0, p1 = self.cfg.n, f["part"], f["part"] + f["rows"]
+        a = self._operand_fp32(f, "in0")
+        if op == Opcode.TENSOR_TENSOR:
+            y = vector.alu(f["alu"], a, self._operand_fp32(f, "in1"))
+        elif op == Opcode.TENSOR_SCALAR:
+            s = np.uint32(f["scalar"])
+            y = vector.alu(f["alu"], s, a) if f["reverse"] else vector.alu(f["alu"], a, s)
+        else:
+            y = vector.reduce_free(f["alu"], a)[:, None]
+        beats = np.zeros((y.shape[1], n), dtype=np.uint32)
+        beats[:, p0:p1] = y.T
+        count = len(beats)
+        out = self.act.sru.run(beats, [DTYPE_NAMES[f["dtype"]]] * count,
+                               [Rounding(f["mode"]).golden_name] * count,
+                               [bool(f["saturate"])] * count)
+        self.sbuf[p0:p1, f["dst_addr"]:f["dst_addr"] + count] = out[:, p0:p1].T
 
     @staticmethod
     def _operand(words: np.ndarray, fmt: int) -> np.ndarray:

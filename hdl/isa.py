@@ -19,7 +19,8 @@ from .activation import ActivationFunc
 from .collective import CollectiveOp
 from .formats import Dtype, Rounding
 
-__all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "DESCRIPTOR_LAYOUTS", "descriptor_layout"]
+__all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "AluOp", "DESCRIPTOR_LAYOUTS",
+           "descriptor_layout"]
 
 DESCRIPTOR_BITS = _golden.DESCRIPTOR_BITS
 
@@ -35,8 +36,11 @@ def _amaranth_enum(golden_enum, width: int) -> type:
     return types.new_class(golden_enum.__name__, (enum.Enum,), {"shape": width}, body)
 
 
-#: ``golden.isa.Opcode`` (0 and 9..15 are illegal: the sequencer reports BAD_OPCODE).
+#: ``golden.isa.Opcode`` (0 and 13..15 are illegal: the sequencer reports BAD_OPCODE; so are
+#: the vector engine's 9..12 until the core has one).
 Opcode = _amaranth_enum(_golden.Opcode, _golden.OPCODE_BITS)
+#: ``golden.isa.AluOp``: the vector engine's operation (3 bits).
+AluOp = _amaranth_enum(_golden.AluOp, 3)
 #: ``golden.isa.ErrorCode``: the 4-bit code of the ERROR register.
 ErrorCode = _amaranth_enum(_golden.ErrorCode,
                            _golden.REGISTER_MAP["ERROR"].fields["code"][1])
@@ -49,6 +53,11 @@ def _layout(fields: dict) -> data.StructLayout:
 
 _DMA = {"dtype": Dtype, "part": 8, "rows": 9, "sbuf_addr": 16, "cols": 16, "dram_addr": 32,
         "dram_stride": 32}
+
+# A vector operand and a vector result (golden.isa's _IN0, _IN1, _VEC_OUT).
+_IN0 = {"in0_sbuf": 1, "in0_bank": 4, "in0_addr": 16, "in0_dtype": Dtype}
+_IN1 = {"in1_sbuf": 1, "in1_bank": 4, "in1_addr": 16, "in1_dtype": Dtype}
+_VEC_OUT = {"dtype": Dtype, "mode": Rounding, "saturate": 1, "dst_addr": 16}
 
 #: The layout of each opcode's descriptor.
 DESCRIPTOR_LAYOUTS = {
@@ -66,6 +75,14 @@ DESCRIPTOR_LAYOUTS = {
                                 "sbuf_addr": 16, "cols": 16}),
     Opcode.BARRIER: _layout({}),
     Opcode.SET_SEED: _layout({"seed": 64}),
+    Opcode.TENSOR_TENSOR: _layout({"alu": AluOp, "part": 8, "rows": 9, "cols": 16, **_IN0,
+                                   **_IN1, **_VEC_OUT}),
+    Opcode.TENSOR_SCALAR: _layout({"alu": AluOp, "reverse": 1, "part": 8, "rows": 9,
+                                   "cols": 16, **_IN0, "scalar": 32, **_VEC_OUT}),
+    Opcode.TENSOR_REDUCE: _layout({"alu": AluOp, "part": 8, "rows": 9, "cols": 16, **_IN0,
+                                   **_VEC_OUT}),
+    Opcode.TRANSPOSE: _layout({"part": 8, "rows": 9, "cols": 16, "src_sbuf": 1, "src_bank": 4,
+                               "src_addr": 16, "dst_part": 8, "dst_addr": 16}),
 }
 
 

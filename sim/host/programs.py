@@ -90,7 +90,7 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
            "dtype": FP32, "mode": Rounding.RNE, "saturate": 0, "dst_addr": 0}
     cases = [
         ("opcode 0", np.zeros(8, np.uint32), ErrorCode.BAD_OPCODE),
-        ("opcode 12", np.array([12, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
+        ("opcode 13", np.array([13, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
         ("dma dtype 6", encode(Opcode.DMA_LOAD, **{**dma, "dtype": 6}), ErrorCode.BAD_DTYPE),
         ("dma rows 0", encode(Opcode.DMA_LOAD, **{**dma, "rows": 0}), ErrorCode.BAD_SHAPE),
         ("dma past SBUF", encode(Opcode.DMA_LOAD, **{**dma, "part": n - 1, "rows": 2}),

@@ -93,9 +93,10 @@ def test_dtype_enums_agree():
 
 
 def test_field_enums_agree():
-    """The codes of ACTIVATE's func and mode and COLLECTIVE's op: hdl's Amaranth enums are
-    golden.isa's, golden's modules re-export them, and each fits its descriptor field."""
-    from golden import activation, collective, rounding
+    """The codes of ACTIVATE's func and mode, COLLECTIVE's op and the vector engine's alu:
+    hdl's Amaranth enums are golden.isa's, golden's modules re-export them, and each fits its
+    descriptor field."""
+    from golden import activation, collective, rounding, vector
     from hdl.activation import ActivationFunc
     from hdl.collective import CollectiveOp
     from hdl.formats import Rounding
@@ -106,9 +107,12 @@ def test_field_enums_agree():
     assert _members(CollectiveOp) == _members(g.CollectiveOp)
     assert activation.ActivationFunc is g.ActivationFunc
     assert collective.CollectiveOp is g.CollectiveOp
-    widths = dict(g.FIELDS[g.Opcode.ACTIVATE]) | dict(g.FIELDS[g.Opcode.COLLECTIVE])
+    assert _members(h.AluOp) == _members(g.AluOp)
+    assert vector.AluOp is g.AluOp
+    widths = (dict(g.FIELDS[g.Opcode.ACTIVATE]) | dict(g.FIELDS[g.Opcode.COLLECTIVE])
+              | dict(g.FIELDS[g.Opcode.TENSOR_TENSOR]))
     for enum_cls, field in ((g.Rounding, "mode"), (g.ActivationFunc, "func"),
-                            (g.CollectiveOp, "coll_op")):
+                            (g.CollectiveOp, "coll_op"), (g.AluOp, "alu")):
         # Codes run from 0 (the sequencer checks ``<= max``); the field has a reserved code.
         assert [int(m) for m in enum_cls] == list(range(len(enum_cls)))
         assert len(enum_cls) < 1 << widths[field]
