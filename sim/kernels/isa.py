@@ -14,6 +14,13 @@ accumulate=False)``                    unchanged) and MATMUL into the PSUM tile 
 scale=1.0, rounding=, saturate=)``
 ``tensor_copy(dst, src, rounding=,     ACTIVATE with ``nl.copy``, scale 1, no bias: a cast
 saturate=)``
+``tensor_tensor(dst, data1, data2,     TENSOR_TENSOR: ``dst = cast(data1 op data2)``
+op, rounding=, saturate=)``            (the vector engine, as the four below)
+``tensor_scalar(dst, data, op,         TENSOR_SCALAR: ``dst = cast(data op operand)``
+operand, reverse=, ...)``
+``tensor_reduce(dst, data, op,         TENSOR_REDUCE: each partition's row folded into
+axis=1, ...)``                         ``dst[p, 0]``
+``nc_transpose(dst, data)``            TRANSPOSE: ``dst[m, k] = data[k, m]``, bits moved
 ``set_seed(seed)`` / ``barrier()``     SET_SEED / BARRIER
 =====================================  =========================================================
 """
@@ -22,12 +29,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from golden.isa import DTYPE_BYTES, OPERAND_DTYPES, ActivationFunc, Dtype, Opcode, Rounding
+from golden.isa import (
+    DTYPE_BYTES,
+    OPERAND_DTYPES,
+    ActivationFunc,
+    AluOp,
+    Dtype,
+    Opcode,
+    Rounding,
+)
 from golden.rounding import DEFAULT_SATURATE
 
 from .trace import HBM, PSUM, SBUF, KernelError, View, as_view, current
 
-__all__ = ["dma_copy", "load_stationary", "nc_matmul", "activation", "tensor_copy", "set_seed",
+__all__ = ["dma_copy", "load_stationary", "nc_matmul", "activation", "tensor_copy",
+           "tensor_tensor", "tensor_scalar", "tensor_reduce", "nc_transpose", "set_seed",
            "barrier"]
 
 _NEG_ZERO = 0x80000000
@@ -213,6 +229,153 @@ def tensor_copy(dst, src, *, rounding="rne", saturate: bool | None = None) -> No
     every fp32 value as it is, -0 and NaN payloads included, before the cast)."""
     activation(dst, ActivationFunc.IDENTITY, src, None, 1.0, rounding=rounding,
                saturate=saturate)
+
+
+# --- The vector engine ------------------------------------------------------------------------
+
+#: The numpy functions NKI kernels pass as ``op`` -> the engine's operation.
+_UFUNCS = {np.add: AluOp.ADD, np.subtract: AluOp.SUBTRACT, np.multiply: AluOp.MULTIPLY,
+           np.maximum: AluOp.MAX, np.minimum: AluOp.MIN, np.greater: AluOp.GREATER}
+
+
+_NL_NAMES = {AluOp.ADD: "add", AluOp.SUBTRACT: "subtract", AluOp.MULTIPLY: "multiply",
+             AluOp.MAX: "maximum", AluOp.MIN: "minimum", AluOp.GREATER: "greater"}
+
+
+def _alu(op, what: str, allowed=tuple(AluOp)) -> AluOp:
+    code = op if isinstance(op, AluOp) else _UFUNCS.get(op)
+    if code not in allowed:
+        names = ", ".join(f"nl.{_NL_NAMES[o]}" for o in allowed)
+        raise KernelError(f"{what}: op must be one of {names} (or numpy's), not {op!r}")
+    return code
+
+
+def _vector_engine(k, what: str) -> None:
+    _need(k.cfg.vector_engine, f"{what} runs on the vector engine, which this core does not "
+                               f"have (golden.iss.CoreConfig(vector_engine=True))")
+
+
+def _operand(v: View, dst: View, name: str, what: str, *, elementwise: bool = True) -> dict:
+    """The fields of a vector operand ``in0`` / ``in1`` read into ``dst``'s lanes (an
+    ``elementwise`` one has ``dst``'s shape and is ``dst`` or apart from it in SBUF)."""
+    _in(v, (SBUF, PSUM), f"{what}: {name}")
+    if elementwise:
+        _same_shape(dst, v, what)
+    _need(v.p0 == dst.p0, f"{what}: {name} and dst must be on the same partitions (lane l "
+                          f"reads and writes partition l), not from {v.p0} and {dst.p0}")
+    addr = v.base.addr + v.f0
+    if v.buffer == SBUF and elementwise:
+        apart = abs(addr - (dst.base.addr + dst.f0))
+        _need(apart == 0 or apart >= v.shape[1],
+              f"{what}: {name} and dst overlap in SBUF without being the same words")
+    return {"sbuf": int(v.buffer == SBUF), "bank": 0 if v.buffer == SBUF else v.base.bank,
+            "addr": addr, "dtype": int(v.dtype)}
+
+
+def _result(dst: View, what: str, rounding, saturate) -> dict:
+    _in(dst, (SBUF,), f"{what}: dst")
+    if saturate is None:
+        saturate = DEFAULT_SATURATE[dst.dtype.golden_name]
+    if not isinstance(saturate, (bool, np.bool_)):
+        raise KernelError(f"{what}: saturate must be True, False or None, not {saturate!r}")
+    return {"dtype": int(dst.dtype), "mode": int(_rounding(rounding)),
+            "saturate": int(bool(saturate)), "dst_addr": dst.base.addr + dst.f0}
+
+
+def _fields(prefix: str, operand: dict) -> dict:
+    return {f"{prefix}_{key}": value for key, value in operand.items()}
+
+
+def tensor_tensor(dst, data1, data2, op, *, rounding="rne", saturate: bool | None = None
+                  ) -> None:
+    """``dst = cast(data1 op data2)`` elementwise on the vector engine: ``data1`` and
+    ``data2`` SBUF tiles of any dtype or PSUM tiles (float32), ``dst`` an SBUF tile of any
+    dtype, all of one shape on the same partitions. ``op``: ``nl.add``, ``nl.subtract``,
+    ``nl.multiply``, ``nl.maximum``, ``nl.minimum``, ``nl.greater`` (or numpy's functions).
+    One IEEE binary32 operation on the exactly widened inputs (``golden.vector``), then the cast
+    as ``activation``'s (``rounding``, ``saturate``)."""
+    k = current()
+    what = "tensor_tensor"
+    _vector_engine(k, what)
+    dst, a, b = as_view(dst, "dst"), as_view(data1, "data1"), as_view(data2, "data2")
+    code = _alu(op, what)
+    rows, cols = dst.shape
+    _need(cols <= _FIELD16, f"{what}: at most {_FIELD16} columns a command, not {cols}")
+    out = _result(dst, what, rounding, saturate)
+    k.emit(Opcode.TENSOR_TENSOR, alu=int(code), part=dst.p0, rows=rows, cols=cols,
+           **_fields("in0", _operand(a, dst, "data1", what)),
+           **_fields("in1", _operand(b, dst, "data2", what)), **out)
+    k.wrote(dst)
+
+
+def tensor_scalar(dst, data, op, operand, *, reverse: bool = False, rounding="rne",
+                  saturate: bool | None = None) -> None:
+    """``dst = cast(data op operand)`` (``cast(operand op data)`` with ``reverse``) on the
+    vector engine: ``data`` an SBUF tile of any dtype or a PSUM tile, ``operand`` an fp32
+    number, ``dst`` an SBUF tile of ``data``'s shape and partitions; ``op`` as
+    :func:`tensor_tensor`'s."""
+    k = current()
+    what = "tensor_scalar"
+    _vector_engine(k, what)
+    dst, x = as_view(dst, "dst"), as_view(data, "data")
+    code = _alu(op, what)
+    if not isinstance(reverse, (bool, np.bool_)):
+        raise KernelError(f"{what}: reverse must be True or False, not {reverse!r}")
+    rows, cols = dst.shape
+    _need(cols <= _FIELD16, f"{what}: at most {_FIELD16} columns a command, not {cols}")
+    out = _result(dst, what, rounding, saturate)
+    k.emit(Opcode.TENSOR_SCALAR, alu=int(code), reverse=int(bool(reverse)), part=dst.p0,
+           rows=rows, cols=cols, **_fields("in0", _operand(x, dst, "data", what)),
+           scalar=_fp32_bits(operand, f"{what}: operand"), **out)
+    k.wrote(dst)
+
+
+def tensor_reduce(dst, data, op, axis: int = 1, *, rounding="rne",
+                  saturate: bool | None = None) -> None:
+    """``dst[p, 0] = cast(fold of data[p, :])`` along the free axis (``axis`` 1, the only one
+    the engine folds): ``op`` ``nl.add`` (from +0.0), ``nl.maximum`` (from -inf) or
+    ``nl.minimum`` (from +inf), in increasing column order; ``data`` an SBUF tile of any dtype
+    or a PSUM tile, ``dst`` an SBUF ``(rows, 1)`` tile on its partitions."""
+    k = current()
+    what = "tensor_reduce"
+    _vector_engine(k, what)
+    dst, x = as_view(dst, "dst"), as_view(data, "data")
+    code = _alu(op, what, (AluOp.ADD, AluOp.MAX, AluOp.MIN))
+    _need(axis in (1, -1), f"{what}: the engine folds the free axis (axis=1), not axis={axis!r}")
+    rows, cols = x.shape
+    _need(dst.shape == (rows, 1), f"{what}: dst must be ({rows}, 1), not {dst.shape}")
+    _need(cols <= _FIELD16, f"{what}: at most {_FIELD16} columns a command, not {cols}")
+    out = _result(dst, what, rounding, saturate)
+    k.emit(Opcode.TENSOR_REDUCE, alu=int(code), part=x.p0, rows=rows, cols=cols,
+           **_fields("in0", _operand(x, dst, "data", what, elementwise=False)), **out)
+    k.wrote(dst)
+
+
+def nc_transpose(dst, data) -> None:
+    """``dst[m, k] = data[k, m]``: the (K, M) tile ``data`` (SBUF, any dtype, or PSUM) into the
+    (M, K) SBUF tile ``dst`` of the same dtype, the words moved unchanged (M <= N partitions
+    from any first one). ``dst`` must not share a word with an SBUF ``data``."""
+    k = current()
+    what = "nc_transpose"
+    _vector_engine(k, what)
+    dst, x = as_view(dst, "dst"), as_view(data, "data")
+    _in(dst, (SBUF,), f"{what}: dst")
+    _in(x, (SBUF, PSUM), f"{what}: data")
+    rows, cols = x.shape
+    _need(dst.shape == (cols, rows), f"{what}: dst must be ({cols}, {rows}), not {dst.shape}")
+    _need(dst.dtype == x.dtype, f"{what}: dst must have data's dtype "
+                                f"({x.dtype.golden_name}): a transpose moves bits, not "
+                                f"{dst.dtype.golden_name}")
+    _need(cols <= _FIELD16, f"{what}: at most {_FIELD16} columns a command, not {cols}")
+    src_addr, dst_addr = x.base.addr + x.f0, dst.base.addr + dst.f0
+    if x.buffer == SBUF:
+        meet = (x.p0 < dst.p1 and dst.p0 < x.p1 and src_addr < dst_addr + rows
+                and dst_addr < src_addr + cols)
+        _need(not meet, f"{what}: dst shares SBUF words with data")
+    k.emit(Opcode.TRANSPOSE, part=x.p0, rows=rows, cols=cols, src_sbuf=int(x.buffer == SBUF),
+           src_bank=0 if x.buffer == SBUF else x.base.bank, src_addr=src_addr,
+           dst_part=dst.p0, dst_addr=dst_addr)
+    k.wrote(dst)
 
 
 def set_seed(seed: int) -> None:

@@ -7,7 +7,9 @@ Import it as NKI kernels do: ``from sim.kernels import nl``. What the core has:
 * buffers ``nl.sbuf``, ``nl.psum``, ``nl.shared_hbm`` (DRAM; ``nl.hbm`` is the same);
 * :func:`ndarray` (a tile or a DRAM tensor), :func:`scope`, :func:`program_id`,
   :func:`num_programs`, :data:`tile_size`;
-* activation functions ``nl.copy`` (``nl.identity``) and ``nl.relu``.
+* activation functions ``nl.copy`` (``nl.identity``) and ``nl.relu``;
+* the vector engine's operations ``nl.add``, ``nl.subtract``, ``nl.multiply``,
+  ``nl.maximum``, ``nl.minimum``, ``nl.greater``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from golden.isa import ActivationFunc
+from golden.isa import ActivationFunc, AluOp
 
 from .trace import HBM, PSUM, SBUF, KernelError, Tensor, current, dtype_of, where
 
 __all__ = ["bfloat16", "float8_e4m3", "float8_e5m2", "float16", "float32", "sbuf", "psum",
            "shared_hbm", "hbm", "ndarray", "scope", "program_id", "num_programs", "tile_size",
-           "copy", "identity", "relu"]
+           "copy", "identity", "relu", "add", "subtract", "multiply", "maximum", "minimum",
+           "greater"]
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3fn)
@@ -37,6 +40,10 @@ hbm = HBM
 #: Activation functions (``op`` of ``nisa.activation``): the engine's.
 copy = identity = ActivationFunc.IDENTITY
 relu = ActivationFunc.RELU
+#: The vector engine's operations (``op`` of ``nisa.tensor_tensor``, ``tensor_scalar``,
+#: ``tensor_reduce``; numpy's ``np.add`` ... are taken too).
+add, subtract, multiply = AluOp.ADD, AluOp.SUBTRACT, AluOp.MULTIPLY
+maximum, minimum, greater = AluOp.MAX, AluOp.MIN, AluOp.GREATER
 
 _BUFFERS = {SBUF: "sbuf", PSUM: "psum", HBM: "shared_hbm"}
 
