@@ -61,7 +61,7 @@ class Opcode(enum.IntEnum):
     TENSOR_TENSOR = 9  #: cast(in0 op in1), elementwise, two tiles -> SBUF
     TENSOR_SCALAR = 10  #: cast(in0 op scalar) or cast(scalar op in0) -> SBUF
     TENSOR_REDUCE = 11  #: cast(fold of each partition's row along the free axis) -> SBUF
-    TRANSPOSE = 12  #: SBUF or PSUM tile (K x M) -> SBUF tile (M x K), bits moved
+    TRANSPOSE = 12  #: SBUF tile (K x M) -> SBUF tile (M x K), bits moved
 
 
 class ErrorCode(enum.IntEnum):
@@ -298,8 +298,8 @@ FIELDS: dict[Opcode, list[tuple[str, int]]] = {
                            *_IN0, ("scalar", 32), *_VEC_OUT],
     Opcode.TENSOR_REDUCE: [("alu", 3), ("part", 8), ("rows", 9), ("cols", 16), *_IN0,
                            *_VEC_OUT],
-    Opcode.TRANSPOSE: [("part", 8), ("rows", 9), ("cols", 16), ("src_sbuf", 1),
-                       ("src_bank", 4), ("src_addr", 16), ("dst_part", 8), ("dst_addr", 16)],
+    Opcode.TRANSPOSE: [("part", 8), ("rows", 9), ("cols", 16), ("src_addr", 16),
+                       ("dst_part", 8), ("dst_addr", 16)],
 }
 
 

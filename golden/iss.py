@@ -47,10 +47,10 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   like ACTIVATE's (the same PRNG lanes: every lane draws on an SR beat) and written to SBUF
   words ``dst_addr ..`` of the partitions. An SBUF operand may be the destination only
   exactly (as ACTIVATE's source).
-* ``TRANSPOSE`` - the rows (K) x cols (M) tile from partition ``part`` (SBUF words from
-  ``src_addr``, or PSUM bank ``src_bank``'s) goes to SBUF partitions ``dst_part ..
-  dst_part + M - 1``, words ``dst_addr .. dst_addr + K - 1``: ``out[m, k] = src[k, m]``, the
-  32-bit words moved unchanged. An SBUF source and the destination must not share a word.
+* ``TRANSPOSE`` - the rows (K) x cols (M) SBUF tile from partition ``part``, word
+  ``src_addr`` goes to SBUF partitions ``dst_part .. dst_part + M - 1``, words ``dst_addr ..
+  dst_addr + K - 1``: ``out[m, k] = src[k, m]``, the 32-bit words moved unchanged. The source
+  and the destination must not share a word.
 
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
 sizes (BAD_SHAPE), ranges (BAD_RANGE), alignment (BAD_ALIGN), sets ``error`` and
@@ -210,13 +210,11 @@ class NeuronCoreISS:
             self._check_vector(op, f)
         elif op == Opcode.TRANSPOSE:
             _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
-            self._src_range("", f["src_sbuf"], f["src_bank"], f["part"], f["rows"],
-                            f["src_addr"], f["cols"])
+            self._sbuf_range(f["part"], f["rows"], f["src_addr"], f["cols"])
             self._sbuf_range(f["dst_part"], f["cols"], f["dst_addr"], f["rows"])
-            _check(not f["src_sbuf"] or not _meet(f["part"], f["rows"], f["src_addr"],
-                                                  f["cols"], f["dst_part"], f["cols"],
-                                                  f["dst_addr"], f["rows"]),
-                   ErrorCode.BAD_RANGE, "the SBUF source and destination of a TRANSPOSE meet")
+            _check(not _meet(f["part"], f["rows"], f["src_addr"], f["cols"], f["dst_part"],
+                             f["cols"], f["dst_addr"], f["rows"]),
+                   ErrorCode.BAD_RANGE, "the source and destination of a TRANSPOSE meet")
         elif op == Opcode.COLLECTIVE:
             _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
                    f"collective op {f['coll_op']}")
@@ -306,8 +304,7 @@ class NeuronCoreISS:
         elif op in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
             self._vector(op, f)
         elif op == Opcode.TRANSPOSE:
-            src = self._tile(f["src_sbuf"], f["src_bank"], f["part"], f["rows"],
-                             f["src_addr"], f["cols"])
+            src = self._tile(1, 0, f["part"], f["rows"], f["src_addr"], f["cols"])
             self.sbuf[f["dst_part"]:f["dst_part"] + f["cols"],
                       f["dst_addr"]:f["dst_addr"] + f["rows"]] = vector.transpose(src)
         elif op == Opcode.SET_SEED:

@@ -81,8 +81,8 @@ DESCRIPTOR_LAYOUTS = {
                                    "cols": 16, **_IN0, "scalar": 32, **_VEC_OUT}),
     Opcode.TENSOR_REDUCE: _layout({"alu": AluOp, "part": 8, "rows": 9, "cols": 16, **_IN0,
                                    **_VEC_OUT}),
-    Opcode.TRANSPOSE: _layout({"part": 8, "rows": 9, "cols": 16, "src_sbuf": 1, "src_bank": 4,
-                               "src_addr": 16, "dst_part": 8, "dst_addr": 16}),
+    Opcode.TRANSPOSE: _layout({"part": 8, "rows": 9, "cols": 16, "src_addr": 16,
+                               "dst_part": 8, "dst_addr": 16}),
 }
 
 

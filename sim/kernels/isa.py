@@ -352,28 +352,26 @@ def tensor_reduce(dst, data, op, axis: int = 1, *, rounding="rne",
 
 
 def nc_transpose(dst, data) -> None:
-    """``dst[m, k] = data[k, m]``: the (K, M) tile ``data`` (SBUF, any dtype, or PSUM) into the
-    (M, K) SBUF tile ``dst`` of the same dtype, the words moved unchanged (M <= N partitions
-    from any first one). ``dst`` must not share a word with an SBUF ``data``."""
+    """``dst[m, k] = data[k, m]``: the (K, M) SBUF tile ``data`` (any dtype) into the (M, K)
+    SBUF tile ``dst`` of the same dtype, the words moved unchanged (M <= N partitions from any
+    first one). ``dst`` must not share a word with ``data``. (A PSUM result is copied to SBUF
+    first: ``tensor_copy`` to a float32 tile.)"""
     k = current()
     what = "nc_transpose"
     _vector_engine(k, what)
     dst, x = as_view(dst, "dst"), as_view(data, "data")
     _in(dst, (SBUF,), f"{what}: dst")
-    _in(x, (SBUF, PSUM), f"{what}: data")
+    _in(x, (SBUF,), f"{what}: data")
     rows, cols = x.shape
     _need(dst.shape == (cols, rows), f"{what}: dst must be ({cols}, {rows}), not {dst.shape}")
     _need(dst.dtype == x.dtype, f"{what}: dst must have data's dtype "
                                 f"({x.dtype.golden_name}): a transpose moves bits, not "
                                 f"{dst.dtype.golden_name}")
-    _need(cols <= _FIELD16, f"{what}: at most {_FIELD16} columns a command, not {cols}")
     src_addr, dst_addr = x.base.addr + x.f0, dst.base.addr + dst.f0
-    if x.buffer == SBUF:
-        meet = (x.p0 < dst.p1 and dst.p0 < x.p1 and src_addr < dst_addr + rows
-                and dst_addr < src_addr + cols)
-        _need(not meet, f"{what}: dst shares SBUF words with data")
-    k.emit(Opcode.TRANSPOSE, part=x.p0, rows=rows, cols=cols, src_sbuf=int(x.buffer == SBUF),
-           src_bank=0 if x.buffer == SBUF else x.base.bank, src_addr=src_addr,
+    meet = (x.p0 < dst.p1 and dst.p0 < x.p1 and src_addr < dst_addr + rows
+            and dst_addr < src_addr + cols)
+    _need(not meet, f"{what}: dst shares SBUF words with data")
+    k.emit(Opcode.TRANSPOSE, part=x.p0, rows=rows, cols=cols, src_addr=src_addr,
            dst_part=dst.p0, dst_addr=dst_addr)
     k.wrote(dst)
 
