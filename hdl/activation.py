@@ -1,4 +1,5 @@
-"""The activation engine: ``out = cast(f(x·scale + bias))`` on N lanes, through the SRU."""
+"""The activation/vector engine: ``out = cast(f(x·scale + bias))`` and the vector operations
+(``a op b``, ``a op scalar``, reductions along the free axis) on N lanes, through the SRU."""
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
@@ -6,16 +7,21 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import Dtype, Rounding, parse_dtypes
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from .fp32_compare import Fp32Compare
 from .fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
 from .instances import shared
 from .params import check_int
 from .pipeline import delay
 from .sru import SRU_MAX_RANDOM_BITS, SRU_MAX_STAGES, StochasticRounder, sru_layouts
 
-__all__ = ["ActivationFunc", "ActivationEngine", "activation_command_layout"]
+__all__ = ["ActivationFunc", "AluOp", "CommandKind", "ActivationEngine",
+           "activation_command_layout", "activation_beat_layout"]
 
 #: The widest ``count`` field: beats per command, 1 .. 2^16 − 1.
 COUNT_BITS = 16
+
+_ONE, _MINUS_ONE, _NEG_ZERO = 0x3F80_0000, 0xBF80_0000, 0x8000_0000
+_POS_INF, _NEG_INF = 0x7F80_0000, 0xFF80_0000
 
 
 class ActivationFunc(enum.Enum, shape=2):
@@ -25,42 +31,100 @@ class ActivationFunc(enum.Enum, shape=2):
     RELU = 1  #: y if y > 0 or y is NaN, else +0
 
 
+class AluOp(enum.Enum, shape=3):
+    """The vector operation (``golden.isa.AluOp``, whose meaning ``golden.vector`` is); 6, 7
+    reserved. A reduction takes ADD, MAX and MIN."""
+
+    ADD = 0
+    SUBTRACT = 1
+    MULTIPLY = 2
+    MAX = 3
+    MIN = 4
+    GREATER = 5
+
+
+class CommandKind(enum.Enum, shape=2):
+    """What a command computes (the core's feeder sets it from the opcode)."""
+
+    ACTIVATE = 0  #: f(a·scale + bias)
+    TENSOR_TENSOR = 1  #: a alu b
+    TENSOR_SCALAR = 2  #: a alu scale (scale alu a with ``reverse``)
+    REDUCE = 3  #: each lane's beats folded by alu into one output beat
+
+
 def activation_command_layout(lanes: int) -> data.StructLayout:
-    """One activation command: ``count`` beats of ``lanes`` fp32 values, one setting."""
+    """One command: ``count`` input beats of ``lanes`` lanes, one setting. ``kind`` 0 (and the
+    fields after ``count`` 0) is an ACTIVATE."""
     return data.StructLayout({
         "func": ActivationFunc,
         "dtype": Dtype,  # the cast's target (fp32: pass through)
         "mode": Rounding,
         "saturate": 1,
-        "scale": 32,  # fp32, one per command
+        "scale": 32,  # fp32, one per command (TENSOR_SCALAR: the scalar)
         "bias": data.ArrayLayout(32, lanes),  # fp32, one per lane (SBUF partition)
         "count": COUNT_BITS,  # beats taken from `i`, >= 1
+        "kind": CommandKind,
+        "alu": AluOp,
+        "reverse": 1,
     })
 
 
-class ActivationEngine(wiring.Component):
-    """N lanes of ``out = cast(f(x·scale + bias))``, one beat of N values per cycle.
+def activation_beat_layout(lanes: int) -> data.StructLayout:
+    """One input beat: operand ``a`` of every lane, and ``b`` (TENSOR_TENSOR's second operand;
+    ignored otherwise)."""
+    return data.StructLayout({"a": data.ArrayLayout(32, lanes),
+                              "b": data.ArrayLayout(32, lanes)})
 
-    Numerics: exactly ``golden.activation`` (its docstring is the contract): an fp32 multiply
+
+class ActivationEngine(wiring.Component):
+    """N lanes of ``out = cast(f(x·scale + bias))`` and of the vector operations, one beat of
+    N values per cycle.
+
+    Numerics: exactly ``golden.activation`` and ``golden.vector`` (their docstrings are the
+    contract): one datapath per lane, ``cast(f(x · m + c))``: an fp32 multiply
     (:class:`~hdl.fp32_mul.Fp32Multiplier`) then an fp32 add (:class:`~hdl.fp32_add.Fp32Adder`),
     each RNE with subnormals and the canonical NaN; ``f`` identity or relu; the cast by a
     :class:`~hdl.sru.StochasticRounder` (RNE / RTZ / SR, saturation, one XORWOW per lane).
+    Each command ``kind`` picks ``x``, ``m`` and ``c`` so that the result is its single IEEE
+    operation (``a·1.0 = a`` and ``y + (−0) = y`` exactly, NaNs made canonical either way):
+
+    ==============  ====================  ==========  ========
+    kind / alu       x                     m           c
+    ==============  ====================  ==========  ========
+    ACTIVATE         a                     scale       bias
+    ADD              a                     1.0         B
+    SUBTRACT         a                     1.0         −B
+    SUBTRACT rev.    a                     −1.0        B
+    MULTIPLY         a                     B           −0
+    MAX, MIN, GT     compare(a, B)         1.0         −0
+    REDUCE ADD       a                     1.0         acc
+    REDUCE MAX, MIN  compare(acc, a)       1.0         −0
+    ==============  ====================  ==========  ========
+
+    where B is lane ``b`` of the beat (TENSOR_TENSOR) or ``scale`` (TENSOR_SCALAR; with
+    ``reverse`` the comparison is ``compare(B, a)``), compare the
+    :class:`~hdl.fp32_compare.Fp32Compare` of the lane, and ``acc`` the lane's accumulator: a
+    REDUCE starts it at +0 (ADD), −inf (MAX) or +inf (MIN), each beat's result but the last
+    replaces it, and only the last beat's goes to the SRU (one output beat per command).
 
     Streams:
 
     * ``cmd`` (:func:`activation_command_layout`): taken when the previous command has taken
-      its last beat. A command with a reserved ``func`` or ``mode``, a ``dtype`` the SRU was not
-      built for, or ``count`` = 0 is taken and dropped without taking beats, and sets the sticky
-      ``error``.
-    * ``i``: beats of ``lanes`` fp32 values; ``o``: the SRU's output beats (results
-      zero-extended to the SRU's lane width, ``invalid`` never set for a legal command);
-      ``seed`` / ``seeding``: the SRU's (``SET_SEED``; ``i`` waits while it seeds).
+      its last beat. A command with a reserved ``func``, ``mode`` or ``alu`` (a REDUCE other
+      than ADD, MAX, MIN), a ``dtype`` the SRU was not built for, or ``count`` = 0 is taken and
+      dropped without taking beats, and sets the sticky ``error``.
+    * ``i`` (:func:`activation_beat_layout`): beats of ``lanes`` fp32 values ``a`` (and ``b``);
+      ``o``: the SRU's output beats (results zero-extended to the SRU's lane width, ``invalid``
+      never set for a legal command); ``seed`` / ``seeding``: the SRU's (``SET_SEED``; ``i``
+      waits while it seeds).
 
     Timing: ``latency = mul_stages + add_stages + sru_stages`` cycles from ``i`` to ``o``; one
     beat per cycle while the streams allow, commands back to back (the next one is taken with
     the last beat of the current one); full back-pressure: the whole pipeline holds while
-    ``o`` is stalled. A seed on ``seed`` is taken only when the engine is not ``busy``, so
-    beats taken before it draw from the old stream, as in program order.
+    ``o`` is stalled. A REDUCE takes a beat only once the one before it has left the adder:
+    one beat per ``mul_stages + add_stages + 1`` cycles. A seed on ``seed`` is taken only when
+    the engine is not ``busy``, so beats taken before it draw from the old stream, as in
+    program order.
 
     Reset drops the command in progress (its remaining beats are not expected) and every beat
     in flight (none comes out), clears ``error`` and ``busy``; the SRU then seeds itself with 0.
@@ -103,7 +167,7 @@ class ActivationEngine(wiring.Component):
         _, o_layout = sru_layouts(lanes, self.targets)
         super().__init__({
             "cmd": In(stream.Signature(activation_command_layout(lanes))),
-            "i": In(stream.Signature(data.ArrayLayout(32, lanes))),
+            "i": In(stream.Signature(activation_beat_layout(lanes))),
             "o": Out(stream.Signature(o_layout)),
             "seed": In(stream.Signature(64)),
             "seeding": Out(1),
@@ -112,12 +176,14 @@ class ActivationEngine(wiring.Component):
         })
 
     def elaborate(self, platform):
-        # Design note: the multipliers, adders and the relu form one clock-enabled pipeline of
+        # Design note. The multipliers, adders and the relu form one clock-enabled pipeline of
         # mul_stages + add_stages registers with a valid bit per stage; it advances (`en`)
         # unless its last stage holds a beat the SRU cannot take, so the SRU's back-pressure
-        # holds everything. Each beat carries its command's bias, function and cast settings
-        # down the pipeline, so the next command can start while the last one's beats are
-        # still in flight.
+        # holds everything. Each beat carries its command's settings (and its per-lane
+        # addend c) down the pipeline, so the next command can start while the last one's
+        # beats are still in flight. A REDUCE's beats before its last never reach the SRU:
+        # they leave the adder into the accumulator, and the next beat waits until the
+        # pipeline is empty (it reads the accumulator at the intake).
         m = Module()
         N, ms, ad = self.lanes, self.mul_stages, self.add_stages
         m.submodules.sru = sru = self._sru
@@ -135,43 +201,96 @@ class ActivationEngine(wiring.Component):
             for d in self.targets:
                 with m.Case(d):
                     m.d.comb += built.eq(1)
+        alu_ok = Mux(cmd.kind == CommandKind.REDUCE,
+                     (cmd.alu == AluOp.ADD) | (cmd.alu == AluOp.MAX) | (cmd.alu == AluOp.MIN),
+                     cmd.alu.as_value() <= AluOp.GREATER.value)
         legal = (built & (cmd.func.as_value() <= 1) & (cmd.mode.as_value() <= 2)
-                 & (cmd.count != 0))
+                 & ((cmd.kind == CommandKind.ACTIVATE) | alu_ok) & (cmd.count != 0))
 
         # Pipeline advance and intake.
         depth = ms + ad
         en = Signal()
         take = Signal()
-        v_end = Signal()  # the pipeline's last stage holds a beat (for the SRU)
+        v_end = Signal()  # the pipeline's last stage holds a beat for the SRU
+        in_pipe = Signal(range(depth + 2))  # beats in the multiplier/adder stages
         active = left != 0
+        reduce = cur.kind == CommandKind.REDUCE
+        intake_ok = active & (~reduce | (in_pipe == 0))
         if depth == 0:
-            # Combinational: the beat goes straight to the SRU (valid never waits for ready).
-            m.d.comb += self.i.ready.eq(active & sru.i.ready)
+            # Combinational: the beat goes straight to the SRU (valid never waits for ready),
+            # unless it is a REDUCE's beat before its last (it goes to the accumulator).
+            to_sru_now = ~reduce | (left == 1)
+            m.d.comb += self.i.ready.eq(intake_ok & (sru.i.ready | ~to_sru_now))
         else:
-            m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(active & en)]
+            m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(intake_ok & en)]
         m.d.comb += take.eq(self.i.valid & self.i.ready)
         with m.If(take):
             m.d.sync += left.eq(left - 1)
 
         # Commands: the next one once the current one has taken its last beat.
+        acc = Signal(data.ArrayLayout(32, N))
         m.d.comb += self.cmd.ready.eq(~active | (take & (left == 1)))
         with m.If(self.cmd.valid & self.cmd.ready):
             with m.If(legal):
                 m.d.sync += [cur.eq(cmd), left.eq(cmd.count)]
+                start = Mux(cmd.alu == AluOp.MAX, _NEG_INF,
+                            Mux(cmd.alu == AluOp.MIN, _POS_INF, 0))
+                m.d.sync += [acc[j].eq(start) for j in range(N)]
             with m.Else():
                 m.d.sync += error.eq(1)
 
-        # x·scale, then + bias, then f; the beat's settings travel beside it.
-        tag_layout = data.StructLayout({"valid": 1, "func": ActivationFunc, "dtype": Dtype,
-                                        "mode": Rounding, "saturate": 1})
+        # The beat's settings travel beside it: relu or not, the cast, and whether it leaves
+        # into the accumulator (a REDUCE's beat) and to the SRU (all but a REDUCE's early ones).
+        tag_layout = data.StructLayout({"valid": 1, "relu": 1, "dtype": Dtype, "mode": Rounding,
+                                        "saturate": 1, "to_acc": 1, "to_sru": 1})
         tag = Signal(tag_layout)
-        m.d.comb += [tag.valid.eq(self.i.valid & active if depth == 0 else take),
-                     tag.func.eq(cur.func), tag.dtype.eq(cur.dtype),
-                     tag.mode.eq(cur.mode), tag.saturate.eq(cur.saturate)]
+        is_act = cur.kind == CommandKind.ACTIVATE
+        m.d.comb += [tag.valid.eq(self.i.valid & intake_ok if depth == 0 else take),
+                     tag.relu.eq(is_act & (cur.func == ActivationFunc.RELU)),
+                     tag.dtype.eq(cur.dtype), tag.mode.eq(cur.mode),
+                     tag.saturate.eq(cur.saturate), tag.to_acc.eq(reduce & (left != 1)),
+                     tag.to_sru.eq(~reduce | (left == 1))]
         tag_add = delay(m, tag, ms, name="tag_mul", en=en)
-        bias_add = delay(m, cur.bias, ms, name="bias", en=en)
         tag_out = delay(m, tag_add, ad, name="tag_add", en=en)
-        m.d.comb += v_end.eq(tag_out.valid)
+        m.d.comb += v_end.eq(tag_out.valid & tag_out.to_sru)
+        if depth:
+            leaves = tag_out.valid & en
+            m.d.sync += in_pipe.eq(in_pipe + take - leaves)
+
+        # x·m + c per lane, the operands picked by the command (the table above).
+        c_lanes = Signal(data.ArrayLayout(32, N))
+        xs, mbs = [], []  # x and m of each lane
+        op, rev = cur.alu, cur.reverse
+        tensor = cur.kind == CommandKind.TENSOR_TENSOR
+        for j in range(N):
+            a = self.i.payload.a[j]
+            big_b = Mux(tensor, self.i.payload.b[j], cur.scale)
+            cmp = m.submodules[f"cmp{j}"] = Fp32Compare()
+            m.d.comb += [cmp.a.eq(Mux(reduce, acc[j], Mux(rev, big_b, a))),
+                         cmp.b.eq(Mux(reduce, a, Mux(rev, a, big_b)))]
+            x, mul_b, c = Signal(32, name=f"x{j}"), Signal(32, name=f"m{j}"), c_lanes[j]
+            m.d.comb += [x.eq(a), mul_b.eq(_ONE), c.eq(_NEG_ZERO)]
+            with m.If(is_act):
+                m.d.comb += [mul_b.eq(cur.scale), c.eq(cur.bias[j])]
+            with m.Elif(op == AluOp.ADD):
+                m.d.comb += c.eq(Mux(reduce, acc[j], big_b))
+            with m.Elif(op == AluOp.SUBTRACT):
+                m.d.comb += [mul_b.eq(Mux(rev, _MINUS_ONE, _ONE)),
+                             c.eq(Mux(rev, big_b, big_b ^ _NEG_ZERO))]
+            with m.Elif(op == AluOp.MULTIPLY):
+                m.d.comb += mul_b.eq(big_b)
+            with m.Elif(op == AluOp.MAX):
+                m.d.comb += x.eq(cmp.max)
+            with m.Elif(op == AluOp.MIN):
+                m.d.comb += x.eq(cmp.min)
+            with m.Else():
+                m.d.comb += x.eq(cmp.greater)
+            xs.append(x)
+            mbs.append(mul_b)
+        c_add = delay(m, c_lanes, ms, name="c", en=en)
+        # A REDUCE's beat but its last replaces the accumulator as it leaves the adder (the last
+        # goes to the SRU only: the next REDUCE may have set the accumulator's start by then).
+        acc_write = (take if depth == 0 else tag_out.valid & en) & tag_out.to_acc
         for j in range(N):
             mul = shared(Fp32Multiplier(stages=ms), "hdl.fp32_mul:Fp32Multiplier",
                          {"stages": ms}, clocked=ms > 0)
@@ -179,23 +298,25 @@ class ActivationEngine(wiring.Component):
                          clocked=ad > 0)
             m.submodules[f"mul{j}"] = mul
             m.submodules[f"add{j}"] = add
-            m.d.comb += [mul.en.eq(en), mul.a.eq(self.i.payload[j]), mul.b.eq(cur.scale),
-                         add.en.eq(en), add.a.eq(mul.result), add.b.eq(bias_add[j])]
+            m.d.comb += [mul.en.eq(en), mul.a.eq(xs[j]), mul.b.eq(mbs[j]),
+                         add.en.eq(en), add.a.eq(mul.result), add.b.eq(c_add[j])]
             y = add.result
             relu = Mux(y[31] & ~((y[23:31] == 0xFF) & (y[:23] != 0)), 0, y)
-            m.d.comb += sru.i.payload.data[j].eq(
-                Mux(tag_out.func == ActivationFunc.RELU, relu, y))
+            m.d.comb += sru.i.payload.data[j].eq(Mux(tag_out.relu, relu, y))
+            with m.If(acc_write):
+                m.d.sync += acc[j].eq(y)
         m.d.comb += [
-            sru.i.valid.eq(tag_out.valid),
+            sru.i.valid.eq(v_end),
             sru.i.payload.dtype.eq(tag_out.dtype),
             sru.i.payload.mode.eq(tag_out.mode),
             sru.i.payload.saturate.eq(tag_out.saturate),
         ]
 
-        # Busy: a command is taking beats or a beat is in the pipeline or the SRU.
+        # Busy: a command is taking beats or a beat bound for the SRU is in the pipeline or
+        # the SRU (a REDUCE's earlier beats are in the pipeline only while it takes beats).
         in_flight = Signal(range(self.latency + 4))
         out_taken = self.o.valid & self.o.ready
-        m.d.sync += in_flight.eq(in_flight + take - out_taken)
+        m.d.sync += in_flight.eq(in_flight + (take & tag.to_sru) - out_taken)
         m.d.comb += self.busy.eq(active | (in_flight != 0))
 
         # SET_SEED orders after the beats already taken: the seed waits until none is left,

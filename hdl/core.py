@@ -4,7 +4,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetInserter, Shape, S
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .activation import ActivationEngine, activation_command_layout
+from .activation import ActivationEngine, activation_beat_layout, activation_command_layout
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
 from .collective import DEFAULT_WATCHDOG_CYCLES, MAX_RANKS, CollectiveEngine, check_watchdog
 from .dma import AxiSignature, DmaEngine, check_data_width
@@ -229,7 +229,7 @@ class _ActivationFeeder(wiring.Component):
             "drain_req": Out(stream.Signature(drain_request_layout(banks, psum_words))),
             "drain_resp": In(stream.Signature(data.ArrayLayout(32, n))),
             "act_cmd": Out(stream.Signature(activation_command_layout(n))),
-            "act_i": Out(stream.Signature(data.ArrayLayout(32, n))),
+            "act_i": Out(stream.Signature(activation_beat_layout(n))),
             "act_o": In(stream.Signature(o_layout)),
             "wr_en": Out(n), "wr_addr": Out(range(max(words, 2))),
             "wr_data": Out(data.ArrayLayout(32, n)),
@@ -272,7 +272,7 @@ class _ActivationFeeder(wiring.Component):
         # Inputs.
         feed = Signal(data.ArrayLayout(32, n))
         for j in range(n):
-            m.d.comb += self.act_i.payload[j].eq(Mux(lanes[j], feed[j], 0))
+            m.d.comb += self.act_i.payload.a[j].eq(Mux(lanes[j], feed[j], 0))
         iv = Signal()
         with m.If((state == S.RUN) & c.src_sbuf):
             adv = ~iv | self.act_i.ready

@@ -15,7 +15,7 @@ from amaranth.lib import data, enum
 
 from golden import isa as _golden
 
-from .activation import ActivationFunc
+from .activation import ActivationFunc, AluOp
 from .collective import CollectiveOp
 from .formats import Dtype, Rounding
 
@@ -39,8 +39,7 @@ def _amaranth_enum(golden_enum, width: int) -> type:
 #: ``golden.isa.Opcode`` (0 and 13..15 are illegal: the sequencer reports BAD_OPCODE; so are
 #: the vector engine's 9..12 until the core has one).
 Opcode = _amaranth_enum(_golden.Opcode, _golden.OPCODE_BITS)
-#: ``golden.isa.AluOp``: the vector engine's operation (3 bits).
-AluOp = _amaranth_enum(_golden.AluOp, 3)
+
 #: ``golden.isa.ErrorCode``: the 4-bit code of the ERROR register.
 ErrorCode = _amaranth_enum(_golden.ErrorCode,
                            _golden.REGISTER_MAP["ERROR"].fields["code"][1])

@@ -1,4 +1,5 @@
-"""cocotb testbench: ``hdl.activation.ActivationEngine`` against ``golden.activation``.
+"""cocotb testbench: ``hdl.activation.ActivationEngine`` against ``golden.activation`` and
+``golden.vector``.
 
 The streams are driven by :mod:`sim.tb.streams`: sources on ``cmd``, ``i`` and ``seed``, a sink
 on ``o``. ``cmd`` and ``i`` get random gaps and ``o`` random back-pressure (``NCLITE_GAPS``,
@@ -18,7 +19,13 @@ Tests (selected by the runner's ``testcase``):
   number of input beats (a command half-way through its beats, results in the pipeline and
   held on ``o``); after it ``o`` shows nothing, ``error`` and ``busy`` are clear, the SRU
   seeds itself with 0, and fresh commands match a golden model from seed 0.
-* ``throughput`` - one 300-beat command with no gaps: 300 beats in 300 + latency + 2 cycles.
+* ``vector_commands`` - ``NCLITE_COMMANDS`` commands, three in four vector ones
+  (tensor-tensor, tensor-scalar on either side, reductions; every operation, operands with
+  special values and signed zeros) among ACTIVATEs, after a reseed, with illegal ones (a
+  reserved operation, reductions that subtract, multiply or compare) that must set ``error``;
+  every output beat bit-exact with ``golden.vector`` cast by the same SR draws.
+* ``throughput`` - one 300-beat command with no gaps: 300 beats in 300 + latency + 2 cycles;
+  a 20-beat reduction: one beat per ``mul_stages + add_stages + 1`` cycles.
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ import os
 import cocotb
 import numpy as np
 
-from golden.activation import ActivationModel
+from golden.activation import ActivationModel, pre_cast
 from golden.rounding import DEFAULT_SATURATE
-from hdl.activation import activation_command_layout
+from golden.vector import alu, reduce_free
+from hdl.activation import CommandKind, activation_command_layout
 from hdl.formats import Dtype, Rounding
 from hdl.sru import sru_layouts
 from hdl.xorwow import seeding_cycles
@@ -42,15 +50,43 @@ WATCHDOG_CYCLES = 20_000  # cycles without any transfer before the test calls it
 
 
 class Command:
-    __slots__ = ("func", "dtype", "mode", "saturate", "scale", "bias", "x", "legal")
+    """One command and its input beats ``x`` (lists of lane values): an ACTIVATE (``kind`` 0),
+    or a vector command (``kind``: 1 tensor-tensor with the second operand's beats ``b``, 2
+    tensor-scalar with ``scale`` the scalar, 3 a reduction, one output beat)."""
 
-    def __init__(self, func, dtype, mode, saturate, scale, bias, x, legal=True):
+    __slots__ = ("func", "dtype", "mode", "saturate", "scale", "bias", "x", "legal", "kind",
+                 "alu", "reverse", "b")
+
+    def __init__(self, func, dtype, mode, saturate, scale, bias, x, legal=True, *, kind=0,
+                 alu=0, reverse=0, b=None):
         self.func, self.dtype, self.mode, self.saturate = func, dtype, mode, saturate
         self.scale, self.bias, self.x, self.legal = scale, bias, x, legal
+        self.kind, self.alu, self.reverse, self.b = kind, alu, reverse, b
+
+    @property
+    def outputs(self) -> int:
+        """Its output beats."""
+        return 1 if self.kind == CommandKind.REDUCE.value else len(self.x)
 
     def describe(self) -> str:
+        if self.kind:
+            return (f"{CommandKind(self.kind).name} alu={self.alu} reverse={self.reverse} "
+                    f"dtype={self.dtype} mode={self.mode} sat={self.saturate} "
+                    f"scalar=0x{self.scale:08x}")
         return (f"func={self.func} dtype={self.dtype} mode={self.mode} sat={self.saturate} "
                 f"scale=0x{self.scale:08x} bias={tbutil.hexs(self.bias)}")
+
+    def pre_cast(self, lanes: int) -> np.ndarray:
+        """The fp32 results before the cast (golden), one row per output beat."""
+        x = np.array(self.x, dtype=np.uint32).reshape(-1, lanes)
+        if self.kind == CommandKind.ACTIVATE.value:
+            return pre_cast(x, self.func, self.scale, np.array(self.bias, np.uint32))
+        if self.kind == CommandKind.TENSOR_TENSOR.value:
+            return alu(self.alu, x, np.array(self.b, dtype=np.uint32).reshape(-1, lanes))
+        if self.kind == CommandKind.TENSOR_SCALAR.value:
+            s = np.uint32(self.scale)
+            return alu(self.alu, s, x) if self.reverse else alu(self.alu, x, s)
+        return reduce_free(self.alu, x.T)[None, :]
 
 
 class ActivationTB:
@@ -63,7 +99,8 @@ class ActivationTB:
         p = tbutil.params()
         self.lanes = p["lanes"]
         self.r = p.get("random_bits", 16)
-        self.latency = p.get("mul_stages", 2) + p.get("add_stages", 2) + p.get("sru_stages", 2)
+        self.sru_stages = p.get("sru_stages", 2)
+        self.latency = p.get("mul_stages", 2) + p.get("add_stages", 2) + self.sru_stages
         names = p.get("targets", [d.golden_name for d in Dtype])
         self.built = [d for d in Dtype if d.golden_name in names]
         self.layout = activation_command_layout(self.lanes)
@@ -80,6 +117,7 @@ class ActivationTB:
         self.seed = StreamSource(dut, "seed")
         self.o = StreamSink(dut, "o", pause=pause(2))
         self.cycles = 0
+        self.last_seed = 0
 
     async def start(self):
         await tbutil.start_clock(self.dut)
@@ -100,6 +138,7 @@ class ActivationTB:
 
     async def reseed(self, seed: int):
         """Offer ``seed`` (taken once the engine is not busy), then wait for the seeding."""
+        self.last_seed = seed
         self.seed.send(seed)
         await self.seed.wait()
         await self.wait_seeded()
@@ -107,18 +146,23 @@ class ActivationTB:
     def pack_cmd(self, c: Command) -> int:
         """The command's bits (by field offsets: reserved codes included)."""
         off = {name: self.layout[name].offset for name in
-               ("func", "dtype", "mode", "saturate", "scale", "bias", "count")}
+               ("func", "dtype", "mode", "saturate", "scale", "bias", "count", "kind", "alu",
+                "reverse")}
         word = (c.func << off["func"] | c.dtype << off["dtype"] | c.mode << off["mode"]
                 | int(c.saturate) << off["saturate"] | c.scale << off["scale"]
-                | len(c.x) << off["count"])
+                | len(c.x) << off["count"] | c.kind << off["kind"] | c.alu << off["alu"]
+                | c.reverse << off["reverse"])
         for j, b in enumerate(c.bias):
             word |= int(b) << (off["bias"] + 32 * j)
         return word
 
-    def pack_beat(self, row) -> int:
+    def pack_beat(self, row, b_row=None) -> int:
+        """A beat: lane values ``row`` (operand a), and ``b_row`` (operand b) if given."""
         word = 0
         for lane, v in enumerate(row):
             word |= int(v) << (32 * lane)
+        for lane, v in enumerate(b_row or ()):
+            word |= int(v) << (32 * (self.lanes + lane))
         return word
 
     async def run(self, cmds: list[Command], *, on_sent=None) -> list[list[int]]:
@@ -128,9 +172,11 @@ class ActivationTB:
         are still in the pipeline). Adds the cycles from the call to the last transfer to
         :attr:`cycles`."""
         start = streams.sim_cycles()
-        beats = [self.pack_beat(row) for c in cmds if c.legal for row in c.x]
+        beats = [self.pack_beat(row, c.b[k] if c.b is not None else None)
+                 for c in cmds if c.legal for k, row in enumerate(c.x)]
+        outputs = sum(c.outputs for c in cmds if c.legal)
         sink = self.o
-        target = sink.count + len(beats) - len(sink.queue)
+        target = sink.count + outputs - len(sink.queue)
         cmd0, beat0 = self.cmd.count, self.i.count
         if on_sent is not None and beats:
             last = beat0 + len(beats)
@@ -153,17 +199,17 @@ class ActivationTB:
         await streams.watchdog(
             done, lambda: (self.cmd.count, self.i.count, sink.count),
             quiet_cycles=WATCHDOG_CYCLES,
-            what=lambda: (f"activation engine hung: {len(beats) - (target - sink.count)} of "
-                          f"{len(beats)} beats out, command {self.cmd.count - cmd0} of "
+            what=lambda: (f"activation engine hung: {outputs - (target - sink.count)} of "
+                          f"{outputs} beats out, command {self.cmd.count - cmd0} of "
                           f"{len(cmds)}, beat {self.i.count - beat0} of {len(beats)} in "
                           f"(seed {tbutil.seed()})"))
         self.cycles += streams.sim_cycles() - start
         mask = (1 << self.out_bits) - 1
         out: list[list[int]] = []
-        for k in range(len(beats)):
+        for k in range(outputs):
             word = sink.queue.popleft()
             assert not (word >> self.inv_off) & 1, (
-                f"invalid beat from a legal command (output beat {k} of {len(beats)}, seed "
+                f"invalid beat from a legal command (output beat {k} of {outputs}, seed "
                 f"{tbutil.seed()})")
             out.append([(word >> (self.out_bits * j)) & mask for j in range(self.lanes)])
         return out
@@ -174,15 +220,16 @@ class ActivationTB:
         for c in cmds:
             if not c.legal:
                 continue
-            want = model.command(np.array(c.x, dtype=np.uint32), func=c.func,
-                                 scale_bits=c.scale, bias_bits=np.array(c.bias, np.uint32),
-                                 fmt=Dtype(c.dtype).golden_name,
-                                 mode=Rounding(c.mode).golden_name, saturate=c.saturate)
-            for row, w in zip(c.x, want, strict=True):
+            y = c.pre_cast(self.lanes)
+            want = model.sru.run(y, [Dtype(c.dtype).golden_name] * len(y),
+                                 [Rounding(c.mode).golden_name] * len(y), [c.saturate] * len(y))
+            rows = ([f"x={tbutil.hexs(row)}" for row in c.x] if c.outputs == len(c.x)
+                    else [f"{len(c.x)} beats from x={tbutil.hexs(c.x[0])}"])
+            for row, w in zip(rows, want, strict=True):
                 g = next(got)
                 total += 1
                 if g != [int(v) for v in w] and len(errors) < 8:
-                    errors.append(f"{c.describe()} x={tbutil.hexs(row)}: RTL {tbutil.hexs(g)} "
+                    errors.append(f"{c.describe()} {row}: RTL {tbutil.hexs(g)} "
                                   f"golden {tbutil.hexs(w)}")
         assert not errors, (f"beats differ from golden (seed {tbutil.seed()}, "
                             f"{tbutil.simulator()}):\n  " + "\n  ".join(errors))
@@ -229,6 +276,38 @@ def illegal_commands(tb: ActivationTB, rng: np.random.Generator) -> list[Command
     return bad
 
 
+def random_vector_command(tb: ActivationTB, rng: np.random.Generator) -> Command:
+    """A TENSOR_TENSOR, TENSOR_SCALAR (either side) or REDUCE of random operands with
+    special values and signed zeros (NaN, ±inf, subnormals, max, ±0 against ±0)."""
+    c = random_command(tb, rng)  # dtype, mode, saturation, scalar
+    kind = int(rng.integers(1, 4))
+    reduce = kind == CommandKind.REDUCE.value
+    op = int(rng.choice([0, 3, 4])) if reduce else int(rng.integers(0, 6))
+    count = int(rng.integers(1, 13 if reduce else 25))
+
+    def operands():
+        v = vectors.operands("fp32", rng, (count, tb.lanes), 0.1).astype(np.uint32)
+        zeros = rng.random(v.shape) < 0.15
+        v = np.where(zeros, rng.choice(np.array([0, 0x80000000], np.uint32), v.shape), v)
+        return [[int(e) for e in row] for row in v]
+
+    return Command(0, c.dtype, c.mode, c.saturate, c.scale, [0] * tb.lanes, operands(),
+                   kind=kind, alu=op, reverse=int(kind == 2 and rng.random() < 0.5),
+                   b=operands() if kind == CommandKind.TENSOR_TENSOR.value else None)
+
+
+def illegal_vector_commands(tb: ActivationTB, rng: np.random.Generator) -> list[Command]:
+    """A reserved operation, and reductions that subtract, multiply, compare."""
+    c = random_vector_command(tb, rng)
+    bad = [Command(0, c.dtype, c.mode, False, c.scale, c.bias, c.x, kind=1,
+                   alu=6 + int(rng.integers(0, 2)), b=c.x)]
+    bad += [Command(0, c.dtype, c.mode, False, c.scale, c.bias, c.x, kind=3, alu=op)
+            for op in (1, 2, 5)]
+    for b in bad:
+        b.legal = False
+    return bad
+
+
 # cocotb timeouts, in simulated time: about 40 times what the runs need.
 _COMMANDS = int(os.environ.get("NCLITE_COMMANDS", "60"))
 
@@ -259,6 +338,28 @@ async def random_commands(dut):
                   tbutil.seed())
 
 
+@cocotb.test(timeout_time=max(_COMMANDS, 10) * 1000 * tbutil.CLOCK_PERIOD_NS, timeout_unit="ns")
+async def vector_commands(dut):
+    """Vector commands (tensor-tensor, tensor-scalar both ways, reductions) mixed with
+    ACTIVATEs, gaps and back-pressure, illegal ones among them; every output bit-exact with
+    golden.vector cast by the same SR draws."""
+    tb = ActivationTB(dut)
+    await tb.start()
+    rng = tbutil.rng(4)
+    await tb.reseed(int(rng.integers(1, 1 << 63)))
+    model = ActivationModel(tb.lanes, random_bits=tb.r)
+    model.reseed(tb.last_seed)
+    cmds = [random_vector_command(tb, rng) if rng.random() < 0.75 else random_command(tb, rng)
+            for _ in range(_COMMANDS)]
+    cmds[len(cmds) // 2:len(cmds) // 2] = illegal_vector_commands(tb, rng)
+    total = tb.check(model, cmds, await tb.run(cmds))
+    assert int(dut.error.value) == 1, "illegal vector commands did not set error"
+    kinds = {CommandKind(c.kind).name for c in cmds if c.legal}
+    assert kinds == {k.name for k in CommandKind}, kinds
+    dut._log.info("vector commands: %d commands, %d beats bit-exact, seed %d", len(cmds), total,
+                  tbutil.seed())
+
+
 @cocotb.test(timeout_time=1, timeout_unit="ms")
 async def throughput(dut):
     tb = ActivationTB(dut, gaps=0.0)
@@ -274,6 +375,18 @@ async def throughput(dut):
     tb.check(ActivationModel(tb.lanes, random_bits=tb.r), [c], out)
     assert cycles <= 300 + tb.latency + 2, f"300 beats took {cycles} cycles"
     dut._log.info("throughput: 300 beats in %d cycles (latency %d)", cycles, tb.latency)
+    # A reduction takes a beat once the one before it has left the adder.
+    r = random_vector_command(tb, rng)
+    r.kind, r.alu, r.b = CommandKind.REDUCE.value, 0, None
+    r.x = vectors.operands("fp32", rng, (20, tb.lanes), 0.0).astype(np.uint32).tolist()
+    start = tb.cycles
+    out = await tb.run([r])
+    cycles = tb.cycles - start - 1
+    tb.check(ActivationModel(tb.lanes, random_bits=tb.r), [r], out)
+    step = tb.latency - tb.sru_stages + 1
+    assert 20 * step <= cycles <= 20 * step + tb.latency + 2, \
+        f"a 20-beat reduction took {cycles} cycles, want {20 * step} + up to the latency"
+    dut._log.info("reduction: 20 beats in %d cycles (one per %d)", cycles, step)
 
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")

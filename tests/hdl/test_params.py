@@ -20,6 +20,7 @@ from hdl.collective import MAX_WATCHDOG_CYCLES, CollectiveEngine
 from hdl.core import NeuronCore
 from hdl.dma import DmaEngine
 from hdl.fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
+from hdl.fp32_compare import Fp32Compare
 from hdl.fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
 from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 from hdl.instances import ModuleInstance
@@ -224,6 +225,7 @@ COMPONENTS = [
         ({"max_burst": True}, T, "max_burst"), ({"max_burst": 0}, V, "max_burst"),
         ({"max_burst": 257}, V, "max_burst"),
         ({"data_width": None}, T, "data_width"), ({"data_width": 48}, V, "data_width")]),
+    (Fp32Compare, {}, []),  # no parameters
     (Fp32Adder, {}, [
         ({"stages": "2"}, T, "stages"), ({"stages": None}, T, "stages"),
         ({"stages": -1}, V, "stages"), ({"stages": FP32_ADD_MAX_STAGES + 1}, V, "stages")]),
