@@ -22,6 +22,7 @@ from hdl.dma import DmaEngine
 from hdl.fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from hdl.fp32_compare import Fp32Compare
 from hdl.fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
+from hdl.fp32_widen import Fp32Widen
 from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 from hdl.instances import ModuleInstance
 from hdl.multicore import CoreRing
@@ -226,6 +227,7 @@ COMPONENTS = [
         ({"max_burst": 257}, V, "max_burst"),
         ({"data_width": None}, T, "data_width"), ({"data_width": 48}, V, "data_width")]),
     (Fp32Compare, {}, []),  # no parameters
+    (Fp32Widen, {}, []),  # no parameters
     (Fp32Adder, {}, [
         ({"stages": "2"}, T, "stages"), ({"stages": None}, T, "stages"),
         ({"stages": -1}, V, "stages"), ({"stages": FP32_ADD_MAX_STAGES + 1}, V, "stages")]),
