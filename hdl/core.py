@@ -4,11 +4,19 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, ResetInserter, Shape, S
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .activation import ActivationEngine, activation_beat_layout, activation_command_layout
+from .activation import (
+    ActivationEngine,
+    ActivationFunc,
+    CommandKind,
+    activation_beat_layout,
+    activation_command_layout,
+)
 from .cmdqueue import DEBUG_ADDR_FIELDS, AxiLiteSignature, CommandQueue
 from .collective import DEFAULT_WATCHDOG_CYCLES, MAX_RANKS, CollectiveEngine, check_watchdog
 from .dma import AxiSignature, DmaEngine, check_data_width
+from .formats import Dtype
 from .fp32_add import FP32_ADD_MAX_STAGES
+from .fp32_widen import Fp32Widen
 from .fp_mul import FP_MUL_MAX_CUTS
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .params import check_int
@@ -207,25 +215,47 @@ class _TensorFeeder(wiring.Component):
 
 
 class _ActivationFeeder(wiring.Component):
-    """Runs an ACTIVATE descriptor: the bias column (word ``bias_addr`` of every partition,
-    or −0), the engine's command, ``cols`` input beats (PSUM rows through the tensor
-    engine's drain port, or SBUF words through the second read port; lanes outside
-    ``part .. part + rows − 1`` are +0) and the output beats written to SBUF words
-    ``dst_addr ..`` of the partitions in range. ``busy`` until the last output is written."""
+    """Runs the activation/vector engine's commands: ACTIVATE, TENSOR_TENSOR, TENSOR_SCALAR,
+    TENSOR_REDUCE, and TRANSPOSE (data movement only).
+
+    * ACTIVATE: the bias column (word ``bias_addr`` of every partition, or −0), the engine's
+      command, ``cols`` input beats (PSUM rows through the tensor engine's drain port, or SBUF
+      words through the second read port; lanes outside ``part .. part + rows − 1`` are +0).
+    * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
+      ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
+    * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
+      drain request), widened, then the beat: about five cycles a beat.
+    * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
+      reduction's one beat to ``dst_addr``).
+    * TRANSPOSE: for each source row k (partition ``part + k``) and each window of the SBUF's
+      read port (``window`` words): the words ``src_addr + c .. `` of that partition are read
+      in one cycle and written the next as word ``dst_addr + k`` of partitions ``dst_part + c
+      ..``.
+
+    ``busy`` until the last output is written."""
 
     class _State(enum.Enum):
         IDLE = 0
         BIAS = 1
         BIAS_LATCH = 2
         CMD = 3
-        RUN = 4
+        RUN = 4  # one operand a beat (ACTIVATE, TENSOR_SCALAR, TENSOR_REDUCE)
+        TT_REQ0 = 5  # TENSOR_TENSOR: fetch in0's column, then in1's, then send the beat
+        TT_GOT0 = 6
+        TT_REQ1 = 7
+        TT_GOT1 = 8
+        TT_SEND = 9
+        TR_READ = 10  # TRANSPOSE: read a window of a source row, then write it
+        TR_WRITE = 11
 
-    def __init__(self, *, n, words, banks, psum_words, o_layout):
-        self.n, self.words = n, words
+    def __init__(self, *, n, words, banks, psum_words, o_layout, window):
+        self.n, self.words, self.window = n, words, window
         super().__init__({
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
             "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
+            "rd_window": In(data.ArrayLayout(32, window)),
             "drain_req": Out(stream.Signature(drain_request_layout(banks, psum_words))),
             "drain_resp": In(stream.Signature(data.ArrayLayout(32, n))),
             "act_cmd": Out(stream.Signature(activation_command_layout(n))),
@@ -238,70 +268,184 @@ class _ActivationFeeder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n, S = self.n, self._State
+        n, S, W = self.n, self._State, self.window
         state = Signal(S)
-        cur = Signal(DESCRIPTOR_BITS)
-        a = data.View(DESCRIPTOR_LAYOUTS[Opcode.ACTIVATE], self.cmd.payload)
-        c = data.View(DESCRIPTOR_LAYOUTS[Opcode.ACTIVATE], cur)
+        addr = range(max(self.words, 2) + 1)
+        # The command, in one form for every opcode (set as it is taken).
+        kind = Signal(CommandKind)
+        part, rows, cols = Signal(8), Signal(9), Signal(16)
+        out_cols = Signal(16)  # output beats (1 for a reduction)
+        dst_addr = Signal(16)
+        srcs = [{"sbuf": Signal(name=f"in{i}_sbuf"), "bank": Signal(4, name=f"in{i}_bank"),
+                 "addr": Signal(16, name=f"in{i}_addr"),
+                 "dtype": Signal(Dtype, name=f"in{i}_dtype")} for i in range(2)]
+        act = Signal(activation_command_layout(n))  # the engine's command (count: cols)
+        tr_dst_part = Signal(8)
+        transpose = Signal()
         lanes = Signal(n)  # partitions in range
-        bias = Signal(data.ArrayLayout(32, n))
-        idx = Signal(range(max(self.words, 2) + 1))  # input beats requested
-        out_idx = Signal(range(max(self.words, 2) + 1))  # output beats written
+        bias_en, bias_addr = Signal(), Signal(16)
+
+        views = {o: data.View(DESCRIPTOR_LAYOUTS[o], self.cmd.payload)
+                 for o in (Opcode.ACTIVATE, Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR,
+                           Opcode.TENSOR_REDUCE, Opcode.TRANSPOSE)}
+        idx = Signal(addr)  # input beats requested (TRANSPOSE: source rows done)
+        out_idx = Signal(addr)  # output beats written (TRANSPOSE: the window's first word)
         m.d.comb += [self.busy.eq(state != S.IDLE), self.cmd.ready.eq(state == S.IDLE)]
 
+        def take(o, **kw):
+            """The statements that record an opcode's command as it is taken."""
+            f = views[o]
+            stmts = [part.eq(f.part), rows.eq(f.rows), cols.eq(f.cols),
+                     act.count.eq(f.cols), idx.eq(0), out_idx.eq(0), transpose.eq(0),
+                     bias_en.eq(0)]
+            stmts += [lanes[j].eq((f.part <= j) & (f.part + f.rows > j)) for j in range(n)]
+            stmts += [act.bias[j].eq(_NEG_ZERO) for j in range(n)]
+            if o == Opcode.TRANSPOSE:
+                return stmts + [transpose.eq(1), srcs[0]["addr"].eq(f.src_addr),
+                                tr_dst_part.eq(f.dst_part), dst_addr.eq(f.dst_addr)]
+            stmts += [dst_addr.eq(f.dst_addr), act.dtype.eq(f.dtype), act.mode.eq(f.mode),
+                      act.saturate.eq(f.saturate), act.kind.eq(kw["kind"]), kind.eq(kw["kind"]),
+                      out_cols.eq(1 if o == Opcode.TENSOR_REDUCE else f.cols)]
+            if o == Opcode.ACTIVATE:
+                return stmts + [act.func.eq(f.func), act.scale.eq(f.scale),
+                                srcs[0]["sbuf"].eq(f.src_sbuf), srcs[0]["bank"].eq(f.src_bank),
+                                srcs[0]["addr"].eq(f.src_addr), srcs[0]["dtype"].eq(Dtype.FP32),
+                                bias_en.eq(f.bias_en), bias_addr.eq(f.bias_addr)]
+            stmts += [act.func.eq(ActivationFunc.IDENTITY), act.alu.eq(f.alu),
+                      act.reverse.eq(f.reverse if o == Opcode.TENSOR_SCALAR else 0),
+                      act.scale.eq(f.scalar if o == Opcode.TENSOR_SCALAR else 0)]
+            for i in range(2 if o == Opcode.TENSOR_TENSOR else 1):
+                stmts += [srcs[i][k].eq(getattr(f, f"in{i}_{k}"))
+                          for k in ("sbuf", "bank", "addr", "dtype")]
+            return stmts
+
         with m.If(self.cmd.valid & self.cmd.ready):
-            m.d.sync += [cur.eq(self.cmd.payload), idx.eq(0), out_idx.eq(0),
-                         state.eq(Mux(a.bias_en, S.BIAS, S.CMD))]
-            m.d.sync += [lanes[j].eq((a.part <= j) & (a.part + a.rows > j)) for j in range(n)]
-            m.d.sync += [bias[j].eq(_NEG_ZERO) for j in range(n)]
+            with m.Switch(self.cmd.payload[:4]):
+                with m.Case(Opcode.ACTIVATE):
+                    m.d.sync += take(Opcode.ACTIVATE, kind=CommandKind.ACTIVATE)
+                    m.d.sync += state.eq(Mux(views[Opcode.ACTIVATE].bias_en, S.BIAS, S.CMD))
+                with m.Case(Opcode.TENSOR_TENSOR):
+                    m.d.sync += take(Opcode.TENSOR_TENSOR, kind=CommandKind.TENSOR_TENSOR)
+                    m.d.sync += state.eq(S.CMD)
+                with m.Case(Opcode.TENSOR_SCALAR):
+                    m.d.sync += take(Opcode.TENSOR_SCALAR, kind=CommandKind.TENSOR_SCALAR)
+                    m.d.sync += state.eq(S.CMD)
+                with m.Case(Opcode.TENSOR_REDUCE):
+                    m.d.sync += take(Opcode.TENSOR_REDUCE, kind=CommandKind.REDUCE)
+                    m.d.sync += state.eq(S.CMD)
+                with m.Case(Opcode.TRANSPOSE):
+                    m.d.sync += take(Opcode.TRANSPOSE)
+                    m.d.sync += state.eq(S.TR_READ)
         with m.If(state == S.BIAS):
-            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(c.bias_addr)]
+            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(bias_addr)]
             m.d.sync += state.eq(S.BIAS_LATCH)
         with m.If(state == S.BIAS_LATCH):
-            m.d.sync += [bias.eq(self.rd_data), state.eq(S.CMD)]
+            m.d.sync += [act.bias.eq(self.rd_data), state.eq(S.CMD)]
 
-        p = self.act_cmd.payload
-        m.d.comb += [p.func.as_value().eq(c.func.as_value()),
-                     p.dtype.as_value().eq(c.dtype.as_value()),
-                     p.mode.as_value().eq(c.mode.as_value()), p.saturate.eq(c.saturate),
-                     p.scale.eq(c.scale), p.bias.eq(bias), p.count.eq(c.cols),
-                     self.act_cmd.valid.eq(state == S.CMD)]
+        m.d.comb += [self.act_cmd.payload.eq(act), self.act_cmd.valid.eq(state == S.CMD)]
         with m.If(self.act_cmd.valid & self.act_cmd.ready):
-            m.d.sync += state.eq(S.RUN)
+            m.d.sync += state.eq(Mux(kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
 
-        # Inputs.
-        feed = Signal(data.ArrayLayout(32, n))
+        # Operands: SBUF words or PSUM rows, widened from their dtype (in1's while TT_GOT1 /
+        # TT_REQ1 fetch it).
+        second = (state == S.TT_REQ1) | (state == S.TT_GOT1)
+        raw = Signal(data.ArrayLayout(32, n))
+        widened = Signal(data.ArrayLayout(32, n))
+        src_dtype = Mux(second, srcs[1]["dtype"], srcs[0]["dtype"])
         for j in range(n):
-            m.d.comb += self.act_i.payload.a[j].eq(Mux(lanes[j], feed[j], 0))
+            wid = m.submodules[f"widen{j}"] = Fp32Widen()
+            m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw[j]),
+                         widened[j].eq(Mux(lanes[j], wid.result, 0))]
+        a_reg = Signal(data.ArrayLayout(32, n))  # TENSOR_TENSOR: in0's column
+        b_reg = Signal(data.ArrayLayout(32, n))  # ... and in1's
+        s0 = srcs[0]
+
+        # One operand a beat: a stream of SBUF reads or PSUM drain requests.
         iv = Signal()
-        with m.If((state == S.RUN) & c.src_sbuf):
+        with m.If((state == S.RUN) & s0["sbuf"]):
             adv = ~iv | self.act_i.ready
-            m.d.comb += [self.rd_en.eq(adv & (idx < c.cols)),
-                         self.rd_addr.eq(c.src_addr + idx),
-                         self.act_i.valid.eq(iv), feed.eq(self.rd_data)]
+            m.d.comb += [self.rd_en.eq(adv & (idx < cols)),
+                         self.rd_addr.eq(s0["addr"] + idx),
+                         self.act_i.valid.eq(iv), raw.eq(self.rd_data),
+                         self.act_i.payload.a.eq(widened)]
             with m.If(adv):
-                m.d.sync += iv.eq(idx < c.cols)
-                with m.If(idx < c.cols):
+                m.d.sync += iv.eq(idx < cols)
+                with m.If(idx < cols):
                     m.d.sync += idx.eq(idx + 1)
-        with m.If((state == S.RUN) & ~c.src_sbuf):
-            m.d.comb += [self.drain_req.valid.eq(idx < c.cols),
-                         self.drain_req.payload.bank.eq(c.src_bank),
-                         self.drain_req.payload.addr.eq(c.src_addr + idx),
+        with m.If((state == S.RUN) & ~s0["sbuf"]):
+            m.d.comb += [self.drain_req.valid.eq(idx < cols),
+                         self.drain_req.payload.bank.eq(s0["bank"]),
+                         self.drain_req.payload.addr.eq(s0["addr"] + idx),
                          self.act_i.valid.eq(self.drain_resp.valid),
                          self.drain_resp.ready.eq(self.act_i.ready),
-                         feed.eq(self.drain_resp.payload)]
+                         raw.eq(self.drain_resp.payload), self.act_i.payload.a.eq(widened)]
             with m.If(self.drain_req.valid & self.drain_req.ready):
                 m.d.sync += idx.eq(idx + 1)
 
+        # TENSOR_TENSOR: in0's column, in1's, then the beat.
+        for i, (req, got, nxt) in enumerate(((S.TT_REQ0, S.TT_GOT0, S.TT_REQ1),
+                                             (S.TT_REQ1, S.TT_GOT1, S.TT_SEND))):
+            src, reg = srcs[i], (a_reg, b_reg)[i]
+            with m.If(state == req):
+                with m.If(src["sbuf"]):
+                    m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(src["addr"] + idx)]
+                    m.d.sync += state.eq(got)
+                with m.Else():
+                    m.d.comb += [self.drain_req.valid.eq(1),
+                                 self.drain_req.payload.bank.eq(src["bank"]),
+                                 self.drain_req.payload.addr.eq(src["addr"] + idx)]
+                    with m.If(self.drain_req.ready):
+                        m.d.sync += state.eq(got)
+            with m.If(state == got):
+                with m.If(src["sbuf"]):
+                    m.d.comb += raw.eq(self.rd_data)
+                    m.d.sync += [reg.eq(widened), state.eq(nxt)]
+                with m.Else():
+                    m.d.comb += [raw.eq(self.drain_resp.payload), self.drain_resp.ready.eq(1)]
+                    with m.If(self.drain_resp.valid):
+                        m.d.sync += [reg.eq(widened), state.eq(nxt)]
+        with m.If(state == S.TT_SEND):
+            m.d.comb += [self.act_i.valid.eq(1), self.act_i.payload.a.eq(a_reg),
+                         self.act_i.payload.b.eq(b_reg)]
+            with m.If(self.act_i.ready):
+                m.d.sync += [idx.eq(idx + 1),
+                             state.eq(Mux(idx + 1 == cols, S.RUN, S.TT_REQ0))]
+
         # Outputs: written as they come (nothing else writes the SBUF meanwhile).
-        m.d.comb += [self.act_o.ready.eq(1), self.wr_addr.eq(c.dst_addr + out_idx)]
-        for j in range(n):
-            m.d.comb += [self.wr_data[j].eq(self.act_o.payload.data[j]),
-                         self.wr_en[j].eq(self.act_o.valid & lanes[j])]
+        m.d.comb += self.act_o.ready.eq(1)
+        with m.If(~transpose):
+            m.d.comb += self.wr_addr.eq(dst_addr + out_idx)
+            for j in range(n):
+                m.d.comb += [self.wr_data[j].eq(self.act_o.payload.data[j]),
+                             self.wr_en[j].eq(self.act_o.valid & lanes[j])]
         with m.If(self.act_o.valid):
             m.d.sync += out_idx.eq(out_idx + 1)
-            with m.If(out_idx + 1 == c.cols):
+            with m.If(out_idx + 1 == out_cols):
                 m.d.sync += state.eq(S.IDLE)
+
+        # TRANSPOSE: row k = idx of the source, its words out_idx .. out_idx + W - 1.
+        with m.If(state == S.TR_READ):
+            m.d.comb += [self.rd_en.eq(1), self.rd_part.eq(part + idx),
+                         self.rd_addr.eq(s0["addr"] + out_idx)]
+            m.d.sync += state.eq(S.TR_WRITE)
+        with m.If(state == S.TR_WRITE):
+            # Word dst_addr + k of partition dst_part + out_idx + i takes window word i.
+            base = tr_dst_part + out_idx
+            m.d.comb += self.wr_addr.eq(dst_addr + idx)
+            window = Array(self.rd_window[i] for i in range(W))
+            for p in range(n):
+                rel = Signal(range(-n - (1 << 16), n + 1), name=f"tr_rel{p}")
+                m.d.comb += rel.eq(p - base)
+                m.d.comb += [self.wr_data[p].eq(window[rel[:max(W.bit_length() - 1, 1)]]),
+                             self.wr_en[p].eq((rel >= 0) & (rel < W)
+                                              & (p < tr_dst_part + cols))]
+            last_window = out_idx + W >= cols
+            m.d.sync += [out_idx.eq(Mux(last_window, 0, out_idx + W)),
+                         idx.eq(idx + last_window)]
+            with m.If(last_window & (idx + 1 == rows)):
+                m.d.sync += state.eq(S.IDLE)
+            with m.Else():
+                m.d.sync += state.eq(S.TR_READ)
         return m
 
 
@@ -549,11 +693,16 @@ class NeuronCore(wiring.Component):
         The AXI4 master's data bus, 32, 64, 128 or 256 bits (default 32): the DMA moves a
         beat (``data_width / 8`` bytes) a cycle, and each SBUF partition is that many
         memories wide (:class:`~hdl.dma.DmaEngine`).
+    vector_engine : bool
+        Whether the activation engine also runs the vector commands (TENSOR_TENSOR,
+        TENSOR_SCALAR, TENSOR_REDUCE, TRANSPOSE; default ``True``): without them, they are
+        BAD_OPCODE (the sequencer rejects them; a core built so is ISS-equal with
+        ``golden.iss.CoreConfig(vector_engine=False)``).
 
     Raises
     ------
     TypeError
-        If a parameter is not an integer.
+        If a parameter is not an integer (``vector_engine``: not a bool).
     ValueError
         If a parameter is out of range.
     """
@@ -563,7 +712,8 @@ class NeuronCore(wiring.Component):
                  te_mul_stages: int = DEFAULT_MUL_STAGES,
                  te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
                  max_burst: int = 16, ranks: int = 0, link_width: int = 1,
-                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES, data_width: int = 32):
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES, data_width: int = 32,
+                 vector_engine: bool = True):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -578,7 +728,8 @@ class NeuronCore(wiring.Component):
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
-                              link_width=link_width)
+                              link_width=link_width, vector_engine=vector_engine)
+        self.vector_engine = vector_engine
         self._coll = None
         self.data_width = check_data_width(data_width)
         ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature(data_width=data_width)),
@@ -606,7 +757,8 @@ class NeuronCore(wiring.Component):
         return CoreConfig(n=self.n, sbuf_words=self.sbuf_words, psum_banks=self.psum_banks,
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
                           random_bits=self.random_bits, link_width=self.link_width,
-                          data_width=self.data_width, **kwargs)
+                          data_width=self.data_width, vector_engine=self.vector_engine,
+                          **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -634,7 +786,8 @@ class NeuronCore(wiring.Component):
         tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout, rows=rows)
         _, o_layout = sru_layouts(n, act.targets)
         af = _ActivationFeeder(n=n, words=words, banks=self.psum_banks,
-                               psum_words=self.psum_words, o_layout=o_layout)
+                               psum_words=self.psum_words, o_layout=o_layout,
+                               window=dma.lanes)
         m.submodules.seq = reset_by(soft, seq)
         m.submodules.te = reset_by(eng_rst, te)
         m.submodules.act = reset_by(eng_rst, act)
@@ -730,8 +883,9 @@ class NeuronCore(wiring.Component):
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
-                     sbuf.rd1.part.eq(dma.sbuf_rd_part), r1_data.eq(sbuf.rd1.data),
-                     dma.sbuf_rd_data.eq(sbuf.rd1.window)]
+                     sbuf.rd1.part.eq(Mux(af.rd_en, af.rd_part, dma.sbuf_rd_part)),
+                     r1_data.eq(sbuf.rd1.data), dma.sbuf_rd_data.eq(sbuf.rd1.window),
+                     af.rd_window.eq(sbuf.rd1.window)]
         # The word write port: ACTIVATE's results, or a COLLECTIVE's (never both at once).
         for p in range(n):
             m.d.comb += sbuf.wr.en[p].eq(af.wr_en[p] | coll_wen[p])

@@ -2,7 +2,7 @@
 
 import functools
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -88,10 +88,10 @@ class Sequencer(wiring.Component):
     * ``te`` — LOAD_STATIONARY / MATMUL (the raw descriptor), when the tensor feeder is free,
       no DMA load or activation writes the SBUF words it reads, and (MATMUL) no activation is
       reading the PSUM words it writes.
-    * ``act`` — ACTIVATE (the raw descriptor), when the activation path and the DMA are free,
-      no tensor-feeder read overlaps the words it writes, and (from PSUM) no MATMUL still in
-      flight writes the PSUM words it reads. ``seed`` — SET_SEED, when the activation path is
-      free.
+    * ``act`` — ACTIVATE and the vector commands (the raw descriptor), when the activation
+      path and the DMA are free, no tensor-feeder read overlaps the words it writes, and (from
+      PSUM) no MATMUL still in flight writes the PSUM words it reads. ``seed`` — SET_SEED,
+      when the activation path is free.
     * ``coll`` — COLLECTIVE (``ring`` only) and BARRIER wait until everything is idle.
 
     Regions are compared exactly where it pays and conservatively elsewhere, never missing a
@@ -122,22 +122,29 @@ class Sequencer(wiring.Component):
         The core has a collective engine (default ``False``: COLLECTIVE is BAD_FIELD).
     link_width : int
         The rows a COLLECTIVE must give, 1 to ``n`` (default 1).
+    vector_engine : bool
+        The activation path runs the vector commands (TENSOR_TENSOR, TENSOR_SCALAR,
+        TENSOR_REDUCE, TRANSPOSE; default ``True``); without it they are BAD_OPCODE.
 
     Raises
     ------
     TypeError
-        If an integer parameter is not an integer.
+        If an integer parameter is not an integer, or ``vector_engine`` not a bool.
     ValueError
         If an integer parameter is out of range.
     """
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
-                 dram_bytes: int, ring: bool = False, link_width: int = 1):
+                 dram_bytes: int, ring: bool = False, link_width: int = 1,
+                 vector_engine: bool = True):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
         self.link_width = check_int("link_width", link_width, lo=1, hi=n)
+        if not isinstance(vector_engine, bool):
+            raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
+        self.vector_engine = vector_engine
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -162,6 +169,77 @@ class Sequencer(wiring.Component):
             "executed": Out(32),
         }
         super().__init__(ports)
+
+    def _vector_checks(self, m, op, f, sbuf_ok):
+        """TENSOR_TENSOR / TENSOR_SCALAR / TENSOR_REDUCE: (ok, code) in the ISS's order."""
+        n, banks, pwords = self.n, self.psum_banks, self.psum_words
+        reduce = op == Opcode.TENSOR_REDUCE
+        ins = ["in0"] + (["in1"] if op == Opcode.TENSOR_TENSOR else [])
+        alu = f.alu.as_value()
+        alu_ok = ((alu == _isa.AluOp.ADD) | (alu == _isa.AluOp.MAX) | (alu == _isa.AluOp.MIN)
+                  if reduce else alu <= int(max(_isa.AluOp)))
+        checks = [(alu_ok & (f.mode.as_value() <= int(max(_isa.Rounding))),
+                   ErrorCode.BAD_FIELD)]
+        for i in ins:
+            dt = getattr(f, f"{i}_dtype").as_value()
+            checks.append(((dt <= int(max(_isa.Dtype)))
+                           & (getattr(f, f"{i}_sbuf") | (dt == _isa.Dtype.FP32)),
+                           ErrorCode.BAD_DTYPE))
+        checks += [(f.dtype.as_value() <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
+                   ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                   (sbuf_ok(f.part, f.rows, f.dst_addr, 1 if reduce else f.cols),
+                    ErrorCode.BAD_RANGE)]
+        for i in ins:
+            sbuf, bank, addr = (getattr(f, f"{i}_{k}") for k in ("sbuf", "bank", "addr"))
+            in_range = Mux(sbuf, sbuf_ok(f.part, f.rows, addr, f.cols),
+                           (bank < banks) & (addr + f.cols <= pwords) & (f.part + f.rows <= n))
+            checks.append((in_range, ErrorCode.BAD_RANGE))
+            if not reduce:
+                apart = Signal(17, name=f"{op.name.lower()}_{i}_apart")
+                m.d.comb += apart.eq(Mux(addr >= f.dst_addr, addr - f.dst_addr,
+                                         f.dst_addr - addr))
+                checks.append((~sbuf | (apart == 0) | (apart >= f.cols), ErrorCode.BAD_RANGE))
+        return checks
+
+    def _vector_dispatch(self, m, v, go, ok, head, te_held, te_r, dma_held, act_held,
+                         coll_held, mm_count, mm_r, act_r, act_srcs):
+        """The vector commands go to the activation path as ACTIVATE does: its region is the
+        SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
+        for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
+                  Opcode.TRANSPOSE):
+            f = v[o]
+            with m.Case(o):
+                if o == Opcode.TRANSPOSE:
+                    rect = (f.dst_part, f.dst_part + f.cols, f.dst_addr, f.dst_addr + f.rows)
+                    ins = []
+                else:
+                    out_cols = 1 if o == Opcode.TENSOR_REDUCE else f.cols
+                    rect = (f.part, f.part + f.rows, f.dst_addr, f.dst_addr + out_cols)
+                    ins = ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else [])
+                raw = Signal(name=f"{o.name.lower()}_raw")  # a MATMUL writes an operand
+                terms = []
+                for i in ins:
+                    sbuf, bank, addr = (getattr(f, f"{i}_{k}") for k in ("sbuf", "bank", "addr"))
+                    src = (f.part, f.part + f.rows, addr, addr + f.cols)
+                    for b in range(self.psum_banks):
+                        terms.append(~sbuf & (bank == b) & (mm_count[b] != 0)
+                                     & mm_r[b].overlaps(*src))
+                m.d.comb += raw.eq(Cat(*terms).any() if terms else 0)
+                m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
+                                  & ~(te_held & te_r.overlaps(*rect)) & ~raw)
+                with m.If(go & ok):
+                    m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
+                                 *act_r.set(*rect)]
+                    for k, (region, psum, bank_sig) in enumerate(act_srcs):
+                        if k < len(ins):
+                            i = ins[k]
+                            sbuf, bank, addr = (getattr(f, f"{i}_{x}")
+                                                for x in ("sbuf", "bank", "addr"))
+                            m.d.sync += [*region.set(f.part, f.part + f.rows, addr,
+                                                     addr + f.cols),
+                                         psum.eq(~sbuf), bank_sig.eq(bank)]
+                        else:
+                            m.d.sync += psum.eq(0)
 
     def elaborate(self, platform):
         # Design note: the head register holds one descriptor; all checks are combinational on
@@ -259,6 +337,20 @@ class Sequencer(wiring.Component):
                        (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
             with m.Case(Opcode.BARRIER, Opcode.SET_SEED):
                 pass
+            if self.vector_engine:
+                for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
+                    with m.Case(o):
+                        chain(self._vector_checks(m, o, v[o], sbuf_ok))
+                with m.Case(Opcode.TRANSPOSE):
+                    f = v[Opcode.TRANSPOSE]
+                    meet = ((f.part < f.dst_part + f.cols) & (f.dst_part < f.part + f.rows)
+                            & (f.src_addr < f.dst_addr + f.rows)
+                            & (f.dst_addr < f.src_addr + f.cols))
+                    chain([((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
+                           (sbuf_ok(f.part, f.rows, f.src_addr, f.cols), ErrorCode.BAD_RANGE),
+                           (sbuf_ok(f.dst_part, f.cols, f.dst_addr, f.rows),
+                            ErrorCode.BAD_RANGE),
+                           (~meet, ErrorCode.BAD_RANGE)])
             with m.Default():
                 m.d.comb += fault.eq(ErrorCode.BAD_OPCODE)
 
@@ -274,6 +366,10 @@ class Sequencer(wiring.Component):
         # The words an ACTIVATE reads (compared only when they are PSUM words).
         act_src = Region("act_src", wshape=range(max(words, pwords) + 1))
         act_psum, act_bank = Signal(), Signal(range(max(banks, 2)))
+        # ... and the second operand's of a TENSOR_TENSOR.
+        act_src1 = Region("act_src1", wshape=range(max(words, pwords) + 1))
+        act_psum1, act_bank1 = Signal(), Signal(range(max(banks, 2)))
+        act_srcs = ((act_src, act_psum, act_bank), (act_src1, act_psum1, act_bank1))
         # MATMULs in flight per PSUM bank, and the union of the PSUM words they write.
         mm_count = [Signal(range(_MAX_MATMULS + 1), name=f"mm_count{b}") for b in range(banks)]
         mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
@@ -325,8 +421,12 @@ class Sequencer(wiring.Component):
                     with m.If(mm.bank == b):
                         m.d.comb += count.eq(mm_count[b])
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-                war = (act_held & act_psum & (act_bank == mm.bank)
-                       & act_src.overlaps(0, stat_m, mm.psum_addr, mm.psum_addr + mm.f))
+                war = act_held & ((act_psum & (act_bank == mm.bank)
+                                   & act_src.overlaps(0, stat_m, mm.psum_addr,
+                                                      mm.psum_addr + mm.f))
+                                  | (act_psum1 & (act_bank1 == mm.bank)
+                                     & act_src1.overlaps(0, stat_m, mm.psum_addr,
+                                                         mm.psum_addr + mm.f)))
                 m.d.comb += go.eq(
                     ~te_held & ~coll_held
                     & ~(dma_held & dma_load & dma_r.overlaps(*rect))
@@ -351,7 +451,11 @@ class Sequencer(wiring.Component):
                 with m.If(go & ok):
                     m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
                                  *act_r.set(*rect), *act_src.set(*src),
-                                 act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank)]
+                                 act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
+                                 act_psum1.eq(0)]
+            if self.vector_engine:
+                self._vector_dispatch(m, v, go, ok, head, te_held, te_r, dma_held, act_held,
+                                      coll_held, mm_count, mm_r, act_r, act_srcs)
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
                 with m.If(go & ok):

@@ -236,6 +236,61 @@ async def mlp_forward(dut):
     await tb.run(tb.load(build), "2-layer MLP")
 
 
+@cocotb.test(**tbutil.timeout(20))
+async def vector_commands(dut):
+    """The vector engine's commands through the core: every operation of tensor_tensor (SBUF x
+    SBUF of mixed dtypes, PSUM x SBUF, PSUM x PSUM), tensor_scalar (either side, in place,
+    from PSUM), reductions (add, max, min; SBUF of any dtype or PSUM) and transposes (all
+    partitions, or a few from partition 1 to partition 2), casts to every dtype with RNE, RTZ
+    and SR (after SET_SEED), operands with special values; every memory bit-exact with the
+    ISS."""
+    from golden.isa import AluOp
+    from sim.kernels import language as nl
+
+    tb = await _started(dut)
+    n = tb.cfg.n
+    f = 6
+
+    def build(kern, ws):
+        srcs = {dt: kern.dram_tensor((n, f), dt, f"in_{dt.golden_name}",
+                                     data=vectors.operands(dt.golden_name, tb.rng, (n, f), 0.2))
+                for dt in (BF16, FP8_E4M3, FP8_E5M2, FP16, FP32)}
+        tiles = {}
+        for dt, t in srcs.items():
+            tiles[dt] = nl.ndarray((n, f), dt, buffer=nl.sbuf)
+            nisa.dma_copy(tiles[dt], t)
+        # Two PSUM tiles: the products of bf16 operands (specials included).
+        st = nl.ndarray((n, n), BF16, buffer=nl.sbuf)
+        nisa.dma_copy(st, srcs[BF16][:, 0:n])
+        ps = [nl.ndarray((n, f), FP32, buffer=nl.psum) for _ in range(2)]
+        for i, p in enumerate(ps):
+            nisa.nc_matmul(p, st, tiles[[BF16, FP8_E5M2][i]])
+        nisa.set_seed(0xFEED)
+        dtypes = [BF16, FP8_E4M3, FP8_E5M2, FP16, FP32]
+        modes = ["rne", "rtz", "sr"]
+        outs = [nl.ndarray((n, f), dt, buffer=nl.sbuf) for dt in dtypes]
+        operands = [(tiles[BF16], tiles[FP32]), (ps[0], tiles[FP8_E4M3]), (ps[0], ps[1]),
+                    (tiles[FP16], tiles[FP8_E5M2])]
+        for k, op in enumerate(AluOp):
+            a, b = operands[k % len(operands)]
+            nisa.tensor_tensor(outs[k % 5], a, b, op, rounding=modes[k % 3])
+            nisa.tensor_scalar(outs[(k + 2) % 5], b, op, [-1.5, 0.0, 3.0][k % 3],
+                               reverse=bool(k % 2), rounding=modes[(k + 1) % 3])
+        nisa.tensor_scalar(outs[4], outs[4], AluOp.MULTIPLY, 0.5)  # in place
+        nisa.tensor_tensor(tiles[FP32][1:3], tiles[FP32][1:3], ps[1][1:3], AluOp.ADD)
+        red = nl.ndarray((n, 3), FP32, buffer=nl.sbuf)
+        for k, (op, src) in enumerate(((AluOp.ADD, tiles[FP32]), (AluOp.MAX, tiles[BF16]),
+                                       (AluOp.MIN, ps[1]))):
+            nisa.tensor_reduce(red[:, k:k + 1], src, op, rounding=modes[k])
+        nisa.tensor_reduce(outs[0][1:4, 5:6], tiles[FP8_E4M3][1:4], AluOp.ADD, rounding="sr")
+        tr = nl.ndarray((n, n), BF16, buffer=nl.sbuf)
+        nisa.nc_transpose(tr, tiles[BF16][:, 2:2 + n])
+        tr2 = nl.ndarray((n, 3), FP32, buffer=nl.sbuf)
+        nisa.nc_transpose(tr2[2:4], tiles[FP32][1:4, 0:2])
+
+    await tb.run(tb.load(build), "vector commands")
+
+
 def _random_command(tb, rng, stat_k, hot, probe):
     """One random command, or None if the ISS's own check finds it illegal. Addresses come
     from a few hot spots (``hot``: SBUF words, PSUM banks), so that commands in flight often
