@@ -249,7 +249,7 @@ async def vector_commands(dut):
 
     tb = await _started(dut)
     n = tb.cfg.n
-    f = 6
+    f = n + 2  # room for an n x n transpose from column 2
 
     def build(kern, ws):
         srcs = {dt: kern.dram_tensor((n, f), dt, f"in_{dt.golden_name}",

@@ -38,6 +38,15 @@ def test_core_program(simulator, testcase):
                    run_tag=testcase, public=core_memories(**CONFIG))
 
 
+@pytest.mark.slow
+def test_vector_commands_wider_than_the_read_window(simulator):
+    """N = 8 on a 32-bit bus: the SBUF's read window holds 4 words, so a transpose of more than
+    4 columns takes several windows a row (the N = 4 builds above never do)."""
+    params = {**CONFIG, "n": 8, "sbuf_words": 160}
+    runner.run("hdl.core:NeuronCore", params, "sim.tb.core", simulator,
+               testcase="vector_commands", run_tag="vector_n8", public=core_memories(**params))
+
+
 @pytest.mark.parametrize("kwargs, param", [({"n": 0}, "n"), ({"sbuf_words": 0}, "sbuf_words"),
                                            ({"psum_banks": 17}, "psum_banks"),
                                            ({"dram_bytes": 0}, "dram_bytes")])
