@@ -6,9 +6,10 @@ every channel (Python for every AXI4 beat); on ``hdl.sim_top.CoreWithDram``, the
 behind ``hdl.sim_top.AxiStalls``, which pause every channel at the same rate, loaded and read
 through its backdoor (no Python per beat; each program with a DMA command then checks that
 DRAM did stall). Every test runs on either top but ``dram_faults``, which needs ``AxiRam``'s
-error responses. ``tests/hdl/test_core_rtl.py`` runs the programs whose subject is the computation
-(``gemm_tiled``, ``dense_sr``, ``mlp_forward``) on ``CoreWithDram``, and those whose subject is
-the bus, its errors or the sequencer's order under ``AxiRam``'s timing (``random_commands``,
+error responses. ``tests/hdl/test_core_rtl.py`` runs the programs whose subject is the
+computation (``gemm_tiled``, ``dense_sr``, ``mlp_forward``, ``vector_commands``) on
+``CoreWithDram``, and those whose subject is the bus, its errors or the sequencer's order under
+``AxiRam``'s timing (``random_commands``,
 ``hazards``, ``errors``, ``dram_faults``) on ``NeuronCore``. Every program runs on the RTL and
 on ``golden.iss.NeuronCoreISS`` from the same state; afterwards the error code, the failing
 command's index, the executed count, and **every byte of DRAM, every SBUF word and every PSUM
@@ -22,6 +23,9 @@ Tests (the runner picks one per pytest case with ``testcase``):
   (bf16, and fp8-e4m3 with saturation), then bf16 with RNE and fp8-e5m2 with RTZ.
 * ``mlp_forward`` - a 2-layer MLP forward pass after SET_SEED (bf16 relu hidden layer,
   fp8-e4m3 output with SR).
+* ``vector_commands`` - the vector engine's commands: every operation of TENSOR_TENSOR and
+  TENSOR_SCALAR on SBUF operands of every dtype and PSUM operands, reductions, transposes,
+  casts with RNE / RTZ / SR, and the PSUM hazards of a second operand.
 * ``random_commands`` - random legal commands at random partitions and addresses (DMA with
   strides, LOAD_STATIONARY / MATMUL with ``part`` != 0, ACTIVATE from PSUM and from SBUF,
   in place, with bias, SET_SEED, BARRIER), so consecutive commands often touch the same
@@ -242,8 +246,9 @@ async def vector_commands(dut):
     SBUF of mixed dtypes, PSUM x SBUF, PSUM x PSUM), tensor_scalar (either side, in place,
     from PSUM), reductions (add, max, min; SBUF of any dtype or PSUM) and transposes (all
     partitions, or a few from partition 1 to partition 2), casts to every dtype with RNE, RTZ
-    and SR (after SET_SEED), operands with special values; every memory bit-exact with the
-    ISS."""
+    and SR (after SET_SEED), operands with special values; a MATMUL behind a TENSOR_TENSOR
+    reading its PSUM words as the second operand, and one in front of it; every memory
+    bit-exact with the ISS."""
     from golden.isa import AluOp
     from sim.kernels import language as nl
 
@@ -287,6 +292,13 @@ async def vector_commands(dut):
         nisa.nc_transpose(tr, tiles[BF16][:, 2:2 + n])
         tr2 = nl.ndarray((n, 3), FP32, buffer=nl.sbuf)
         nisa.nc_transpose(tr2[2:4], tiles[FP32][1:4, 0:2])
+        # Hazards on the second operand: a MATMUL must wait while a TENSOR_TENSOR (stalled
+        # while the PRNG lanes seed) still reads its PSUM words, and the next TENSOR_TENSOR
+        # until the MATMUL has written them.
+        nisa.set_seed(7)
+        nisa.tensor_tensor(outs[1], tiles[FP32], ps[1], AluOp.SUBTRACT, rounding="sr")
+        nisa.nc_matmul(ps[1], st, tiles[BF16])
+        nisa.tensor_tensor(outs[2], tiles[FP8_E5M2], ps[1], AluOp.MULTIPLY)
 
     await tb.run(tb.load(build), "vector commands")
 
