@@ -249,7 +249,7 @@ class _ActivationFeeder(wiring.Component):
         TR_WRITE = 11
 
     def __init__(self, *, n, words, banks, psum_words, o_layout, window):
-        self.n, self.words, self.window = n, words, window
+        self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
         super().__init__({
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
             "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
@@ -270,7 +270,9 @@ class _ActivationFeeder(wiring.Component):
         m = Module()
         n, S, W = self.n, self._State, self.window
         state = Signal(S)
-        addr = range(max(self.words, 2) + 1)
+        # Input beats count to cols: up to the SBUF's words, or a PSUM bank's for a reduction
+        # (its one output word is all it writes to SBUF).
+        addr = range(max(self.words, self.psum_words, 2) + 1)
         # The command, in one form for every opcode (set as it is taken).
         kind = Signal(CommandKind)
         part, rows, cols = Signal(8), Signal(9), Signal(16)

@@ -243,7 +243,10 @@ _NL_NAMES = {AluOp.ADD: "add", AluOp.SUBTRACT: "subtract", AluOp.MULTIPLY: "mult
 
 
 def _alu(op, what: str, allowed=tuple(AluOp)) -> AluOp:
-    code = op if isinstance(op, AluOp) else _UFUNCS.get(op)
+    try:
+        code = op if isinstance(op, AluOp) else _UFUNCS.get(op)
+    except TypeError:  # unhashable
+        code = None
     if code not in allowed:
         names = ", ".join(f"nl.{_NL_NAMES[o]}" for o in allowed)
         raise KernelError(f"{what}: op must be one of {names} (or numpy's), not {op!r}")

@@ -41,8 +41,9 @@ def test_core_program(simulator, testcase):
 @pytest.mark.slow
 def test_vector_commands_wider_than_the_read_window(simulator):
     """N = 8 on a 32-bit bus: the SBUF's read window holds 4 words, so a transpose of more than
-    4 columns takes several windows a row (the N = 4 builds above never do)."""
-    params = {**CONFIG, "n": 8, "sbuf_words": 160}
+    4 columns takes several windows a row (the N = 4 builds above never do); PSUM banks wider
+    than the SBUF, so a reduction of a bank counts more columns than SBUF words."""
+    params = {**CONFIG, "n": 8, "sbuf_words": 160, "psum_words": 300}
     runner.run("hdl.core:NeuronCore", params, "sim.tb.core", simulator,
                testcase="vector_commands", run_tag="vector_n8", public=core_memories(**params))
 

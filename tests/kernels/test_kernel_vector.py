@@ -104,6 +104,7 @@ MISUSE = {
         nl.ndarray((4, 1), nl.float32, buffer=nl.sbuf), b, nl.subtract),
         "op must be one of nl.add, nl.maximum, nl.minimum"),
     "an unknown op": (lambda a, b: nisa.tensor_tensor(a, a, b, np.divide), "op must be one of"),
+    "an unhashable op": (lambda a, b: nisa.tensor_tensor(a, a, b, [1]), "op must be one of"),
     "shapes differ": (lambda a, b: nisa.tensor_tensor(a, a, b[:, 0:3], nl.add),
                       "shapes differ"),
     "partitions differ": (lambda a, b: nisa.tensor_tensor(a[0:2], a[0:2], b[2:4], nl.add),
