@@ -1,5 +1,8 @@
 """The core's programs as kernels: tiled GEMMs, dense layers and MLPs (``nisa`` calls inside a
-kernel being traced), what the demo, the bench, the board tool and the tests run.
+kernel being traced), what the demo, the bench, the board tool and the tests run; and
+elementwise operations, reductions and transposes of DRAM matrices on the vector engine
+(:func:`elementwise`, :func:`reduce_columns`, :func:`transpose`: the pieces of a training
+step).
 
 :func:`gemm` computes ``out = cast(f(A.T @ B + bias))`` with the tiles of
 ``golden.tensor_engine.gemm_schedule`` (N x N stationary tiles, moving tiles of one PSUM bank's
@@ -41,7 +44,7 @@ from .collectives import all_reduce
 from .trace import NUMPY_DTYPES, Kernel, KernelError, Tensor, current, tracing
 
 __all__ = ["Workspace", "SbufMatrix", "GemmPlan", "gemm", "dense", "mlp",
-           "data_parallel_gemm", "traced"]
+           "data_parallel_gemm", "elementwise", "reduce_columns", "transpose", "traced"]
 
 
 @dataclass(frozen=True)
@@ -342,6 +345,94 @@ def data_parallel_gemm(ws: Workspace, a: Tensor, b: Tensor, c: Tensor) -> None:
     nisa.dma_copy(c, view)
     part.free()
 
+
+
+# --- Elementwise programs on DRAM matrices (the vector engine) ---------------------------------
+
+
+def _columns_per_load(ws: Workspace, cols: int, tiles: int, chunk: int | None) -> int:
+    """Columns a row tile takes at once: ``chunk`` if given, else what ``tiles`` tiles of the
+    SBUF below the live matrices hold (at most a command's 65 535)."""
+    if chunk is not None:
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise KernelError(f"chunk must be a positive integer, not {chunk!r}")
+        return min(cols, chunk)
+    return max(1, min(cols, ws.top // tiles, (1 << 16) - 1))
+
+
+def _same_shapes(what: str, **tensors) -> tuple[int, int]:
+    shapes = {name: t.shape for name, t in tensors.items() if isinstance(t, Tensor)}
+    if len(set(shapes.values())) != 1:
+        raise KernelError(f"{what}: shapes differ: {shapes}")
+    return next(iter(shapes.values()))
+
+
+def elementwise(ws: Workspace, op, a: Tensor, b, out: Tensor, *, reverse: bool = False,
+                rounding="rne", saturate: bool | None = None, chunk: int | None = None) -> None:
+    """``out = cast(a op b)`` element by element on DRAM matrices of one shape, ``b`` a DRAM
+    matrix (TENSOR_TENSOR) or an fp32 number (TENSOR_SCALAR; ``reverse``: ``b op a``); ``op``
+    as ``nisa.tensor_tensor``'s, the cast by ``rounding`` and ``saturate``. Row tiles of N
+    partitions, ``chunk`` columns at a time (default: what the SBUF holds)."""
+    n = ws.cfg.n
+    rows, cols = _same_shapes("elementwise", a=a, b=b, out=out)
+    step = _columns_per_load(ws, cols, 3, chunk)
+    for r0, r1 in _tiles(rows, n):
+        for c0, c1 in _tiles(cols, step):
+            with nl.scope():
+                ta = nl.ndarray((r1 - r0, c1 - c0), a.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(ta, a[r0:r1, c0:c1])
+                to = nl.ndarray((r1 - r0, c1 - c0), out.dtype, buffer=nl.sbuf)
+                if isinstance(b, Tensor):
+                    tb = nl.ndarray((r1 - r0, c1 - c0), b.dtype, buffer=nl.sbuf)
+                    nisa.dma_copy(tb, b[r0:r1, c0:c1])
+                    if reverse:
+                        raise KernelError("elementwise: reverse is for a scalar b")
+                    nisa.tensor_tensor(to, ta, tb, op, rounding=rounding, saturate=saturate)
+                else:
+                    nisa.tensor_scalar(to, ta, op, b, reverse=reverse, rounding=rounding,
+                                       saturate=saturate)
+                nisa.dma_copy(out[r0:r1, c0:c1], to)
+
+
+def reduce_columns(ws: Workspace, op, a: Tensor, out: Tensor, *, rounding="rne",
+                   saturate: bool | None = None) -> None:
+    """``out[r, 0] = cast(fold of a[r, :])`` (``op`` ``nl.add``, ``nl.maximum`` or
+    ``nl.minimum``, in increasing column order from the contract's start value): one
+    TENSOR_REDUCE per row tile, so a row must fit the SBUF at once (a fold in parts would add
+    in another order)."""
+    n = ws.cfg.n
+    rows, cols = a.shape
+    if out.shape != (rows, 1):
+        raise KernelError(f"reduce_columns: out must be ({rows}, 1), not {out.shape}")
+    if _columns_per_load(ws, cols, 2, None) < cols:
+        raise KernelError(f"reduce_columns: a row of {cols} columns does not fit the SBUF "
+                          f"at once (a fold in parts would add in another order)")
+    for r0, r1 in _tiles(rows, n):
+        with nl.scope():
+            ta = nl.ndarray((r1 - r0, cols), a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(ta, a[r0:r1, :])
+            to = nl.ndarray((r1 - r0, 1), out.dtype, buffer=nl.sbuf)
+            nisa.tensor_reduce(to, ta, op, rounding=rounding, saturate=saturate)
+            nisa.dma_copy(out[r0:r1, :], to)
+
+
+def transpose(ws: Workspace, a: Tensor, out: Tensor) -> None:
+    """``out = a.T`` (DRAM matrices of one dtype), N x N blocks through the SBUF and
+    TRANSPOSE: the bits moved unchanged."""
+    n = ws.cfg.n
+    rows, cols = a.shape
+    if out.shape != (cols, rows) or out.dtype != a.dtype:
+        raise KernelError(f"transpose: out must be a ({cols}, {rows}) "
+                          f"{a.dtype.golden_name} matrix, not {out.shape} "
+                          f"{out.dtype.golden_name}")
+    for r0, r1 in _tiles(rows, n):
+        for c0, c1 in _tiles(cols, n):
+            with nl.scope():
+                t = nl.ndarray((r1 - r0, c1 - c0), a.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(t, a[r0:r1, c0:c1])
+                tt = nl.ndarray((c1 - c0, r1 - r0), a.dtype, buffer=nl.sbuf)
+                nisa.nc_transpose(tt, t)
+                nisa.dma_copy(out[c0:c1, r0:r1], tt)
 
 
 def traced(cfg, build, *, rank: int = 0, ranks: int = 1):

@@ -136,3 +136,49 @@ def test_misuse_is_a_kernel_error(case):
         with pytest.raises(KernelError) as info:
             call(a, b)
     assert text in str(info.value), str(info.value)
+
+
+# --- The library's programs on DRAM matrices ---------------------------------------------------
+
+
+def _lib_run(build, cfg=CFG):
+    from sim.kernels import library
+
+    kern, outs = library.traced(cfg, build)
+    iss = NeuronCoreISS(cfg, dram=kern.dram)
+    assert iss.run(kern.program) == ErrorCode.OK, iss.error_reason
+    return [iss.read_dram(t.addr, t.shape[0] * t.shape[1], t.dtype).reshape(t.shape)
+            for t in outs]
+
+
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_library_elementwise_reduce_transpose(chunk, seed):
+    """More rows than N and (with chunk) more columns than one load: every element once, in
+    the contract's order; reductions fold whole rows; transposes of 9 x 7 in N x N blocks."""
+    from golden.isa import Dtype as D
+    from sim.kernels import library
+
+    rng = vectors.seeded_rng("library-vector", chunk, seed=seed)
+    a = vectors.operands("bf16", rng, (9, 13), 0.1).astype(np.uint16)
+    b = vectors.operands("fp32", rng, (9, 13), 0.1).astype(np.uint32)
+
+    def build(kern, ws):
+        ta = kern.dram_tensor(a.shape, D.BF16, "a", data=a)
+        tb = kern.dram_tensor(b.shape, D.FP32, "b", data=b)
+        diff = kern.dram_tensor(a.shape, D.BF16, "diff")
+        scaled = kern.dram_tensor(a.shape, D.FP32, "scaled")
+        sums = kern.dram_tensor((9, 1), D.FP32, "sums")
+        at = kern.dram_tensor((13, 9), D.BF16, "at")
+        library.elementwise(ws, nl.subtract, ta, tb, diff, chunk=chunk)
+        library.elementwise(ws, nl.multiply, tb, 0.25, scaled, chunk=chunk)
+        library.reduce_columns(ws, nl.add, tb, sums)
+        library.transpose(ws, ta, at)
+        return diff, scaled, sums, at
+
+    diff, scaled, sums, at = _lib_run(build)
+    wa = to_fp32_bits(a, "bf16")
+    assert np.array_equal(_bits(diff), round_fp32(alu(AluOp.SUBTRACT, wa, b), "bf16", "rne",
+                                                  saturate=False)), f"seed {seed}"
+    assert np.array_equal(_bits(scaled), alu(AluOp.MULTIPLY, b, np.uint32(0x3E800000)))
+    assert np.array_equal(_bits(sums)[:, 0], reduce_free(AluOp.ADD, b))
+    assert np.array_equal(_bits(at), a.T)
