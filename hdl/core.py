@@ -274,14 +274,14 @@ class _ActivationFeeder(wiring.Component):
         # (its one output word is all it writes to SBUF).
         addr = range(max(self.words, self.psum_words, 2) + 1)
         # The command, in one form for every opcode (set as it is taken).
-        kind = Signal(CommandKind)
-        part, rows, cols = Signal(8), Signal(9), Signal(16)
-        out_cols = Signal(16)  # output beats (1 for a reduction)
+        part, rows = Signal(8), Signal(9)
         dst_addr = Signal(16)
         srcs = [{"sbuf": Signal(name=f"in{i}_sbuf"), "bank": Signal(4, name=f"in{i}_bank"),
                  "addr": Signal(16, name=f"in{i}_addr"),
                  "dtype": Signal(Dtype, name=f"in{i}_dtype")} for i in range(2)]
         act = Signal(activation_command_layout(n))  # the engine's command (count: cols)
+        cols = act.count
+        out_cols = Mux(act.kind == CommandKind.REDUCE, 1, cols)  # output beats
         tr_dst_part = Signal(8)
         transpose = Signal()
         lanes = Signal(n)  # partitions in range
@@ -297,17 +297,15 @@ class _ActivationFeeder(wiring.Component):
         def take(o, **kw):
             """The statements that record an opcode's command as it is taken."""
             f = views[o]
-            stmts = [part.eq(f.part), rows.eq(f.rows), cols.eq(f.cols),
-                     act.count.eq(f.cols), idx.eq(0), out_idx.eq(0), transpose.eq(0),
-                     bias_en.eq(0)]
+            stmts = [part.eq(f.part), rows.eq(f.rows), act.count.eq(f.cols), idx.eq(0),
+                     out_idx.eq(0), transpose.eq(0), bias_en.eq(0)]
             stmts += [lanes[j].eq((f.part <= j) & (f.part + f.rows > j)) for j in range(n)]
             stmts += [act.bias[j].eq(_NEG_ZERO) for j in range(n)]
             if o == Opcode.TRANSPOSE:
                 return stmts + [transpose.eq(1), srcs[0]["addr"].eq(f.src_addr),
                                 tr_dst_part.eq(f.dst_part), dst_addr.eq(f.dst_addr)]
             stmts += [dst_addr.eq(f.dst_addr), act.dtype.eq(f.dtype), act.mode.eq(f.mode),
-                      act.saturate.eq(f.saturate), act.kind.eq(kw["kind"]), kind.eq(kw["kind"]),
-                      out_cols.eq(1 if o == Opcode.TENSOR_REDUCE else f.cols)]
+                      act.saturate.eq(f.saturate), act.kind.eq(kw["kind"])]
             if o == Opcode.ACTIVATE:
                 return stmts + [act.func.eq(f.func), act.scale.eq(f.scale),
                                 srcs[0]["sbuf"].eq(f.src_sbuf), srcs[0]["bank"].eq(f.src_bank),
@@ -346,7 +344,7 @@ class _ActivationFeeder(wiring.Component):
 
         m.d.comb += [self.act_cmd.payload.eq(act), self.act_cmd.valid.eq(state == S.CMD)]
         with m.If(self.act_cmd.valid & self.act_cmd.ready):
-            m.d.sync += state.eq(Mux(kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
+            m.d.sync += state.eq(Mux(act.kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
 
         # Operands: SBUF words or PSUM rows, widened from their dtype (in1's while TT_GOT1 /
         # TT_REQ1 fetch it).

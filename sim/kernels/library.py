@@ -360,6 +360,13 @@ def _columns_per_load(ws: Workspace, cols: int, tiles: int, chunk: int | None) -
     return max(1, min(cols, ws.top // tiles, (1 << 16) - 1))
 
 
+def _load(view):
+    """A new SBUF tile holding ``view`` of a DRAM tensor (freed with the enclosing scope)."""
+    tile = nl.ndarray(view.shape, view.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(tile, view)
+    return tile
+
+
 def _same_shapes(what: str, **tensors) -> tuple[int, int]:
     shapes = {name: t.shape for name, t in tensors.items() if isinstance(t, Tensor)}
     if len(set(shapes.values())) != 1:
@@ -375,19 +382,17 @@ def elementwise(ws: Workspace, op, a: Tensor, b, out: Tensor, *, reverse: bool =
     partitions, ``chunk`` columns at a time (default: what the SBUF holds)."""
     n = ws.cfg.n
     rows, cols = _same_shapes("elementwise", a=a, b=b, out=out)
+    if reverse and isinstance(b, Tensor):
+        raise KernelError("elementwise: reverse is for a scalar b")
     step = _columns_per_load(ws, cols, 3, chunk)
     for r0, r1 in _tiles(rows, n):
         for c0, c1 in _tiles(cols, step):
             with nl.scope():
-                ta = nl.ndarray((r1 - r0, c1 - c0), a.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(ta, a[r0:r1, c0:c1])
+                ta = _load(a[r0:r1, c0:c1])
                 to = nl.ndarray((r1 - r0, c1 - c0), out.dtype, buffer=nl.sbuf)
                 if isinstance(b, Tensor):
-                    tb = nl.ndarray((r1 - r0, c1 - c0), b.dtype, buffer=nl.sbuf)
-                    nisa.dma_copy(tb, b[r0:r1, c0:c1])
-                    if reverse:
-                        raise KernelError("elementwise: reverse is for a scalar b")
-                    nisa.tensor_tensor(to, ta, tb, op, rounding=rounding, saturate=saturate)
+                    nisa.tensor_tensor(to, ta, _load(b[r0:r1, c0:c1]), op, rounding=rounding,
+                                       saturate=saturate)
                 else:
                     nisa.tensor_scalar(to, ta, op, b, reverse=reverse, rounding=rounding,
                                        saturate=saturate)
@@ -409,10 +414,9 @@ def reduce_columns(ws: Workspace, op, a: Tensor, out: Tensor, *, rounding="rne",
                           f"at once (a fold in parts would add in another order)")
     for r0, r1 in _tiles(rows, n):
         with nl.scope():
-            ta = nl.ndarray((r1 - r0, cols), a.dtype, buffer=nl.sbuf)
-            nisa.dma_copy(ta, a[r0:r1, :])
             to = nl.ndarray((r1 - r0, 1), out.dtype, buffer=nl.sbuf)
-            nisa.tensor_reduce(to, ta, op, rounding=rounding, saturate=saturate)
+            nisa.tensor_reduce(to, _load(a[r0:r1, :]), op, rounding=rounding,
+                               saturate=saturate)
             nisa.dma_copy(out[r0:r1, :], to)
 
 
@@ -428,10 +432,8 @@ def transpose(ws: Workspace, a: Tensor, out: Tensor) -> None:
     for r0, r1 in _tiles(rows, n):
         for c0, c1 in _tiles(cols, n):
             with nl.scope():
-                t = nl.ndarray((r1 - r0, c1 - c0), a.dtype, buffer=nl.sbuf)
-                nisa.dma_copy(t, a[r0:r1, c0:c1])
                 tt = nl.ndarray((c1 - c0, r1 - r0), a.dtype, buffer=nl.sbuf)
-                nisa.nc_transpose(tt, t)
+                nisa.nc_transpose(tt, _load(a[r0:r1, c0:c1]))
                 nisa.dma_copy(out[c0:c1, r0:r1], tt)
 
 
