@@ -224,6 +224,52 @@ def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, p
 
 
 @main.command()
+@click.option("--steps", type=click.IntRange(1, 100_000), default=None,
+              help="Training steps (global batches). [default: 300 on the ISS, 2 on the RTL]")
+@click.option("--rounding", type=click.Choice(["sr", "rne", "fp32", "all"]), default="sr",
+              show_default=True, help="The weight update's cast: bf16 weights with stochastic "
+              "rounding or round-to-nearest-even, fp32 master weights, or all three runs.")
+@click.option("--on", "on", type=click.Choice(["iss", "icarus", "verilator"]), default="iss",
+              show_default=True, help="The golden ISS (the whole run), or also the RTL in a "
+              "simulator (the same steps, compared with the ISS bit for bit).")
+@click.option("--cores", type=click.IntRange(2, 16), default=4, show_default=True,
+              help="P, cores in the ring (data-parallel: each takes 8 samples a step).")
+@click.option("--lr", type=click.FloatRange(0, 1000, min_open=True), default=None,
+              help="Learning rate. [default: 0.5]")
+@click.option("--seed", type=click.IntRange(0, (1 << 64) - 1), default=0, show_default=True,
+              help="Seed of the split, the initial weights, the batches and the SR bits.")
+@click.option("--eval-every", type=click.IntRange(1, 100_000), default=10, show_default=True,
+              help="Steps between test-accuracy evaluations.")
+@click.option("--plot", "png", type=click.Path(dir_okay=False), default=None,
+              help="Draw loss and test accuracy against step into this PNG.")
+@_waves_option
+@click.option("--json", "as_json", is_flag=True, help="Print the runs (every step) as JSON.")
+def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json):
+    """Train an MLP (64 -> 32 -> 10) on scikit-learn's digits, data-parallel on a ring of cores.
+
+    Every step runs on the cores: forward GEMMs, the loss and its gradient, backward GEMMs
+    with transposes, the gradients' all-reduce over the collective engines and the SGD
+    update w <- cast(w - lr * g) into bf16 weights (SR or RNE) or fp32 master weights. The
+    host only feeds batches and evaluates the test accuracy (docs/training.md). On the RTL,
+    the steps are checked against the ISS in every byte of DRAM, SBUF and PSUM.
+    """
+    from sim.cli import train as train_mod
+    from sim.cli.progress import bar
+
+    modes = train_mod.modes_of(rounding)
+    steps = steps or (300 if on == "iss" else 2)
+    with bar("nclite train", steps * len(modes)) as progress:
+        runs = train_mod.run_train(steps=steps, modes=modes, on=on, lr=lr, cores=cores,
+                                   seed=seed, eval_every=eval_every, waves=bool(waves),
+                                   bar=progress)
+    if png:
+        runs[0]["plot"] = str(train_mod.plot_runs([runs], png))
+    click.echo(json.dumps(runs, indent=2) if as_json else train_mod.format_train(runs))
+    if any(r.get("bit_exact") is False or r.get("same_as_iss_run") is False for r in runs):
+        sys.exit(1)
+
+
+@main.command()
 @click.option("--ranks", "-p", type=int, default=4, show_default=True,
               help="P, cores in the ring (>= 2).")
 @click.option("--n", "sizes", type=int, multiple=True,
@@ -441,7 +487,7 @@ def board_gemm(port, board_name, baud, m, k, f, a_dtype, b_dtype, seed, as_json)
 
 
 # Commands that run simulations, and so can dump waveforms.
-_SIM_COMMANDS = ("gemm", "demo", "pe-chain", "sr-demo", "allreduce")
+_SIM_COMMANDS = ("gemm", "demo", "pe-chain", "sr-demo", "allreduce", "train")
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,

@@ -39,7 +39,8 @@ from . import profile
 from .trace import NUMPY_DTYPES, Kernel, KernelError, Tensor, dtype_of, tracing
 
 __all__ = ["DEFAULT_CONFIG", "TARGETS", "load_kernel", "core_config", "trace_kernel",
-           "run_kernel", "run_iss", "TracedKernel", "format_result", "result_json"]
+           "run_kernel", "run_iss", "run_traced_rtl", "read_tensor", "TracedKernel",
+           "format_result", "result_json"]
 
 #: The core a kernel runs on unless its file says otherwise: the demo's core
 #: (``sim.cli.demo.CORE_CONFIG``, so that the RTL model is the one the demo and the tests
@@ -186,7 +187,8 @@ def _check_collectives(kernels: list[Kernel]) -> None:
                     f"must issue the same collectives in the same order", line)
 
 
-def _read(dram: np.ndarray, t: Tensor) -> np.ndarray:
+def read_tensor(dram: np.ndarray, t: Tensor) -> np.ndarray:
+    """The DRAM tensor ``t``'s values in the byte image ``dram`` (a copy, of its dtype)."""
     size = DTYPE_BYTES[t.dtype]
     raw = dram[t.addr:t.addr + t.shape[0] * t.shape[1] * size].copy()
     return raw.view(NUMPY_DTYPES[t.dtype]).reshape(t.shape)
@@ -209,7 +211,12 @@ def run_iss(traced: TracedKernel) -> list[NeuronCoreISS]:
     return isses
 
 
-def _run_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> dict:
+def run_traced_rtl(traced: TracedKernel, simulator: str, seed: int, waves: bool) -> dict:
+    """Run the traced programs on the RTL in ``simulator`` (one core on
+    ``hdl.sim_top.CoreWithDram``, P on ``RingWithDram``; ``sim/tb/kernel.py``), which compares
+    every byte of DRAM and every SBUF and PSUM word of every core with the ISS. Returns the
+    testbench's figures: ``bit_exact``, ``mismatch``, ``cycles``, ``perf``, ``traces``,
+    ``waves``."""
     from hdl.sim_top import CoreWithDram, RingWithDram
     from sim import runner
 
@@ -275,7 +282,7 @@ def board_params(module, board: str) -> dict:
 
 def board_outputs(traced: TracedKernel, isses) -> dict:
     """``{name: (DRAM address, the ISS's array)}`` of core 0's outputs."""
-    return {name: (t.addr, _read(isses[0].dram, t)) for name, t in traced.outputs[0].items()}
+    return {name: (t.addr, read_tensor(isses[0].dram, t)) for name, t in traced.outputs[0].items()}
 
 
 def _run_board(traced: TracedKernel, isses, port: str, board: str, baud) -> dict:
@@ -317,7 +324,7 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
         "config": traced.params,
         "commands": [len(k.program) for k in traced.kernels],
         "macs": [k.macs for k in traced.kernels],
-        "outputs": {name: [_read(iss.dram, outs[name]) for iss, outs in
+        "outputs": {name: [read_tensor(iss.dram, outs[name]) for iss, outs in
                            zip(isses, traced.outputs, strict=True)]
                     for name in traced.outputs[0]},
     }
@@ -330,7 +337,7 @@ def run_kernel(path, *, on: str = "iss", cores: int | None = None, seed: int = 0
                       utilization=[traced.kernels[0].macs / (n * n * busy) if busy else 0.0],
                       board=board, port=port, seconds=b["seconds"])
     elif on != "iss":
-        fig = _run_rtl(traced, on, seed, waves)
+        fig = run_traced_rtl(traced, on, seed, waves)
         result.update(bit_exact=fig["bit_exact"], mismatch=fig.get("mismatch", ""))
         if fig["bit_exact"]:
             result.update(cycles=fig["cycles"], perf=fig["perf"],

@@ -28,6 +28,9 @@ The sections:
   the tensor engine = useful MACs / (N² x cycles) with DMA, activation and sequencing
   included, beside the roofline bound; every memory checked against the golden ISS; the plot
   ``<out>/roofline.png`` (:func:`plot_roofline`).
+* **training** - the MLP on digits trained on four cores with fp32, bf16 RNE and bf16 SR
+  weights at two learning rates (the ISS), the first steps on the RTL
+  (:mod:`sim.tools.bench_training`; the plot ``<out>/training.png``).
 * **sru** - the stochastic-rounding unit: Yosys generic cells per lane for each target alone
   and for all targets (from builds with 1 and 2 lanes: per lane = the difference, shared =
   the rest, chiefly the seeder), and its throughput in elements per cycle from a full-rate
@@ -139,7 +142,7 @@ def _progress(msg: str) -> None:
 
 def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: bool = True,
                sru: bool = True, collectives: bool = True, core: bool = True,
-               speed: bool = True) -> int:
+               speed: bool = True, training: bool = True) -> int:
     """How many runs collect() makes with these arguments (the progress bar's length)."""
     sim_runs = SIM_RUNS if sim_runs is None else sim_runs
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
@@ -154,6 +157,9 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
         runs += len(ranks_list) * len(widths)
     if sru:
         runs += len(SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS) + 1
+    if training:
+        from sim.tools.bench_training import MODES, TRAIN_LRS
+        runs += len(MODES) * len(TRAIN_LRS) + 1
     return runs
 
 
@@ -639,7 +645,7 @@ def speed_runs(quick: bool = False) -> list[tuple[str, str, object, float, bool]
 
 def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
             gemm: bool = True, sru: bool = True, collectives: bool = True,
-            core: bool = True, speed: bool = True) -> dict:
+            core: bool = True, speed: bool = True, training: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run. ``speed``: the
@@ -738,6 +744,17 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
                           "error": f"{type(exc).__name__}: {exc}"}]
                 _progress(f"  FAILED: {items[0]['error'].splitlines()[0]}")
             results["collectives"] += items
+    results["training"] = None
+    if training:
+        from sim.tools.bench_training import bench_training
+        try:
+            results["training"] = bench_training(quick, progress=_progress)
+            rtl = results["training"]["rtl"]
+            _progress(f"  RTL: bit_exact={rtl['bit_exact']}, "
+                      f"same as the ISS run: {rtl['same_as_iss_run']}")
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            results["training"] = {"error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {results['training']['error'].splitlines()[0]}")
     if not sru:
         results["sru"] = None
         return results
@@ -873,6 +890,8 @@ def render_md(results: dict) -> str:
     lines += _render_sru(results.get("sru"))
     lines += _render_core(results.get("core"))
     lines += _render_collectives(results.get("collectives"))
+    from sim.tools.bench_training import render_training
+    lines += render_training(results.get("training"))
     return "\n".join(lines) + "\n"
 
 
@@ -1140,6 +1159,10 @@ def write_results(results: dict, out_dir: str | Path) -> tuple[Path, Path]:
     core = results.get("core")
     if core and "error" not in core:
         plot_roofline(core, out / "roofline.png")
+    tr = results.get("training")
+    if tr and "error" not in tr:
+        from sim.tools.bench_training import plot_training
+        plot_training(tr, out / "training.png")
     return path_json, path_md
 
 
@@ -1177,6 +1200,8 @@ def failures(results: dict) -> list[str]:
                 for c in core["configs"] if not c["bit_exact"]]
         if core.get("mlp") and not core["mlp"]["bit_exact"]:
             bad.append("core: the demo's MLP not bit-exact with the ISS")
+    from sim.tools.bench_training import training_failures
+    bad += training_failures(results.get("training"))
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "
@@ -1188,8 +1213,8 @@ def failures(results: dict) -> list[str]:
 
 #: The sections ``nclite bench --only`` picks from: the GEMMs (with the 8x8 engine's speed),
 #: the PE chain's speed, the simulation speed of four workloads, Yosys cell counts, the
-#: NeuronCore, the all-reduce, the SRU.
-SECTIONS = ("gemm", "pe-chain", "sim-speed", "synth", "core", "collectives", "sru")
+#: NeuronCore, the all-reduce, the SRU, training on four cores.
+SECTIONS = ("gemm", "pe-chain", "sim-speed", "synth", "core", "collectives", "sru", "training")
 
 
 def section_args(only=None) -> dict:
@@ -1203,7 +1228,8 @@ def section_args(only=None) -> dict:
     return {"gemm": "gemm" in only, "sim_runs": None if "pe-chain" in only else [],
             "speed": "sim-speed" in only,
             "synth_designs": None if "synth" in only else [], "core": "core" in only,
-            "collectives": "collectives" in only, "sru": "sru" in only}
+            "collectives": "collectives" in only, "sru": "sru" in only,
+            "training": "training" in only}
 
 
 def run_all(out_dir: str | Path = "bench", *, quick: bool = False,
