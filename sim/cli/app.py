@@ -225,7 +225,8 @@ def sr_demo(simulator, steps, start, increment, fmt, lanes, seed, random_bits, p
 
 @main.command()
 @click.option("--steps", type=click.IntRange(1, 100_000), default=None,
-              help="Training steps (global batches). [default: 300 on the ISS, 2 on the RTL]")
+              help="Training steps (global batches). "
+                   "[default: 300 on the ISS, 2 in Verilator, 1 in Icarus]")
 @click.option("--rounding", type=click.Choice(["sr", "rne", "fp32", "all"]), default="sr",
               show_default=True, help="The weight update's cast: bf16 weights with stochastic "
               "rounding or round-to-nearest-even, fp32 master weights, or all three runs.")
@@ -257,7 +258,7 @@ def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json)
     from sim.cli.progress import bar
 
     modes = train_mod.modes_of(rounding)
-    steps = steps or (300 if on == "iss" else 2)
+    steps = steps or {"iss": 300, "verilator": 2, "icarus": 1}[on]
     with bar("nclite train", steps * len(modes)) as progress:
         runs = train_mod.run_train(steps=steps, modes=modes, on=on, lr=lr, cores=cores,
                                    seed=seed, eval_every=eval_every, waves=bool(waves),
@@ -310,7 +311,7 @@ def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed
 @click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")
 @click.option("--only", multiple=True,
               type=click.Choice(["gemm", "pe-chain", "sim-speed", "synth", "core",
-                                 "collectives", "sru"]),
+                                 "collectives", "sru", "training"]),
               help="Run only this section (repeatable); `make readme` refuses such results.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON (the content of results.json).")

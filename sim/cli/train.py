@@ -52,9 +52,9 @@ def format_train(runs: list[dict]) -> str:
     for r in runs:
         acc = r["accuracy"][-1][1]
         lines.append(f"  {LABELS[r['mode']]:<18}: {r['steps']} steps, loss {r['loss'][0]:.4f} "
-                     f"-> {r['loss'][-1]:.4f}, test accuracy {100 * acc:.1f} %; ISS "
-                     f"{r['seconds']:.1f} s; weights identical on every core: "
-                     f"{'yes' if r['same_on_every_core'] else 'NO'}")
+                     f"-> {r['loss'][-1]:.4f}, test accuracy {100 * acc:.1f} %, weights "
+                     f"moved {100 * np.mean(r['moved']):.1f} % a step; the same on every "
+                     f"core: {'yes' if r['same_on_every_core'] else 'NO'}")
         if "bit_exact" in r:
             if r["bit_exact"]:
                 c = max(r["cycles"]) if isinstance(r["cycles"], list) else r["cycles"]

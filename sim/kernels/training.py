@@ -315,14 +315,16 @@ def _step(layout: ParamLayout, mode: str, lr: float, batch_total: int, t: StepTe
 
         # Every core: the sum of the gradients (and of the losses) over the ring.
         all_reduce(G)
+        # The update w <- cast(w - lr * g) of every parameter at once, from the gradient block.
+        # lab3 begin: sgd_update
         grad = G[:, 0:layout.words]
-        nisa.tensor_scalar(grad, grad, nl.multiply, _f32(-lr))
+        nisa.tensor_scalar(grad, grad, nl.multiply, _f32(-lr))  # -lr * g, in place (fp32)
         if mode == "fp32":
             nisa.tensor_tensor(P32, P32, grad, nl.add)
-            nisa.dma_copy(t.params, P32)
         else:
             nisa.tensor_tensor(P, P, grad, nl.add, rounding=mode)
-            nisa.dma_copy(t.params, P)
+        # lab3 end: sgd_update
+        nisa.dma_copy(t.params, P32 if mode == "fp32" else P)
         nisa.dma_copy(t.loss[0:1, s:s + 1], G[0:1, layout.loss:layout.loss + 1])
 
 

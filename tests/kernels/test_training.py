@@ -219,3 +219,15 @@ def test_training_steps_on_rtl(simulator, mode, seed):
     fig = run_traced_rtl(tk, simulator, seed, False)
     assert fig["bit_exact"], f"{fig['mismatch']} (seed {seed})"
     assert all(c > 0 for c in fig["cycles"])
+
+
+def test_sr_follows_fp32_where_rne_stalls(seed):
+    """The measured claim of the README's plot, on a short run: at a small learning rate most
+    bf16 updates are below half an ulp of their weight, RNE drops them (its loss stays well
+    above fp32's) while SR keeps them on average (its loss within 2 % of fp32's)."""
+    tail = {}
+    for mode in ("fp32", "rne", "sr"):
+        r = tr.train(100, tr.TrainSetup(mode=mode, lr=0.01, seed=seed), eval_every=100)
+        tail[mode] = float(np.mean(r["loss"][-30:]))
+    assert abs(tail["sr"] - tail["fp32"]) < 0.02 * tail["fp32"], (seed, tail)
+    assert tail["rne"] > 1.08 * tail["fp32"], (seed, tail)

@@ -35,7 +35,7 @@ def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
                             synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False,
-                            collectives=False, core=False, speed=False)
+                            collectives=False, core=False, speed=False, training=False)
     assert bench.failures(results) == []
     assert results["sim_speed_models"] is None
     path_json, path_md = bench.write_results(results, tmp_path / "out")
@@ -286,3 +286,38 @@ def test_cli_sections_are_bench_sections():
 
     (only,) = [p for p in bench_command.params if p.name == "only"]
     assert tuple(only.type.choices) == bench.SECTIONS
+
+
+def _training_run(mode, lr, moved, same=True):
+    steps = 60
+    return {"mode": mode, "lr": lr, "steps": steps, "cores": 4, "seed": 0,
+            "mlp": {"inputs": 64, "hidden": 32, "classes": 10, "batch": 8},
+            "train_samples": 1438, "test_samples": 359, "loss": [1.0] * 10 + [0.25] * 50,
+            "moved": [moved] * steps, "accuracy": [(30, 0.5), (60, 0.875)],
+            "same_on_every_core": same}
+
+
+def test_training_section_rendering_and_failures(tmp_path):
+    """The training section: one row per run with its end figures (the means of the last 50
+    steps), the RTL sentence, the plot; a run whose cores disagree, an RTL mismatch and a
+    failure are reported."""
+    from sim.tools import bench_training as bt
+
+    rtl = {"steps": 2, "cores": 4, "config": {"n": 8}, "bit_exact": True, "mismatch": "",
+           "cycles": [100, 120, 110, 90], "same_as_iss_run": True}
+    tr = {"steps": 60, "lrs": [0.5, 0.01], "rtl": rtl,
+          "runs": [_training_run(m, lr, 0.5 if m == "rne" else 1.0)
+                   for lr in (0.5, 0.01) for m in ("fp32", "rne", "sr")]}
+    md = bench.render_md({"training": tr})
+    assert "## Training on the cores" in md
+    assert "| 0.01 | bf16 weights, RNE | 0.2500 | 87.5 % | 50.0 % |" in md
+    assert "120 cycles (60 a step)" in md and "bit-exact with the ISS" in md
+    assert bt.training_failures(tr) == []
+    png = bt.plot_training(tr, tmp_path / "training.png")
+    assert png.stat().st_size > 1000
+    bad = dict(tr, rtl=dict(rtl, bit_exact=False, mismatch="core 1 DRAM byte 4"),
+               runs=[_training_run("sr", 0.5, 1.0, same=False)])
+    assert "**NOT bit-exact**: core 1 DRAM byte 4" in bench.render_md({"training": bad})
+    assert len(bt.training_failures(bad)) == 2
+    assert bt.training_failures({"error": "RuntimeError: x"}) == ["training: RuntimeError: x"]
+    assert "FAILED: RuntimeError: x" in bench.render_md({"training": {"error": "RuntimeError: x"}})
