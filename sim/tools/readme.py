@@ -84,8 +84,11 @@ def render(bench: dict, synth: dict) -> str:
     speed = bench.get("sim_speed_models") or []
     configs = bench["core"]["configs"]
     mlp = bench["core"].get("mlp")  # make demo's MLP, in full runs
+    training = bench.get("training")
+    if training and "error" in training:
+        raise ValueError(f"bench/results.json: the training benchmark failed: {training}")
     every = [*bench["gemm"], *bench["collectives"], *configs, *([mlp] if mlp else []),
-             *bench["sim_speed"], *speed]
+             *bench["sim_speed"], *speed, *([training["rtl"]] if training else [])]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -126,6 +129,7 @@ def render(bench: dict, synth: dict) -> str:
     sru = bench["sru"]["throughput"]
     rows.append(("stochastic-rounding unit", f"{sru['elements_per_cycle']:.2f} elements/cycle",
                  f"{sru['lanes']} lanes, SR with fresh random bits every beat"))
+    rows += _training_rows(training)
     rows += _speed_rows([s for s in speed if "error" not in s])
     pe = _synth(synth, "PE mul_stages=5 add_stages=6, all")
     rows.append(("PE (bf16/fp8 × → fp32 +)", f"{_area(pe)}; {_fmax(pe)}",
@@ -154,6 +158,32 @@ def render(bench: dict, synth: dict) -> str:
                  "`make synth-report`; details in [bench/results.md](bench/results.md) and "
                  "[synth/report.md](synth/report.md).")
     return "\n".join(lines)
+
+
+def _training_rows(tr: dict | None) -> list[tuple[str, str, str]]:
+    """The training section's rows: test accuracy of each mode at each learning rate, and
+    the RTL's cycles a step."""
+    if not tr:
+        return []
+    from sim.tools.bench_training import summary
+
+    rows = []
+    r0 = tr["runs"][0]
+    for lr in tr["lrs"]:
+        runs = {r["mode"]: summary(r) for r in tr["runs"] if r["lr"] == lr}
+        rows.append((f"training: MLP 64-32-10 on digits, {r0['cores']} cores, lr {lr}",
+                     f"test accuracy: fp32 {_pct(runs['fp32']['accuracy'])}, bf16 RNE "
+                     f"{_pct(runs['rne']['accuracy'])}, bf16 SR {_pct(runs['sr']['accuracy'])}",
+                     f"{tr['steps']} steps on the golden ISS, every number computed by the "
+                     f"cores' commands; weights moved a step: RNE {_pct(runs['rne']['moved'])}, "
+                     f"SR {_pct(runs['sr']['moved'])}; [plot](bench/training.png)"))
+    rtl = tr["rtl"]
+    if rtl.get("bit_exact") and rtl.get("same_as_iss_run"):
+        rows.append((f"training step on the RTL, {rtl['cores']} cores N = {rtl['config']['n']}",
+                     f"{_int(max(rtl['cycles']) // rtl['steps'])} cycles a step",
+                     f"the first {rtl['steps']} steps of the SR run in Verilator, bit-exact "
+                     "with the ISS in every memory of every core"))
+    return rows
 
 
 def _speed_rows(speed: list[dict]) -> list[tuple[str, str, str]]:

@@ -82,3 +82,23 @@ def test_only_full_bench_results_make_the_table():
     assert readme.not_full({"quick": False, "only": None}) is None
     assert "--quick" in readme.not_full({"quick": True})
     assert "holds only sim-speed" in readme.not_full({"only": ["sim-speed"]})
+
+
+def test_table_shows_the_training_runs():
+    """Each learning rate's test accuracies and moved fractions (from the runs' ends), the
+    RTL's cycles a step; a failed training benchmark is refused."""
+    from tests.tools.test_bench import _training_run
+
+    bench, synth = readme.load()
+    rtl = {"steps": 2, "cores": 4, "config": {"n": 8}, "bit_exact": True,
+           "cycles": [21000, 21960, 21900, 21950], "same_as_iss_run": True}
+    bench["training"] = {"steps": 60, "lrs": [0.5, 0.01], "rtl": rtl,
+                         "runs": [_training_run(m, lr, 0.25 if m == "rne" else 0.75)
+                                  for lr in (0.5, 0.01) for m in ("fp32", "rne", "sr")]}
+    table = readme.render(bench, synth).replace("\u202f", " ")
+    assert ("| training: MLP 64-32-10 on digits, 4 cores, lr 0.01 | test accuracy: fp32 87.5 %, "
+            "bf16 RNE 87.5 %, bf16 SR 87.5 % |") in table
+    assert "weights moved a step: RNE 25.0 %, SR 75.0 %" in table
+    assert "| training step on the RTL, 4 cores N = 8 | 10 980 cycles a step |" in table
+    with pytest.raises(ValueError, match="training benchmark failed"):
+        readme.render(dict(bench, training={"error": "boom"}), synth)
