@@ -86,7 +86,10 @@ def plot_runs(groups: list[list[dict]], png, *, title: str | None = None) -> Pat
             loss = np.array(r["loss"])
             w = min(10, len(loss))
             smooth = np.convolve(loss, np.ones(w) / w, mode="valid")
-            kw = {"color": COLORS[r["mode"]], "label": LABELS[r["mode"]]}
+            fp32 = r["mode"] == "fp32"  # drawn wide and underneath: SR runs on top of it
+            kw = {"color": COLORS[r["mode"]], "label": LABELS[r["mode"]],
+                  "linewidth": 3.0 if fp32 else 1.4, "alpha": 0.45 if fp32 else 1.0,
+                  "zorder": 1 if fp32 else 2}
             axes[0, col].plot(np.arange(w, len(loss) + 1), smooth, **kw)
             steps, acc = zip(*r["accuracy"], strict=True)
             axes[1, col].plot(steps, 100 * np.array(acc), marker=".", **kw)

@@ -35,7 +35,8 @@ from sim.kernels.run import TracedKernel, core_config, read_tensor, run_traced_r
 from sim.kernels.training import MODES, Mlp, ParamLayout, to_tiles, trace_steps
 
 __all__ = ["TRAIN_CONFIG", "MLP", "DEFAULT_LR", "TrainSetup", "digits", "init_params",
-           "batch_indices", "shard", "accuracy", "train", "run_program_on_iss"]
+           "batch_indices", "shard", "accuracy", "train", "rtl_steps_max",
+           "run_program_on_iss"]
 
 #: The cores of the training run: N = 8 (the batch shard of 8 samples is one tile), 1 536 SBUF
 #: words a partition (the parameter, fp32 master and gradient blocks and a step's tiles),
@@ -176,6 +177,22 @@ def _run_on_iss(traced) -> tuple[list[NeuronCoreISS], object]:
     return isses, traced[0][1]
 
 
+def rtl_steps_max(setup: TrainSetup) -> int:
+    """The most steps one RTL program holds: the parameter block, the loss row and every
+    step's X and Y in a core's DRAM (each tensor 64-byte aligned, as the tracer places
+    them)."""
+    m, n = setup.mlp, setup.config["n"]
+
+    def aligned(nbytes: int) -> int:
+        return -(-nbytes // 64) * 64
+
+    tiles = lambda rows: -(-rows // n)  # noqa: E731
+    params = aligned(n * setup.layout().words * np.dtype(setup.params_dtype).itemsize)
+    per_step = aligned(n * tiles(m.inputs) * m.batch * 2) + \
+        aligned(n * tiles(m.classes) * m.batch * 2) + 4
+    return max(0, (setup.config["dram_bytes"] - params - 64) // per_step)
+
+
 def run_program_on_iss(setup: TrainSetup, steps: int):
     """The program the RTL runs for the first ``steps`` steps (every step's batch in DRAM, the
     seed set once), on the ISS: ``(the cores' ISSes, core 0's StepTensors)``."""
@@ -204,6 +221,10 @@ def train(steps: int, setup: TrainSetup | None = None, *, on: str = "iss",
         raise ValueError(f"steps must be a positive integer, not {steps!r}")
     if on not in ("iss", "icarus", "verilator"):
         raise ValueError(f"on must be iss, icarus or verilator, not {on!r}")
+    if on != "iss" and steps > rtl_steps_max(setup):
+        raise ValueError(f"the RTL runs at most {rtl_steps_max(setup)} steps (every step's "
+                         f"batch in each core's {setup.config['dram_bytes']} bytes of DRAM), "
+                         f"not {steps}")
     data = _Data(setup, steps)
     layout = setup.layout()
     out = {"steps": steps, "mode": setup.mode, "lr": setup.lr, "cores": setup.cores,

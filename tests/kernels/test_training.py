@@ -187,6 +187,23 @@ def test_setup_errors_name_the_parameter():
         tr.TrainSetup(cores=1)
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         tr.train(0)
+    setup = tr.TrainSetup()
+    most = tr.rtl_steps_max(setup)
+    with pytest.raises(ValueError, match=f"the RTL runs at most {most} steps"):
+        tr.train(most + 1, setup, on="verilator")
+
+
+def test_rtl_steps_max_is_what_fits():
+    """The limit is the tracer's: that many steps trace, one more overflows DRAM."""
+    from sim.host.training import _Data, _trace
+
+    for mode in ("sr", "fp32"):
+        setup = tr.TrainSetup(mode=mode)
+        most = tr.rtl_steps_max(setup)
+        assert most > 10
+        _trace(setup, _Data(setup, most), range(most), True)
+        with pytest.raises(KernelError, match="DRAM overflow"):
+            _trace(setup, _Data(setup, most + 1), range(most + 1), True)
 
 
 #: A small ring for the RTL: two cores of N = 4 with shallow tensor-engine pipelines (a quick
