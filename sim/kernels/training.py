@@ -240,12 +240,11 @@ def _step(layout: ParamLayout, mode: str, lr: float, batch_total: int, t: StepTe
         if mode == "fp32":
             nisa.dma_copy(P32, t.params)
             nisa.tensor_copy(P, P32)  # the bf16 copy of the master weights (RNE)
-            b_src = P32
+            b_tile, b_off = P32, layout.b1
         else:
             nisa.dma_copy(P, t.params)
             nisa.tensor_scalar(bias, P[:, layout.b1:layout.words], nl.multiply, 1.0)  # widen
-            b_src = None
-        b_tile, b_off = (b_src, layout.b1) if b_src is not None else (bias, 0)
+            b_tile, b_off = bias, 0
         w1 = Rows(P, layout.w1, m.inputs, m.hidden)
         w2 = Rows(P, layout.w2, m.hidden, m.classes)
         b1 = Rows(b_tile, b_off, m.hidden, 1)
@@ -374,7 +373,7 @@ def trace_steps(cfg, mlp: Mlp, *, mode: str, lr: float, params: np.ndarray, batc
             "g": nl.ndarray((n, layout.words + 1), nl.float32, buffer=nl.sbuf,
                             name="gradients"),
             "bias": nl.ndarray((n, layout.words - layout.b1), nl.float32, buffer=nl.sbuf,
-                               name="fp32 biases"),
+                               name="fp32 biases") if mode != "fp32" else None,
         }
         psum = [nl.ndarray((n, cfg.psum_words), nl.float32, buffer=nl.psum, bank=b, addr=0,
                            name=f"PSUM bank {b}") for b in range(cfg.psum_banks)]
