@@ -28,8 +28,10 @@ Tests (the runner picks one per pytest case with ``testcase``):
   casts with RNE / RTZ / SR, and the PSUM hazards of a second operand.
 * ``random_commands`` - random legal commands at random partitions and addresses (DMA with
   strides, LOAD_STATIONARY / MATMUL with ``part`` != 0, ACTIVATE from PSUM and from SBUF,
-  in place, with bias, SET_SEED, BARRIER), so consecutive commands often touch the same
-  words and the sequencer's hazard checks decide the result.
+  in place, with bias, SET_SEED, BARRIER; on a core with the vector engine also
+  TENSOR_TENSOR, TENSOR_SCALAR (special scalars too), TENSOR_REDUCE from SBUF and PSUM and
+  TRANSPOSE), so consecutive commands often touch the same words and the sequencer's hazard
+  checks decide the result.
 * ``errors`` - every error of ``sim.host.programs.error_programs`` after a legal prefix, with
   legal commands behind it: the error code and index, nothing executed after it (the core
   drops them), memories unchanged; then CTRL clear-error and a legal program; a soft reset
@@ -58,6 +60,7 @@ from golden.isa import (
     DTYPE_BYTES,
     OPERAND_DTYPES,
     ActivationFunc,
+    AluOp,
     Dtype,
     ErrorCode,
     Opcode,
@@ -330,8 +333,11 @@ def _random_command(tb, rng, stat_k, hot, probe):
         return min(max(a, 0), words - cols)
 
     bank = int(rng.choice(hot["bank"]))
-    kind = rng.choice(["load", "store", "ls", "mm", "act", "seed", "barrier"],
-                      p=[.22, .1, .12, .28, .22, .03, .03])
+    kinds = {"load": .2, "store": .08, "ls": .1, "mm": .24, "act": .16, "seed": .02,
+             "barrier": .02}
+    if c.vector_engine:  # the vector engine's commands in the same mix (else: 0)
+        kinds.update(tt=.06, ts=.05, red=.04, tr=.03)
+    kind = rng.choice(list(kinds), p=np.array(list(kinds.values())) / sum(kinds.values()))
     if kind in ("load", "store"):
         dtype = int(rng.choice([BF16, FP8_E4M3, FP32, FP16]))
         size = DTYPE_BYTES[dtype]
@@ -368,6 +374,39 @@ def _random_command(tb, rng, stat_k, hot, probe):
             else 0x3F800000, dtype=int(rng.integers(0, len(Dtype))),
             mode=int(rng.integers(0, len(Rounding))),
             saturate=int(rng.integers(0, 2)), dst_addr=dst)
+    elif kind in ("tt", "ts", "red"):
+        cols = int(rng.integers(1, c.psum_words + 1))
+
+        def operand(i: int) -> dict:
+            sbuf = int(rng.random() < 0.6)
+            return {f"in{i}_sbuf": sbuf, f"in{i}_bank": int(rng.choice(hot["bank"])),
+                    f"in{i}_addr": addr(cols) if sbuf
+                    else int(rng.integers(0, c.psum_words - cols + 1)),
+                    f"in{i}_dtype": int(rng.choice([BF16, FP8_E4M3, FP32, FP16])) if sbuf
+                    else FP32}
+
+        alus = [AluOp.ADD, AluOp.MAX, AluOp.MIN] if kind == "red" else list(AluOp)
+        f = dict(alu=int(rng.choice(alus)), part=part, rows=rows, cols=cols, **operand(0),
+                 dtype=int(rng.integers(0, len(Dtype))), mode=int(rng.integers(0, 3)),
+                 saturate=int(rng.integers(0, 2)))
+        f["dst_addr"] = f["in0_addr"] if f["in0_sbuf"] and rng.random() < 0.3 else \
+            addr(1 if kind == "red" else cols)
+        if kind == "tt":
+            op = Opcode.TENSOR_TENSOR
+            f.update(operand(1))
+        elif kind == "ts":
+            op = Opcode.TENSOR_SCALAR
+            f.update(reverse=int(rng.integers(0, 2)),
+                     scalar=int(tb.fp32(1, 4.0)[0]) if rng.random() < 0.7
+                     else int(rng.choice([0x7F800000, 0xFF800000, 0x80000000, 0x7FC00001])))
+        else:
+            op = Opcode.TENSOR_REDUCE
+    elif kind == "tr":
+        k = int(rng.integers(1, n - part + 1))
+        m = int(rng.integers(1, n + 1))
+        op, f = Opcode.TRANSPOSE, dict(part=part, rows=k, cols=m, src_addr=addr(m),
+                                       dst_part=int(rng.integers(0, n - m + 1)),
+                                       dst_addr=addr(k))
     elif kind == "seed":
         op, f = Opcode.SET_SEED, dict(seed=int(rng.integers(0, 1 << 63)))
     else:
@@ -391,6 +430,7 @@ async def random_commands(dut):
     specials = vectors.cast_inputs("bf16", rng, 1024).astype(np.uint32)
     tb.dram(specials.view(np.uint8), 0)
     probe = NeuronCoreISS(tb.cfg)  # checks candidates; never runs them
+    ops: dict[str, int] = {}
     for batch in range(8):
         prog, stat_k = [], tb.iss.te.stationary_shape
         stat_k = None if stat_k is None else stat_k[0]
@@ -403,8 +443,10 @@ async def random_commands(dut):
             op, fields = decode(cmd)
             if op == Opcode.LOAD_STATIONARY:
                 stat_k = fields["k"]
+            ops[Opcode(op).name] = ops.get(Opcode(op).name, 0) + 1
             prog.append(cmd)
         await tb.run(prog, f"random batch {batch}")
+    dut._log.info("random commands by opcode: %s", ops)
 
 
 @cocotb.test(**tbutil.timeout(20))
