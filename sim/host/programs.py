@@ -14,6 +14,7 @@ import numpy as np
 from golden.isa import (
     DTYPE_BYTES,
     ActivationFunc,
+    AluOp,
     CollectiveOp,
     Dtype,
     ErrorCode,
@@ -153,4 +154,56 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
          ErrorCode.BAD_DTYPE),
         ("ok", ok, ErrorCode.OK),
     ]
+    cases[-1:-1] = _vector_error_cases(cfg)
     return [(w, p if isinstance(p, list) else [p], c) for w, p, c in cases]
+
+
+def _vector_error_cases(cfg: CoreConfig) -> list[tuple[str, object, ErrorCode]]:
+    """The vector engine's checks (``golden.iss.NeuronCoreISS._check_vector`` and
+    TRANSPOSE's), each broken once; on a core without the engine, its opcodes' BAD_OPCODE."""
+    n = cfg.n
+    tt = {"alu": AluOp.ADD, "part": 0, "rows": 1, "cols": 2,
+          "in0_sbuf": 1, "in0_bank": 0, "in0_addr": 0, "in0_dtype": FP32,
+          "in1_sbuf": 1, "in1_bank": 0, "in1_addr": 4, "in1_dtype": BF16,
+          "dtype": FP32, "mode": Rounding.RNE, "saturate": 0, "dst_addr": 8}
+    ts = {k: v for k, v in tt.items() if not k.startswith("in1")} | {"reverse": 0,
+                                                                       "scalar": _ONE}
+    red = {k: v for k, v in ts.items() if k not in ("reverse", "scalar")}
+    tr = {"part": 0, "rows": 2, "cols": 2, "src_addr": 0, "dst_part": 0, "dst_addr": 8}
+    if not cfg.vector_engine:
+        return [("tensor_tensor without the vector engine", encode(Opcode.TENSOR_TENSOR, **tt),
+                 ErrorCode.BAD_OPCODE)]
+    return [
+        ("tt alu 6", encode(Opcode.TENSOR_TENSOR, **{**tt, "alu": 6}), ErrorCode.BAD_FIELD),
+        ("reduce by subtract", encode(Opcode.TENSOR_REDUCE, **{**red, "alu": AluOp.SUBTRACT}),
+         ErrorCode.BAD_FIELD),
+        ("ts mode 3", encode(Opcode.TENSOR_SCALAR, **{**ts, "mode": 3}), ErrorCode.BAD_FIELD),
+        ("tt bf16 PSUM operand", encode(Opcode.TENSOR_TENSOR, **{**tt, "in1_sbuf": 0}),
+         ErrorCode.BAD_DTYPE),
+        ("ts dtype 7", encode(Opcode.TENSOR_SCALAR, **{**ts, "dtype": 7}), ErrorCode.BAD_DTYPE),
+        ("tt in0 dtype 6", encode(Opcode.TENSOR_TENSOR, **{**tt, "in0_dtype": 6}),
+         ErrorCode.BAD_DTYPE),
+        ("tt cols 0", encode(Opcode.TENSOR_TENSOR, **{**tt, "cols": 0}), ErrorCode.BAD_SHAPE),
+        ("transpose rows 0", encode(Opcode.TRANSPOSE, **{**tr, "rows": 0}),
+         ErrorCode.BAD_SHAPE),
+        ("ts past the partitions", encode(Opcode.TENSOR_SCALAR, **{**ts, "part": n - 1,
+                                                                    "rows": 2}),
+         ErrorCode.BAD_RANGE),
+        ("tt past the PSUM bank's words",
+         encode(Opcode.TENSOR_TENSOR, **{**tt, "in1_sbuf": 0, "in1_dtype": FP32,
+                                          "in1_addr": cfg.psum_words - 1}),
+         ErrorCode.BAD_RANGE),
+        ("tt PSUM bank out of range",
+         encode(Opcode.TENSOR_TENSOR, **{**tt, "in1_sbuf": 0, "in1_dtype": FP32,
+                                          "in1_bank": cfg.psum_banks}),
+         ErrorCode.BAD_RANGE),
+        ("tt operand overlapping the destination",
+         encode(Opcode.TENSOR_TENSOR, **{**tt, "in1_addr": 9}), ErrorCode.BAD_RANGE),
+        ("reduce destination past SBUF",
+         encode(Opcode.TENSOR_REDUCE, **{**red, "dst_addr": cfg.sbuf_words}),
+         ErrorCode.BAD_RANGE),
+        ("transpose past N", encode(Opcode.TRANSPOSE, **{**tr, "cols": 3, "dst_part": n - 2}),
+         ErrorCode.BAD_RANGE),
+        ("transpose onto its source", encode(Opcode.TRANSPOSE, **{**tr, "dst_addr": 1}),
+         ErrorCode.BAD_RANGE),
+    ]

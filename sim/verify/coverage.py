@@ -396,7 +396,8 @@ SRU_MODES = ("rne", "rtz", "sr")
 TE_FORMATS = ("bf16", "fp8_e4m3", "fp8_e5m2")
 FP32_CLASSES = ("+0", "-0", "subnormal", "normal", "+inf", "-inf", "nan")
 _OPS = ("DMA_LOAD", "DMA_STORE", "LOAD_STATIONARY", "MATMUL", "ACTIVATE", "COLLECTIVE",
-        "BARRIER", "SET_SEED", "ILLEGAL")
+        "BARRIER", "SET_SEED", "TENSOR_TENSOR", "TENSOR_SCALAR", "TENSOR_REDUCE", "TRANSPOSE",
+        "ILLEGAL")
 _ERRORS = ("OK", "BAD_OPCODE", "BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE",
            "BAD_ALIGN")
 #: The errors each opcode can fail with on a core outside a ring (golden.iss checks).
@@ -409,6 +410,10 @@ FAILURES = {
     "ACTIVATE": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
     # Its ranges and shape are checked before whether the core is in a ring.
     "COLLECTIVE": ("BAD_FIELD", "BAD_RANGE", "BAD_SHAPE"),
+    "TENSOR_TENSOR": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
+    "TENSOR_SCALAR": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
+    "TENSOR_REDUCE": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
+    "TRANSPOSE": ("BAD_RANGE", "BAD_SHAPE"),
 }
 
 

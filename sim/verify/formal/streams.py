@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Mux
+from amaranth.hdl import Cat, Mux, Signal, Value
 
 from .harness import FormalTop, read_port_holds, responses_follow_requests, stream_rule
 
@@ -100,29 +100,72 @@ def _sbuf_port(m, top):
         read_port_holds(m, top.signal("rd_en"), top.signal("rd_window"), "sbuf_rd_window")
 
 
-_AF = {"n": 2, "words": 4, "banks": 1, "psum_words": 4}  # the activation feeder's sizes
+#: The activation feeder's sizes (the SBUF read port's window: 2 words).
+_AF = {"n": 2, "words": 4, "banks": 1, "psum_words": 4, "window": 2}
 
 
 def _activation_feeder_env(m, top):
-    """The SBUF port; commands are ACTIVATEs that passed the sequencer's checks (sizes and
+    """The SBUF port; commands are the engine's (ACTIVATE, TENSOR_TENSOR, TENSOR_SCALAR,
+    TENSOR_REDUCE, TRANSPOSE) that passed the sequencer's checks (fields legal, sizes and
     ranges within the memories); the activation engine gives one output beat per input beat
     taken, the tensor engine one drain response per drain request."""
     from amaranth.hdl import Assume
     from amaranth.lib import data
 
+    from golden.isa import AluOp, Rounding
     from hdl.isa import DESCRIPTOR_LAYOUTS, Opcode
 
     _sbuf_port(m, top)
     d = top.dut
-    a = data.View(DESCRIPTOR_LAYOUTS[Opcode.ACTIVATE], top.input("cmd.payload"))
-    n, words = _AF["n"], _AF["words"]
-    src_ok = Mux(a.src_sbuf, a.src_addr + a.cols <= words,
-                 (a.src_bank < _AF["banks"]) & (a.src_addr + a.cols <= _AF["psum_words"]))
-    legal = ((a.op == Opcode.ACTIVATE) & (a.rows != 0) & (a.cols != 0)
-             & (a.part + a.rows <= n) & (a.dst_addr + a.cols <= words) & src_ok
-             & (~a.bias_en | (a.bias_addr < words)))
-    m.d.comb += Assume(~top.input("cmd.valid") | legal, "cmd: a legal ACTIVATE")
-    responses_follow_requests(m, d.act_i.valid & d.act_i.ready, d.act_o.valid,
+    payload = top.input("cmd.payload")
+    n, words, banks, psum_words = (_AF[k] for k in ("n", "words", "banks", "psum_words"))
+
+    def view(o):
+        return data.View(DESCRIPTOR_LAYOUTS[o], payload)
+
+    def src_ok(sbuf, bank, addr, cols):
+        return Mux(sbuf, addr + cols <= words, (bank < banks) & (addr + cols <= psum_words))
+
+    def shape_ok(f, out_cols):
+        return ((f.rows != 0) & (f.cols != 0) & (f.part + f.rows <= n)
+                & (f.dst_addr + out_cols <= words))
+
+    a = view(Opcode.ACTIVATE)
+    legal = {Opcode.ACTIVATE: shape_ok(a, a.cols)
+             & src_ok(a.src_sbuf, a.src_bank, a.src_addr, a.cols)
+             & (~a.bias_en | (a.bias_addr < words))}
+    for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
+        f = view(o)
+        reduce = o == Opcode.TENSOR_REDUCE
+        alu, mode = (Value.cast(x) for x in (f.alu, f.mode))  # (enum views: their codes)
+        ok = shape_ok(f, 1 if reduce else f.cols) & (mode <= max(Rounding))
+        ok &= alu <= (AluOp.MIN if reduce else max(AluOp))
+        for i in ("in0", "in1") if o == Opcode.TENSOR_TENSOR else ("in0",):
+            ok &= src_ok(getattr(f, f"{i}_sbuf"), getattr(f, f"{i}_bank"),
+                         getattr(f, f"{i}_addr"), f.cols)
+        legal[o] = ok
+    t = view(Opcode.TRANSPOSE)
+    legal[Opcode.TRANSPOSE] = ((t.rows != 0) & (t.cols != 0) & (t.part + t.rows <= n)
+                               & (t.dst_part + t.cols <= n) & (t.src_addr + t.cols <= words)
+                               & (t.dst_addr + t.rows <= words))
+    op = a.op
+    m.d.comb += Assume(~top.input("cmd.valid") | Cat(*[(op == o) & ok for o, ok
+                                                        in legal.items()]).any(),
+                       "cmd: a legal command of the activation / vector engine")
+    # The engine answers each input beat with an output beat, except a reduction: one output
+    # beat after its command's last input beat (its other input beats are answered by none).
+    from hdl.activation import CommandKind
+
+    reducing = Signal(name="env_reducing")
+    count = Signal.like(d.act_cmd.payload.count, name="env_count")
+    taken = Signal.like(count, name="env_taken")
+    beat_in = d.act_i.valid & d.act_i.ready
+    with m.If(d.act_cmd.valid & d.act_cmd.ready):
+        m.d.sync += [reducing.eq(d.act_cmd.payload.kind == CommandKind.REDUCE),
+                     count.eq(d.act_cmd.payload.count), taken.eq(0)]
+    with m.Elif(beat_in):
+        m.d.sync += taken.eq(taken + 1)
+    responses_follow_requests(m, beat_in & (~reducing | (taken + 1 == count)), d.act_o.valid,
                               d.act_o.valid & d.act_o.ready, "act")
     responses_follow_requests(m, d.drain_req.valid & d.drain_req.ready, d.drain_resp.valid,
                               d.drain_resp.valid & d.drain_resp.ready, "drain")
