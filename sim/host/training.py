@@ -186,10 +186,9 @@ def rtl_steps_max(setup: TrainSetup) -> int:
     def aligned(nbytes: int) -> int:
         return -(-nbytes // 64) * 64
 
-    tiles = lambda rows: -(-rows // n)  # noqa: E731
     params = aligned(n * setup.layout().words * np.dtype(setup.params_dtype).itemsize)
-    per_step = aligned(n * tiles(m.inputs) * m.batch * 2) + \
-        aligned(n * tiles(m.classes) * m.batch * 2) + 4
+    x, y = (n * -(-rows // n) * m.batch * 2 for rows in (m.inputs, m.classes))  # bf16 tiles
+    per_step = aligned(x) + aligned(y) + 4  # and the step's fp32 loss
     return max(0, (setup.config["dram_bytes"] - params - 64) // per_step)
 
 
