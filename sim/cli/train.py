@@ -13,7 +13,9 @@ from sim.host.training import MODES, TrainSetup, train
 
 __all__ = ["run_train", "format_train", "plot_runs"]
 
-#: How a mode is named in the text and the plots.
+#: The runs of ``--rounding all``, in the order they are shown.
+ALL_MODES = ("fp32", "rne", "sr")
+#: How a mode is named in the text, the plots and the bench's table.
 LABELS = {"fp32": "fp32 weights", "rne": "bf16 weights, RNE", "sr": "bf16 weights, SR"}
 COLORS = {"fp32": "black", "rne": "tab:red", "sr": "tab:blue"}
 
@@ -112,7 +114,7 @@ def plot_runs(groups: list[list[dict]], png, *, title: str | None = None) -> Pat
 def modes_of(rounding: str) -> tuple[str, ...]:
     """``--rounding``'s modes: one of :data:`MODES`, or ``all``."""
     if rounding == "all":
-        return ("fp32", "rne", "sr")
+        return ALL_MODES
     if rounding not in MODES:
         raise ValueError(f"rounding must be one of {', '.join(MODES)} or all, not {rounding!r}")
     return (rounding,)

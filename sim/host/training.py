@@ -32,7 +32,7 @@ import numpy as np
 
 from golden.iss import ErrorCode, NeuronCoreISS, RingISS
 from sim.kernels.run import TracedKernel, core_config, read_tensor, run_traced_rtl
-from sim.kernels.training import MODES, Mlp, ParamLayout, to_tiles, trace_steps
+from sim.kernels.training import MODES, Mlp, ParamLayout, batch_tiles, trace_steps
 
 __all__ = ["TRAIN_CONFIG", "MLP", "DEFAULT_LR", "TrainSetup", "digits", "init_params",
            "batch_indices", "shard", "accuracy", "train", "rtl_steps_max",
@@ -245,7 +245,7 @@ def train(steps: int, setup: TrainSetup | None = None, *, on: str = "iss",
         for r, iss in enumerate(isses):
             xb, yb = shard(data.x_train, data.y_train, data.idx[t], r, setup.mlp)
             for addr, a in ((x_addr, xb), (y_addr, yb)):
-                raw = to_tiles(a, n).astype(ml_dtypes.bfloat16).view(np.uint8).reshape(-1)
+                raw = batch_tiles(a, n).view(np.uint8).reshape(-1)
                 iss.dram[addr:addr + raw.size] = raw
         ring.run([k.program for k, _ in (first if t == 0 else rest)])
         _check(isses)
@@ -259,12 +259,10 @@ def train(steps: int, setup: TrainSetup | None = None, *, on: str = "iss",
         if progress is not None:
             progress(t + 1)
     out["seconds"] = time.perf_counter() - t0
-    final = [_read(iss, tensors.params) for iss in isses]
-    out["same_on_every_core"] = all(np.array_equal(f.view(np.uint8), final[0].view(np.uint8))
-                                    for f in final)
-    p0 = layout.unpack(final[0])
+    final = [_read(iss, tensors.params).tobytes() for iss in isses]
+    out["same_on_every_core"] = all(f == final[0] for f in final)
     out.update(loss=losses, accuracy=acc, moved=moved,
-               params={k: v.tolist() for k, v in p0.items()})
+               params={k: v.tolist() for k, v in before.items()})  # core 0's, after the last step
 
     if on != "iss":
         traced = _trace(setup, data, range(steps), True)

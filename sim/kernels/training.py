@@ -45,8 +45,8 @@ from . import language as nl
 from .collectives import all_reduce
 from .trace import Kernel, KernelError, Tensor, current, tracing
 
-__all__ = ["MODES", "Mlp", "ParamLayout", "Rows", "to_tiles", "from_tiles", "StepTensors",
-           "trace_steps"]
+__all__ = ["MODES", "Mlp", "ParamLayout", "Rows", "to_tiles", "from_tiles", "batch_tiles",
+           "StepTensors", "trace_steps"]
 
 #: How the weights are rounded by the update: bf16 weights with stochastic rounding or round to
 #: nearest even; or fp32 master weights (their bf16 copy feeds the tensor engine).
@@ -104,6 +104,11 @@ def from_tiles(block, rows: int, cols: int) -> np.ndarray:
     t = _tiles(rows, n)
     return block[:, :t * cols].reshape(n, t, cols).transpose(1, 0, 2).reshape(t * n,
                                                                                cols)[:rows]
+
+
+def batch_tiles(a, n: int) -> np.ndarray:
+    """A step's X or one-hot Y as its DRAM tensor holds it: row tiles of ``n``, bf16."""
+    return to_tiles(a, n).astype(nl.bfloat16)
 
 
 @dataclass(frozen=True)
@@ -362,10 +367,10 @@ def trace_steps(cfg, mlp: Mlp, *, mode: str, lr: float, params: np.ndarray, batc
             x=[], y=[], loss=k.dram_tensor((1, len(batches)), Dtype.FP32, "loss"))
         for s, (xb, yb) in enumerate(batches):
             t.x.append(k.dram_tensor((n, _tiles(mlp.inputs, n) * mlp.batch), Dtype.BF16,
-                                     f"X of step {s}", data=to_tiles(xb, n).astype(nl.bfloat16)))
+                                     f"X of step {s}", data=batch_tiles(xb, n)))
             t.y.append(k.dram_tensor((n, _tiles(mlp.classes, n) * mlp.batch), Dtype.BF16,
                                      f"Y of step {s}",
-                                     data=to_tiles(yb, n).astype(nl.bfloat16)))
+                                     data=batch_tiles(yb, n)))
         blocks = {
             "p": nl.ndarray((n, layout.words), nl.bfloat16, buffer=nl.sbuf, name="parameters"),
             "p32": nl.ndarray((n, layout.words), nl.float32, buffer=nl.sbuf,

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TRAIN_STEPS", "TRAIN_LRS", "TRAIN_RTL_STEPS", "bench_training", "render_training",
-           "plot_training", "training_failures", "summary"]
+from sim.cli.train import ALL_MODES as MODES
+from sim.cli.train import LABELS, plot_runs
+
+__all__ = ["MODES", "TRAIN_STEPS", "TRAIN_LRS", "TRAIN_RTL_STEPS", "bench_training",
+           "render_training", "plot_training", "training_failures", "summary"]
 
 #: Steps of each run (quick: 20), the learning rates (the default, and a small one at which
 #: bf16 updates fall below half an ulp of many weights), the RTL steps.
 TRAIN_STEPS = 300
 TRAIN_LRS = (0.5, 0.01)
 TRAIN_RTL_STEPS = 2
-MODES = ("fp32", "rne", "sr")
 #: The steps a run's end figures average over.
 TAIL = 50
 
@@ -58,9 +60,6 @@ def summary(r: dict) -> dict:
             "moved": float(np.mean(r["moved"][-tail:])), "tail": tail}
 
 
-_LABELS = {"fp32": "fp32 master weights", "rne": "bf16 weights, RNE", "sr": "bf16 weights, SR"}
-
-
 def render_training(tr: dict | None) -> list[str]:
     if not tr:
         return []
@@ -86,7 +85,7 @@ def render_training(tr: dict | None) -> list[str]:
     ]
     for r in tr["runs"]:
         s = summary(r)
-        lines.append(f"| {r['lr']} | {_LABELS[r['mode']]} | {s['loss']:.4f} | "
+        lines.append(f"| {r['lr']} | {LABELS[r['mode']]} | {s['loss']:.4f} | "
                      f"{100 * s['accuracy']:.1f} % | {100 * s['moved']:.1f} % |")
     rtl = tr["rtl"]
     if "error" in rtl:
@@ -106,8 +105,6 @@ def render_training(tr: dict | None) -> list[str]:
 
 def plot_training(tr: dict, png) -> Path:
     """Loss and test accuracy against step, one column per learning rate."""
-    from sim.cli.train import plot_runs
-
     groups = [[r for r in tr["runs"] if r["lr"] == lr] for lr in tr["lrs"]]
     return plot_runs(groups, png, title=f"nclite: MLP on digits, {tr['runs'][0]['cores']} cores "
                      "data-parallel, fp32 vs bf16 RNE vs bf16 SR (make bench)")
