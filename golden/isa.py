@@ -36,7 +36,8 @@ import numpy as np
 
 __all__ = ["DESCRIPTOR_BITS", "DESCRIPTOR_WORDS", "OPCODE_BITS", "Opcode", "ErrorCode",
            "Dtype", "OPERAND_DTYPES", "FORMAT_CODES", "DTYPE_NAMES", "DTYPE_BYTES", "Rounding",
-           "ActivationFunc", "AluOp", "CollectiveOp", "is_code", "CORE_ID", "Ctrl", "Status",
+           "ActivationFunc", "AluOp", "Sparsity", "CollectiveOp", "is_code", "CORE_ID", "Ctrl",
+           "Status",
            "DebugSpace", "Register", "REGISTER_MAP", "REGISTERS", "DEBUG_ADDR_FIELDS", "FIELDS",
            "field_offsets", "encode", "decode"]
 
@@ -88,6 +89,12 @@ class ErrorCode(enum.IntEnum):
     #: its buffer's contents are undefined (:class:`golden.iss.RingISS` reports this code for
     #: a COLLECTIVE not every core reaches).
     LINK_TIMEOUT = 8
+    #: a sparse LOAD_STATIONARY's tile breaks its pattern: a tag past its group's rows (or
+    #: past K), or tags not increasing within a group (``golden.sparse.check_tags``). Found by
+    #: the tensor engine as the tile loads; the command counts as executed, the stationary
+    #: tile is forgotten (a MATMUL needs a new LOAD_STATIONARY), nothing else changes, and no
+    #: later command is dispatched.
+    BAD_TAGS = 9
 
 
 class Dtype(enum.IntEnum):
@@ -154,6 +161,22 @@ class AluOp(enum.IntEnum):
     MAX = 3  #: IEEE 754-2019 maximum (NaN if either is NaN; -0 < +0)
     MIN = 4  #: IEEE 754-2019 minimum
     GREATER = 5  #: 1.0 where a > b, else +0.0
+
+
+class Sparsity(enum.IntEnum):
+    """LOAD_STATIONARY's ``sparsity`` (``golden.sparse``): dense, or the n:m pattern of a
+    compressed tile along K; 5..7 reserved."""
+
+    DENSE = 0
+    S2_4 = 1  #: 2 of every 4 rows
+    S4_8 = 2  #: 4 of every 8
+    S4_12 = 3  #: 4 of every 12
+    S4_16 = 4  #: 4 of every 16
+
+    @property
+    def pattern(self) -> str | None:
+        """The pattern's name in ``golden.sparse.PATTERNS`` (``"4:16"``); None if dense."""
+        return None if self == Sparsity.DENSE else self.name[1:].replace("_", ":")
 
 
 class CollectiveOp(enum.IntEnum):
@@ -281,7 +304,8 @@ _VEC_OUT = [("dtype", 3), ("mode", 2), ("saturate", 1), ("dst_addr", 16)]
 FIELDS: dict[Opcode, list[tuple[str, int]]] = {
     Opcode.DMA_LOAD: _DMA,
     Opcode.DMA_STORE: _DMA,
-    Opcode.LOAD_STATIONARY: [("fmt", 3), ("part", 8), ("k", 9), ("m", 9), ("sbuf_addr", 16)],
+    Opcode.LOAD_STATIONARY: [("fmt", 3), ("part", 8), ("k", 9), ("m", 9), ("sbuf_addr", 16),
+                             ("sparsity", 3)],
     Opcode.MATMUL: [("fmt", 3), ("part", 8), ("k", 9), ("f", 16), ("sbuf_addr", 16),
                     ("bank", 4), ("psum_addr", 16), ("accumulate", 1)],
     Opcode.ACTIVATE: [("func", 2), ("src_sbuf", 1), ("part", 8), ("rows", 9), ("cols", 16),

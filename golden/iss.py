@@ -16,10 +16,17 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   bits of each SBUF word go to DRAM, rows in increasing p (a later row wins where rows
   overlap). No value changes: the copy preserves the dtype.
 * ``LOAD_STATIONARY`` - the K x M tile ``SBUF[part + k, sbuf_addr + m]`` (its low 16 bits for
-  bf16, low 8 for fp8) of operand format ``fmt`` (bf16, fp8-e4m3, fp8-e5m2).
+  bf16, low 8 for fp8) of operand format ``fmt`` (bf16, fp8-e4m3, fp8-e5m2). With
+  ``sparsity`` (:class:`golden.isa.Sparsity`; a core with ``sparse`` only) the tile is
+  compressed along K (``golden.sparse``): S = slots(K) <= N partitions, each word a kept value
+  in its low bits and its tag in bits 16..19; tags that break the pattern are BAD_TAGS (the
+  tile is forgotten; the command counts as executed).
 * ``MATMUL`` - the K x F moving tile ``SBUF[part + k, sbuf_addr + f]`` of ``fmt`` times the
   stationary tile into PSUM ``bank``, words ``psum_addr ..``, overwrite or accumulate
-  (``golden.tensor_engine``). K must be the stationary tile's.
+  (``golden.tensor_engine``). K must be the stationary tile's. After a sparse
+  LOAD_STATIONARY (R = m / n of its pattern) the K rows come R to a partition: row k is
+  partition ``part + k // R``, word ``sbuf_addr + f * R + k % R``
+  (``golden.sparse.moving_layout``), and the product is ``golden.sparse.sparse_matmul_tile``.
 * ``ACTIVATE`` - F = ``cols`` beats of N lanes (lane l = partition l): lane l of beat c is
   ``src[l][src_addr + c]`` for partitions ``part .. part + rows - 1`` (src = PSUM bank
   ``src_bank`` or SBUF) and +0 for the others; the bias of lane l is SBUF word ``bias_addr``
@@ -68,7 +75,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import vector
+from . import sparse, vector
 from .activation import ActivationModel
 from .collective import run_collective
 from .isa import (
@@ -82,6 +89,7 @@ from .isa import (
     ErrorCode,
     Opcode,
     Rounding,
+    Sparsity,
     decode,
     is_code,
 )
@@ -108,7 +116,8 @@ class CoreConfig:
     engine's ``random_bits``, the ring's ``link_width``, the DMA's AXI ``data_width``
     (timing only: no result depends on it; programs size their commands by it), and whether
     the core has the vector engine (``vector_engine``: without it, its opcodes 9..12 are
-    BAD_OPCODE)."""
+    BAD_OPCODE), and whether its tensor engine has the sparse mode (``sparse``: without it, a
+    LOAD_STATIONARY's sparsity other than DENSE is BAD_FIELD)."""
 
     n: int = 4
     sbuf_words: int = 256
@@ -119,12 +128,24 @@ class CoreConfig:
     link_width: int = 1
     data_width: int = 32
     vector_engine: bool = False
+    sparse: bool = False
 
 
 class CommandError(Exception):
-    def __init__(self, code: ErrorCode, reason: str):
+    """A command failed with ``code``; ``counted``: it ran (an error of a running command),
+    so the executed count includes it."""
+
+    def __init__(self, code: ErrorCode, reason: str, *, counted: bool = False):
         super().__init__(f"{code.name}: {reason}")
-        self.code, self.reason = code, reason
+        self.code, self.reason, self.counted = code, reason, counted
+
+
+def _stationary_rows(sparsity: int, k: int) -> int:
+    """The SBUF partitions (stationary rows) of a LOAD_STATIONARY of K = ``k``: K if dense,
+    else the slots of its pattern."""
+    if sparsity == Sparsity.DENSE:
+        return k
+    return sparse.pattern(Sparsity(sparsity).pattern).slots(k)
 
 
 def _check(ok: bool, code: ErrorCode, reason: str) -> None:
@@ -175,17 +196,24 @@ class NeuronCoreISS:
             _check(f["dram_addr"] % size == 0 and f["dram_stride"] % size == 0,
                    ErrorCode.BAD_ALIGN, f"address or stride not a multiple of {size} bytes")
         elif op == Opcode.LOAD_STATIONARY:
+            _check(is_code(Sparsity, f["sparsity"])
+                   and (f["sparsity"] == Sparsity.DENSE or c.sparse),
+                   ErrorCode.BAD_FIELD, f"sparsity {f['sparsity']} (reserved, or no sparse "
+                                        f"mode in this core)")
             _check(f["fmt"] in OPERAND_DTYPES, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
-            _check(1 <= f["k"] <= c.n and 1 <= f["m"] <= c.n, ErrorCode.BAD_SHAPE,
-                   f"K x M = {f['k']} x {f['m']} outside 1..{c.n}")
-            self._sbuf_range(f["part"], f["k"], f["sbuf_addr"], f["m"])
+            rows = _stationary_rows(f["sparsity"], f["k"])
+            _check(f["k"] >= 1 and 1 <= rows <= c.n and 1 <= f["m"] <= c.n,
+                   ErrorCode.BAD_SHAPE, f"K x M = {f['k']} x {f['m']}: {rows} stationary rows, "
+                                        f"M outside 1..{c.n}")
+            self._sbuf_range(f["part"], rows, f["sbuf_addr"], f["m"])
         elif op == Opcode.MATMUL:
             _check(f["fmt"] in OPERAND_DTYPES, ErrorCode.BAD_DTYPE, f"fmt {f['fmt']}")
             _check(f["f"] >= 1, ErrorCode.BAD_SHAPE, "F is 0")
             _check(self.te.stationary_shape is not None
                    and f["k"] == self.te.stationary_shape[0], ErrorCode.BAD_SHAPE,
                    f"K = {f['k']} but the stationary tile is {self.te.stationary_shape}")
-            self._sbuf_range(f["part"], f["k"], f["sbuf_addr"], f["f"])
+            r = self._moving_ratio()
+            self._sbuf_range(f["part"], -(-f["k"] // r), f["sbuf_addr"], f["f"] * r)
             _check(f["bank"] < c.psum_banks and f["psum_addr"] + f["f"] <= c.psum_words,
                    ErrorCode.BAD_RANGE, "PSUM bank or words out of range")
         elif op == Opcode.ACTIVATE:
@@ -279,10 +307,25 @@ class NeuronCoreISS:
                 words = self.sbuf[f["part"] + p, f["sbuf_addr"]:f["sbuf_addr"] + f["cols"]]
                 self.dram[a:a + f["cols"] * size] = words.astype(_UINT[size]).view(np.uint8)
         elif op == Opcode.LOAD_STATIONARY:
-            tile = self.sbuf[f["part"]:f["part"] + f["k"], f["sbuf_addr"]:f["sbuf_addr"] + f["m"]]
-            self.te.load_stationary(self._operand(tile, f["fmt"]), DTYPE_NAMES[f["fmt"]])
+            rows = _stationary_rows(f["sparsity"], f["k"])
+            tile = self.sbuf[f["part"]:f["part"] + rows, f["sbuf_addr"]:f["sbuf_addr"] + f["m"]]
+            if f["sparsity"] == Sparsity.DENSE:
+                self.te.load_stationary(self._operand(tile, f["fmt"]), DTYPE_NAMES[f["fmt"]])
+            else:
+                values, tags = sparse.unpack_words(tile, _MASK[f["fmt"]])
+                try:
+                    self.te.load_stationary_sparse(
+                        self._operand(values, f["fmt"]), tags, DTYPE_NAMES[f["fmt"]],
+                        Sparsity(f["sparsity"]).pattern, f["k"])
+                except ValueError as err:
+                    raise CommandError(ErrorCode.BAD_TAGS, str(err), counted=True) from None
         elif op == Opcode.MATMUL:
-            mv = self.sbuf[f["part"]:f["part"] + f["k"], f["sbuf_addr"]:f["sbuf_addr"] + f["f"]]
+            r = self._moving_ratio()
+            rows = -(-f["k"] // r)
+            mv = self.sbuf[f["part"]:f["part"] + rows,
+                           f["sbuf_addr"]:f["sbuf_addr"] + f["f"] * r]
+            if r > 1:
+                mv = sparse.moving_from_layout(mv, self.te.stationary_sparse[2], f["k"])
             self.te.multiply_moving(self._operand(mv, f["fmt"]), DTYPE_NAMES[f["fmt"]],
                                     f["bank"], f["psum_addr"], bool(f["accumulate"]))
         elif op == Opcode.ACTIVATE:
@@ -312,6 +355,11 @@ class NeuronCoreISS:
         elif op == Opcode.COLLECTIVE:
             raise CommandError(ErrorCode.BAD_FIELD, "COLLECTIVE outside a ring")
         # BARRIER: nothing.
+
+    def _moving_ratio(self) -> int:
+        """R: the moving rows an SBUF partition holds for the loaded tile (1 if dense)."""
+        sp = self.te.stationary_sparse
+        return 1 if sp is None else sp[2].ratio
 
     def _tile(self, sbuf, bank, part, rows, addr, cols) -> np.ndarray:
         """The rows x cols words of an operand (a copy)."""
@@ -363,6 +411,7 @@ class NeuronCoreISS:
             self.execute(op, f)
         except CommandError as err:
             self.fail(index, err)
+            self.executed += err.counted
             return False
         self.executed += 1
         return True
@@ -387,8 +436,7 @@ class NeuronCoreISS:
         reseeded with 0, as after a reset. SBUF, PSUM and DRAM keep their contents."""
         self.clear_error()
         self.executed = 0
-        te = self.te
-        te.stationary, te.stationary_fmt, te.stationary_shape = None, None, None
+        self.te.forget()
         self.act.reseed(0)
 
     # --- host views ---------------------------------------------------------------------
@@ -439,6 +487,7 @@ class RingISS:
                         core.executed += 1
                     except CommandError as err:
                         core.fail(pc[r], err)
+                        core.executed += err.counted
                         break
                     pc[r] += 1
             if all(w is None for w in waiting):

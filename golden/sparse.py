@@ -35,7 +35,12 @@ from .formats import FP32_CANONICAL_NAN, to_fp32_bits
 from .tensor_engine import _input_format, _matrix
 
 __all__ = ["PATTERNS", "Pattern", "pattern", "compress", "decompress", "check_tags",
-           "sparse_matmul_tile"]
+           "sparse_matmul_tile", "TAG_SHIFT", "pack_words", "unpack_words", "moving_layout",
+           "moving_from_layout"]
+
+#: In SBUF a compressed tile's word holds its value in the low bits (as a dense tile's) and its
+#: tag in bits ``TAG_SHIFT .. TAG_SHIFT + 3``; the other bits are ignored.
+TAG_SHIFT = 16
 
 #: The patterns, by name: (n kept, of every m rows).
 PATTERNS = {"2:4": (2, 4), "4:8": (4, 8), "4:12": (4, 12), "4:16": (4, 16)}
@@ -51,6 +56,12 @@ class Pattern:
     @property
     def name(self) -> str:
         return f"{self.n}:{self.m}"
+
+    @property
+    def ratio(self) -> int:
+        """m / n: the dense rows of K a stationary row (slot) stands for, at most; also the
+        moving rows a partition holds in the core's sparse moving layout."""
+        return self.m // self.n
 
     @property
     def tag_bits(self) -> int:
@@ -173,3 +184,44 @@ def sparse_matmul_tile(values, tags, s_fmt, moving, m_fmt, p) -> np.ndarray:
         for j in range(v.shape[0]):  # slot j of every column: increasing K per column
             s = s + v32[j][:, None] * mv32[rows[j]]  # products exact; each add RNE
     return np.where(np.isnan(s), np.uint32(FP32_CANONICAL_NAN), s.view(np.uint32))
+
+
+def pack_words(values, tags) -> np.ndarray:
+    """The SBUF words (uint32) of a compressed tile: ``value | tag << TAG_SHIFT``."""
+    v = np.asarray(values).astype(np.uint32)
+    t = np.asarray(tags).astype(np.uint32)
+    if v.shape != t.shape or (t > 15).any():
+        raise ValueError(f"tags must be 4-bit and of the values' shape {v.shape}, not "
+                         f"{t.shape}")
+    return v | (t << np.uint32(TAG_SHIFT))
+
+
+def unpack_words(words, value_mask: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, tags)`` of SBUF words: ``words & value_mask`` and their 4 tag bits."""
+    w = np.asarray(words, dtype=np.uint32)
+    return w & np.uint32(value_mask), (w >> np.uint32(TAG_SHIFT)) & np.uint32(0xF)
+
+
+def moving_layout(moving, p) -> np.ndarray:
+    """A dense K x F moving tile as the core's sparse MATMUL reads it from SBUF:
+    ``ceil(K / R)`` partitions (R = :attr:`Pattern.ratio`) of ``F · R`` words, row k of the
+    tile in partition ``k // R``, word ``f · R + k % R`` (rows past K: 0). One beat of the
+    multiplication reads R consecutive words of every partition."""
+    r = pattern(p).ratio
+    mv = np.asarray(moving)
+    k, f = mv.shape
+    rows = -(-k // r)
+    padded = np.zeros((rows * r, f), dtype=mv.dtype)
+    padded[:k] = mv
+    return padded.reshape(rows, r, f).transpose(0, 2, 1).reshape(rows, f * r)
+
+
+def moving_from_layout(words, p, k: int) -> np.ndarray:
+    """The K x F moving tile of its SBUF layout (:func:`moving_layout`'s inverse)."""
+    r = pattern(p).ratio
+    w = np.asarray(words)
+    rows, fr = w.shape
+    if fr % r or rows != -(-k // r):
+        raise ValueError(f"a sparse moving tile of K = {k} is {-(-k // r)} partitions of "
+                         f"F x {r} words, not {w.shape}")
+    return w.reshape(rows, fr // r, r).transpose(0, 2, 1).reshape(rows * r, fr // r)[:k]

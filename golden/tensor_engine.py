@@ -120,6 +120,9 @@ class TensorEngineModel:
         self.stationary: np.ndarray | None = None
         self.stationary_fmt: str | None = None
         self.stationary_shape: tuple[int, int] | None = None
+        #: ``(values, tags, pattern)`` of a sparse stationary tile (``golden.sparse``), or
+        #: None when the loaded tile is dense.
+        self.stationary_sparse: tuple | None = None
 
     def load_stationary(self, tile, fmt) -> None:
         """Load a K x M tile of ``fmt`` bit patterns (1 <= K, M <= n), padded with +0."""
@@ -130,11 +133,40 @@ class TensorEngineModel:
         padded = np.zeros((self.n, self.n), dtype=f.uint_dtype)
         padded[: t.shape[0], : t.shape[1]] = t
         self.stationary, self.stationary_fmt, self.stationary_shape = padded, f.name, t.shape
+        self.stationary_sparse = None
+
+    def forget(self) -> None:
+        """No stationary tile (after a reset): a multiplication needs a new load."""
+        self.stationary = self.stationary_fmt = self.stationary_shape = None
+        self.stationary_sparse = None
+
+    def load_stationary_sparse(self, values, tags, fmt, pattern, k: int) -> None:
+        """Load a compressed tile (``golden.sparse``): S x M ``values`` of ``fmt`` and their
+        ``tags`` in ``pattern`` for K = ``k`` rows (S = the pattern's slots of K, 1 <= S, M <=
+        n). Bad tags raise ValueError (``golden.sparse.check_tags``) and leave no tile loaded
+        (as the hardware, which finds them while the tile loads)."""
+        from . import sparse
+
+        f = _input_format(fmt, "fmt")
+        v = _matrix(values, f, "values")
+        p = sparse.pattern(pattern)
+        k = _int(k, "k", 1)
+        if v.shape[0] != p.slots(k) or v.shape[0] > self.n or not 1 <= v.shape[1] <= self.n:
+            raise ValueError(f"values must be S x M with S = {p.slots(k)} (the slots of K = "
+                             f"{k} in {p.name}) and S, M at most {self.n}, got {v.shape}")
+        try:
+            sparse.check_tags(tags, p, k)
+        except ValueError:
+            self.forget()
+            raise
+        self.stationary, self.stationary_fmt = None, f.name
+        self.stationary_shape = (k, v.shape[1])
+        self.stationary_sparse = (v.copy(), np.asarray(tags, np.uint8).copy(), p)
 
     def multiply_moving(self, moving, fmt, bank: int, addr: int, accumulate: bool) -> None:
         """Multiply the loaded tile by K x F ``moving`` bits of ``fmt`` into PSUM ``bank``,
         words ``addr .. addr + F - 1`` of partitions 0..M-1 (overwrite or ``p = p + s``)."""
-        if self.stationary is None:
+        if self.stationary_shape is None:
             raise ValueError("moving: multiply_moving before any load_stationary "
                              "(no stationary tile)")
         f = _input_format(fmt, "fmt")
@@ -151,9 +183,15 @@ class TensorEngineModel:
                              f"exceeds bank_words = {self.bank_words}")
         if not isinstance(accumulate, bool | np.bool_) and accumulate not in (0, 1):
             raise ValueError(f"accumulate must be a bool, not {accumulate!r}")
-        padded = np.zeros((self.n, width), dtype=f.uint_dtype)
-        padded[:k] = mv
-        s = matmul_tile(self.stationary, self.stationary_fmt, padded, f)[:m]  # N-term sums
+        if self.stationary_sparse is not None:
+            from .sparse import sparse_matmul_tile
+
+            values, tags, p = self.stationary_sparse
+            s = sparse_matmul_tile(values, tags, self.stationary_fmt, mv, f, p)
+        else:
+            padded = np.zeros((self.n, width), dtype=f.uint_dtype)
+            padded[:k] = mv
+            s = matmul_tile(self.stationary, self.stationary_fmt, padded, f)[:m]  # N-term
         view = self.psum[:m, bank, addr : addr + width]
         view[...] = fp32_add(view, s) if accumulate else s
 

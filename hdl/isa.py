@@ -19,7 +19,7 @@ from .activation import ActivationFunc, AluOp
 from .collective import CollectiveOp
 from .formats import Dtype, Rounding
 
-__all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "AluOp", "DESCRIPTOR_LAYOUTS",
+__all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "Sparsity", "AluOp", "DESCRIPTOR_LAYOUTS",
            "descriptor_layout"]
 
 DESCRIPTOR_BITS = _golden.DESCRIPTOR_BITS
@@ -45,6 +45,10 @@ ErrorCode = _amaranth_enum(_golden.ErrorCode,
                            _golden.REGISTER_MAP["ERROR"].fields["code"][1])
 
 
+#: ``golden.isa.Sparsity``: LOAD_STATIONARY's 3-bit ``sparsity`` (5..7 reserved).
+Sparsity = _amaranth_enum(_golden.Sparsity, 3)
+
+
 def _layout(fields: dict) -> data.StructLayout:
     head = data.StructLayout({"op": Opcode, **fields})
     return data.StructLayout({"op": Opcode, **fields, "_pad": DESCRIPTOR_BITS - head.size})
@@ -62,7 +66,8 @@ _VEC_OUT = {"dtype": Dtype, "mode": Rounding, "saturate": 1, "dst_addr": 16}
 DESCRIPTOR_LAYOUTS = {
     Opcode.DMA_LOAD: _layout(_DMA),
     Opcode.DMA_STORE: _layout(_DMA),
-    Opcode.LOAD_STATIONARY: _layout({"fmt": Dtype, "part": 8, "k": 9, "m": 9, "sbuf_addr": 16}),
+    Opcode.LOAD_STATIONARY: _layout({"fmt": Dtype, "part": 8, "k": 9, "m": 9, "sbuf_addr": 16,
+                                     "sparsity": Sparsity}),
     Opcode.MATMUL: _layout({"fmt": Dtype, "part": 8,
                             "k": 9, "f": 16, "sbuf_addr": 16, "bank": 4, "psum_addr": 16,
                             "accumulate": 1}),

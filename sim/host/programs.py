@@ -83,7 +83,7 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
     ring ("collective alone" is BAD_FIELD there). Needs n >= 3 and link_width < n."""
     n = cfg.n
     ok = encode(Opcode.BARRIER)
-    ls2 = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0)
+    ls2 = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0, sparsity=0)
     dma = {"dtype": FP32, "part": 0, "rows": 1, "sbuf_addr": 0, "cols": 4, "dram_addr": 0,
            "dram_stride": 0}
     act = {"func": ActivationFunc.IDENTITY, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2,
@@ -101,9 +101,11 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
          ErrorCode.BAD_RANGE),
         ("dma unaligned", encode(Opcode.DMA_LOAD, **{**dma, "dram_addr": 2}),
          ErrorCode.BAD_ALIGN),
-        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=FP16, part=0, k=1, m=1, sbuf_addr=0),
+        ("ls fp16", encode(Opcode.LOAD_STATIONARY, fmt=FP16, part=0, k=1, m=1, sbuf_addr=0,
+                           sparsity=0),
          ErrorCode.BAD_DTYPE),
-        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n + 1, m=1, sbuf_addr=0),
+        ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n + 1, m=1,
+                            sbuf_addr=0, sparsity=0),
          ErrorCode.BAD_SHAPE),
         ("mm before ls", encode(Opcode.MATMUL, fmt=BF16, part=0, k=1, f=1, sbuf_addr=0, bank=0,
                                 psum_addr=0, accumulate=0), ErrorCode.BAD_SHAPE),
@@ -121,7 +123,7 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
                                     rows=cfg.link_width, sbuf_addr=0, cols=1),
          ErrorCode.BAD_FIELD),
         ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=n - 2, k=3, m=1,
-                                sbuf_addr=0),
+                                sbuf_addr=0, sparsity=0),
          ErrorCode.BAD_RANGE),
         ("mm k mismatch", [ls2, encode(Opcode.MATMUL, fmt=BF16, part=0, k=3, f=1, sbuf_addr=0,
                                        bank=0, psum_addr=0, accumulate=0)],

@@ -100,7 +100,7 @@ def _stationary(k, st: View) -> None:
     _need(m <= k.cfg.n, f"stationary has at most N = {k.cfg.n} columns (M), not {m}")
     if k.stationary != st.key():
         k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.p0, k=kk, m=m,
-               sbuf_addr=st.base.addr + st.f0)
+               sbuf_addr=st.base.addr + st.f0, sparsity=0)
         k.stationary = st.key()
 
 

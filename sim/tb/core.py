@@ -351,7 +351,7 @@ def _random_command(tb, rng, stat_k, hot, probe):
         m = int(rng.integers(1, n + 1))
         op, f = Opcode.LOAD_STATIONARY, dict(fmt=int(rng.integers(0, len(OPERAND_DTYPES))),
                                              part=part, k=k, m=m,
-                                             sbuf_addr=addr(m))
+                                             sbuf_addr=addr(m), sparsity=0)
     elif kind == "mm":
         k = stat_k
         part = int(rng.integers(0, n - k + 1))
@@ -475,7 +475,7 @@ async def errors(dut):
 
     # Soft reset: EXECUTED 0, no stationary tile (a MATMUL fails), the PRNG reseeded with 0.
     pb = ProgramBuilder(tb.cfg)
-    pb.emit(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0)
+    pb.emit(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0, sparsity=0)
     pb.emit(Opcode.SET_SEED, seed=99)
     await tb.run(pb.program, "before soft reset")  # (after the last error case: all memories)
     tb.iss.soft_reset()
@@ -511,7 +511,8 @@ async def hazards(dut):
                       dram_addr=dram, dram_stride=size * c.sbuf_words)
 
     def ls(addr, k=n, m=n):
-        return encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=k, m=m, sbuf_addr=addr)
+        return encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=k, m=m, sbuf_addr=addr,
+                      sparsity=0)
 
     def mm(addr, bank, f=w, acc=0, k=n, psum=0):
         return encode(Opcode.MATMUL, fmt=BF16, part=0, k=k, f=f, sbuf_addr=addr, bank=bank,

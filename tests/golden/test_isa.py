@@ -17,8 +17,8 @@ def test_opcodes_and_error_codes_agree():
 def test_error_codes_of_running_commands():
     """The codes an engine reports while its command runs follow the check codes, and every
     code fits the ERROR register's 4 bits."""
-    assert [c.name for c in g.ErrorCode][-2:] == ["BUS_ERROR", "LINK_TIMEOUT"]
-    assert (g.ErrorCode.BUS_ERROR, g.ErrorCode.LINK_TIMEOUT) == (7, 8)
+    assert [c.name for c in g.ErrorCode][-3:] == ["BUS_ERROR", "LINK_TIMEOUT", "BAD_TAGS"]
+    assert (g.ErrorCode.BUS_ERROR, g.ErrorCode.LINK_TIMEOUT, g.ErrorCode.BAD_TAGS) == (7, 8, 9)
     assert max(g.ErrorCode) < 1 << h.ErrorCode.as_shape().width
 
 
