@@ -6,7 +6,7 @@ partial sums flow down a column, each PE adding its product: ``s = s + a[k, m] *
 k in PE-row order, exactly as the numerics contract orders the adds.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Array, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -16,7 +16,8 @@ from .fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 from .params import check_int
 from .pipeline import delay
 
-__all__ = ["Weight", "Moving", "PE", "PEColumn", "DEFAULT_MUL_STAGES", "DEFAULT_ADD_STAGES"]
+__all__ = ["Weight", "Moving", "weight_layout", "moving_layout", "PE", "PEColumn",
+           "DEFAULT_MUL_STAGES", "DEFAULT_ADD_STAGES"]
 
 #: Default pipeline depths of the PE's multiplier and adder, shared by the systolic array, the
 #: tensor engine and the core. Chosen by place-and-route (synth/fpga.py, ECP5-85F speed 6, seed
@@ -50,6 +51,24 @@ class Moving(data.Struct):
     fmt: Fmt
     swap: 1
     pad: 1
+
+
+def weight_layout(window: int = 1):
+    """A stationary weight of a PE whose operand is a ``window`` of values: :class:`Weight`
+    for 1; else :class:`Weight`'s fields and ``sel``, the window's value it multiplies (from
+    a sparse tile's tag)."""
+    if window == 1:
+        return Weight
+    return data.StructLayout({"data": 16, "fmt": Fmt, "sel": range(window)})
+
+
+def moving_layout(window: int = 1):
+    """A moving operand: :class:`Moving` for ``window`` 1; else :class:`Moving`'s fields with
+    ``data`` a window of ``window`` values (the rows a sparse tile's weight may pick)."""
+    if window == 1:
+        return Moving
+    return data.StructLayout({"data": data.ArrayLayout(16, window), "fmt": Fmt, "swap": 1,
+                              "pad": 1})
 
 
 class PE(wiring.Component):
@@ -90,30 +109,37 @@ class PE(wiring.Component):
         :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (default 6).
     formats : collection of :class:`~hdl.formats.Fmt` or names
         The operand formats the multiplier is built for (default: all three).
+    window : int
+        Values in a moving operand, 1 to 16 (default 1): with more (a sparse engine's PE,
+        :func:`moving_layout`), the weight's ``sel`` (:func:`weight_layout`) picks the one it
+        multiplies, through a multiplexer before the multiplier.
 
     Raises
     ------
     TypeError
-        If ``mul_stages`` or ``add_stages`` is not an integer; if ``formats`` is not a
-        collection (a single name, say).
+        If ``mul_stages``, ``add_stages`` or ``window`` is not an integer; if ``formats`` is
+        not a collection (a single name, say).
     ValueError
-        If ``mul_stages`` or ``add_stages`` is out of range; if ``formats`` is empty or names
-        an unknown format.
+        If ``mul_stages``, ``add_stages`` or ``window`` is out of range; if ``formats`` is
+        empty or names an unknown format.
     """
 
     def __init__(self, *, mul_stages: int = DEFAULT_MUL_STAGES,
-                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2"),
+                 window: int = 1):
         self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
+        self.window = check_int("window", window, lo=1, hi=16)
         self.row_skew = self.add_stages
+        wl, ml = weight_layout(self.window), moving_layout(self.window)
         super().__init__({
             "en": In(1),
             "w_shift": In(1),
-            "w_in": In(Weight),
-            "w_out": Out(Weight),
-            "x_in": In(Moving),
-            "x_out": Out(Moving),
+            "w_in": In(wl),
+            "w_out": Out(wl),
+            "x_in": In(ml),
+            "x_out": Out(ml),
             "psum_in": In(32),
             "psum_out": Out(32),
         })
@@ -123,21 +149,31 @@ class PE(wiring.Component):
         m.submodules.mul = mul = FpMultiplier(stages=self.mul_stages, formats=self.formats)
         m.submodules.add = add = Fp32Adder(stages=self.add_stages)
 
-        shadow = Signal(Weight)
-        active = Signal(Weight)
+        wl = weight_layout(self.window)
+        shadow = Signal(wl)
+        active = Signal(wl)
         with m.If(self.w_shift):
             m.d.sync += shadow.eq(self.w_in)
         m.d.comb += self.w_out.eq(shadow)
 
         # The weight this operand meets: the shadow one (or +0, in a padding row) if it starts
         # a new tile.
-        incoming = Signal(Weight)
+        incoming = Signal(wl)
         # A padding row's +0 takes the operand's format: one the multiplier is built for
         # (a shadow register never loaded holds format 0, bf16, which it may not be).
         m.d.comb += [incoming.data.eq(Mux(self.x_in.pad, 0, shadow.data)),
                      incoming.fmt.eq(Mux(self.x_in.pad, self.x_in.fmt, shadow.fmt))]
-        weight = Signal(Weight)
+        if self.window > 1:
+            m.d.comb += incoming.sel.eq(Mux(self.x_in.pad, 0, shadow.sel))
+        weight = Signal(wl)
         m.d.comb += weight.eq(Mux(self.x_in.swap, incoming, active))
+        if self.window > 1:
+            # A sparse tile's weight multiplies the window's value its tag picked.
+            operand = Signal(16)
+            m.d.comb += operand.eq(Array(self.x_in.data[i] for i in range(self.window))
+                                   [weight.sel])
+        else:
+            operand = self.x_in.data
         with m.If(self.en):
             m.d.sync += self.x_out.eq(self.x_in)
             with m.If(self.x_in.swap):
@@ -147,7 +183,7 @@ class PE(wiring.Component):
             mul.en.eq(self.en),
             mul.a.eq(weight.data),
             mul.a_fmt.eq(weight.fmt),
-            mul.b.eq(self.x_in.data),
+            mul.b.eq(operand),
             mul.b_fmt.eq(self.x_in.fmt),
             add.en.eq(self.en),
             # psum_in is the left operand: s = s + w*x, the contract's order.

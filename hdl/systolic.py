@@ -1,6 +1,6 @@
 """The N×N weight-stationary systolic array (without its controller and PSUM)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -9,8 +9,9 @@ from .fp32_add import FP32_ADD_MAX_STAGES
 from .fp_mul import FP_MUL_MAX_CUTS
 from .instances import shared
 from .params import check_int
-from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, Weight
+from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, moving_layout, weight_layout
 from .pipeline import delay
+from .sparsity import moving_rows, parse_sparsity, sparse_column_layout, window
 
 __all__ = ["SystolicArray", "check_array_size"]
 
@@ -72,23 +73,64 @@ class SystolicArray(wiring.Component):
     """
 
     def __init__(self, *, n: int, mul_stages: int = DEFAULT_MUL_STAGES,
-                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+                 add_stages: int = DEFAULT_ADD_STAGES, formats=("bf16", "fp8_e4m3", "fp8_e5m2"),
+                 sparsity=()):
         self.n = check_array_size(n)
         self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
+        self.sparsity = parse_sparsity(sparsity, param="sparsity")
         self.latency = n * add_stages + mul_stages + n - 1
         #: Cycles a weight row takes from one PE row to the next: one less than the swap
         #: wavefront's ``add_stages`` (none if that is 0), so the loads run just ahead of it.
         self.w_hop = max(add_stages - 1, 0)
+        #: Values of a PE's moving operand: 1, or a sparse engine's window (:func:`window`).
+        self.window = window(self.sparsity)
+        #: Rows of K a moving column holds: n, or up to R·n in a sparse engine.
+        self.moving_rows = moving_rows(n, self.sparsity)
+        x_layout = (data.ArrayLayout(Moving, n) if not self.sparsity
+                    else sparse_column_layout(n, self.sparsity))
         super().__init__({
             "en": In(1),
             "w_valid": In(1),
             "w_row": In(range(max(n, 2))),
-            "w_in": In(data.ArrayLayout(Weight, n)),
-            "x_in": In(data.ArrayLayout(Moving, n)),
+            "w_in": In(data.ArrayLayout(weight_layout(self.window), n)),
+            "x_in": In(x_layout),
             "result": Out(data.ArrayLayout(32, n)),
         })
+
+    def _sparse_rows(self, m):
+        """The operand window of each PE row, from a sparse engine's moving column.
+
+        Design note: one delay line carries the whole column (R·n values) down the rows, and
+        row k taps it after ``k · add_stages`` cycles (the systolic skew) and takes the W
+        values its slot may pick: slot k is slot ``j = k mod n_p`` of group ``g = k div n_p``
+        of pattern n_p:m_p, so its row of K is ``g·m_p + tag`` with ``j <= tag <= j + m_p -
+        n_p`` (tags increase in a group), and the window starts at ``g·m_p + j`` (``sel`` =
+        tag − j). A dense tile's row k takes value k (sel 0). One line instead of a skew per
+        row: (n − 1)·add_stages stages of R·n values, not ~n²/2·add_stages of W values.
+        Rows at or past the tile's ``slots`` (padding: their weight is +0) get +0 operands,
+        so that no inf or NaN of the column meets them.
+        """
+        n, w = self.n, self.window
+        rows = []
+        tap = self.x_in
+        lanes = self.moving_rows
+        for k in range(n):
+            if k:
+                tap = delay(m, tap, self.add_stages, name=f"x_tap{k}", en=self.en)
+            row = Signal(moving_layout(w), name=f"x_row{k}")
+            pad = tap.slots <= k
+            m.d.comb += [row.fmt.eq(tap.fmt), row.swap.eq(tap.swap), row.pad.eq(pad)]
+            with m.Switch(tap.mode):
+                for code, (n_p, m_p) in [(0, (1, 1)), *self.sparsity.items()]:
+                    base = (k // n_p) * m_p + k % n_p
+                    with m.Case(code):
+                        for i in range(w):
+                            value = tap.data[base + i] if base + i < lanes else 0
+                            m.d.comb += row.data[i].eq(Mux(pad, 0, value))
+            rows.append(row)
+        return rows
 
     def _weight_taps(self, m):
         """Per PE (k, m): the weight row passing it, as a ``(load, weight)`` pair of values.
@@ -102,7 +144,8 @@ class SystolicArray(wiring.Component):
         behind that swap at every PE, and ahead of the next one.
         """
         n = self.n
-        lane = data.StructLayout({"valid": 1, "row": range(max(n, 2)), "weight": Weight})
+        lane = data.StructLayout({"valid": 1, "row": range(max(n, 2)),
+                                  "weight": weight_layout(self.window)})
         taps = [[None] * n for _ in range(n)]
         for col in range(n):
             entry = Signal(lane, name=f"w_lane{col}")
@@ -123,14 +166,21 @@ class SystolicArray(wiring.Component):
         # In simulation builds the PEs are one Verilog module (hdl.instances).
         pe_params = {"mul_stages": self.mul_stages, "add_stages": self.add_stages,
                      "formats": self.formats}
+        if self.window > 1:
+            pe_params["window"] = self.window
         pes = [[shared(PE(**pe_params), "hdl.pe:PE", pe_params) for _ in range(n)]
                for _ in range(n)]
         taps = self._weight_taps(m)
+        sparse_rows = self._sparse_rows(m) if self.sparsity else None
         # lab2 begin: dataflow
         for k in range(n):
             # The input skew: row k's operand waits k * add_stages cycles, so that the partial
             # sum of PE (k - 1, 0) reaches PE (k, 0) mul_stages cycles after it, as a PE wants.
-            row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}", en=self.en)
+            if sparse_rows:
+                row_in = sparse_rows[k]  # skewed already
+            else:
+                row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}",
+                               en=self.en)
             for col in range(n):
                 pe = pes[k][col]
                 load, weight = taps[k][col]

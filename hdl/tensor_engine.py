@@ -8,9 +8,11 @@ from .formats import Fmt, parse_formats
 from .fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from .fp_mul import FP_MUL_MAX_CUTS
 from .instances import shared
+from .isa import Sparsity
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .pipeline import delay
+from .sparsity import WEIGHT_LANE, moving_rows, parse_sparsity, slots_of
 from .systolic import SystolicArray, check_array_size
 
 __all__ = ["Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
@@ -21,12 +23,15 @@ class Opcode(enum.Enum, shape=1):
     MULTIPLY_MOVING = 1
 
 
-def command_layout(n: int, banks: int, bank_words: int) -> data.StructLayout:
-    """One tensor-engine command (see :class:`TensorEngine`)."""
+def command_layout(n: int, banks: int, bank_words: int, k_max: int | None = None
+                   ) -> data.StructLayout:
+    """One tensor-engine command (see :class:`TensorEngine`); ``k_max``: the largest K (n, or
+    a sparse engine's :attr:`TensorEngine.moving_rows`)."""
     return data.StructLayout({
         "op": Opcode,
         "fmt": Fmt,  # LS: the stationary tile's format; MM: the moving tile's
-        "k": range(n + 1),  # rows used, 1..n (LS and MM; an MM's k is its LS's k)
+        "k": range((k_max or n) + 1),  # rows of K, 1..n dense (an MM's k is its LS's k)
+        "sparsity": Sparsity,  # LS: 0 dense, else the compressed tile's pattern
         "m": range(n + 1),  # LS: stationary columns used = PSUM partitions written, 1..n
         "f": range(bank_words + 1),  # MM: moving columns, 1..bank_words
         "bank": range(max(banks, 2)),  # MM: PSUM bank
@@ -121,8 +126,11 @@ class TensorEngine(wiring.Component):
 
     def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,
                  mul_stages: int = DEFAULT_MUL_STAGES, add_stages: int = DEFAULT_ADD_STAGES,
-                 formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+                 formats=("bf16", "fp8_e4m3", "fp8_e5m2"), sparsity=()):
         self.n = check_array_size(n)
+        self.sparsity = parse_sparsity(sparsity, param="sparsity")
+        #: Rows of K a moving beat carries (n; R·n in a sparse engine, R its largest m / n).
+        self.moving_rows = moving_rows(n, self.sparsity)
         self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.formats = parse_formats(formats, param="formats")
@@ -140,11 +148,13 @@ class TensorEngine(wiring.Component):
         # must be taken >= add_stages + 2 cycles after an earlier one to the same word, i.e.
         # not while one taken in the last add_stages + 1 cycles targets it.
         self.hazard_window = add_stages + 1
-        self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words)
+        self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words,
+                                         self.moving_rows)
+        weight_lane = WEIGHT_LANE if self.sparsity else 16
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
-            "weights": In(stream.Signature(data.ArrayLayout(16, n))),
-            "moving": In(stream.Signature(data.ArrayLayout(16, n))),
+            "weights": In(stream.Signature(data.ArrayLayout(weight_lane, n))),
+            "moving": In(stream.Signature(data.ArrayLayout(16, self.moving_rows))),
             "drain_req": In(stream.Signature(drain_request_layout(self.psum_banks,
                                                                   self.psum_words))),
             "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
@@ -152,6 +162,8 @@ class TensorEngine(wiring.Component):
             "error": Out(1),
             "done": Out(1),
             "done_bank": Out(range(max(self.psum_banks, 2))),
+            "loading": Out(1),
+            "tags_bad": Out(1),
         })
 
     def elaborate(self, platform):
@@ -163,13 +175,17 @@ class TensorEngine(wiring.Component):
         m = Module()
         n = self.n
         m.submodules.array = array = SystolicArray(
-            n=n, mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats)
+            n=n, mul_stages=self.mul_stages, add_stages=self.add_stages, formats=self.formats,
+            sparsity=tuple(f"{a}:{b}" for a, b in self.sparsity.values()))
         m.d.comb += array.en.eq(1)  # PSUM always takes a row: the array never needs to stall
         meta_layout = self._meta_layout()
-        m.submodules.loader = loader = _Loader(n=n, row_layout=array.w_in.shape())
+        m.submodules.loader = loader = _Loader(n=n, row_layout=array.w_in.shape(),
+                                               weights=self.weights.payload.shape(),
+                                               sparsity=self.sparsity, k_max=self.moving_rows)
         m.submodules.mover = mover = _Mover(
             n=n, cmd_layout=self.cmd_layout, x_layout=array.x_in.shape(),
-            meta_layout=meta_layout, hazard_window=self.hazard_window)
+            meta_layout=meta_layout, hazard_window=self.hazard_window,
+            moving_rows=self.moving_rows, sparse=bool(self.sparsity))
         m.submodules.psum = psum = _Psum(
             n=n, banks=self.psum_banks, words=self.psum_words, add_stages=self.add_stages,
             meta_layout=meta_layout)
@@ -193,33 +209,54 @@ class TensorEngine(wiring.Component):
         cmd = self.cmd.payload
         error = Signal()  # sticky
         last_m = Signal(range(n + 1), init=n)  # m of the most recent LOAD_STATIONARY
-        last_k = Signal(range(n + 1))  # its k (0: none yet, so no MULTIPLY_MOVING is legal)
+        # its k (0: none yet, or its tags were bad: no MULTIPLY_MOVING is legal)
+        last_k = Signal(range(self.moving_rows + 1))
+        last_slots = Signal(range(n + 1))  # its rows (k if dense)
+        last_mode = Signal(Sparsity)  # its sparsity
         fresh = Signal()  # a LOAD_STATIONARY was dispatched since the last swapping MM
         fmt_ok = Signal()
         with m.Switch(cmd.fmt):
             for fmt in self.formats:
                 with m.Case(fmt):
                     m.d.comb += fmt_ok.eq(1)
-        k_ok = (cmd.k >= 1) & (cmd.k <= n)
-        ls_ok = fmt_ok & k_ok & (cmd.m >= 1) & (cmd.m <= n)
-        mm_ok = (fmt_ok & k_ok & (cmd.k == last_k) & (cmd.f >= 1)
+        mode_ok = Signal()
+        with m.Switch(cmd.sparsity):
+            for code in (0, *self.sparsity):
+                with m.Case(code):
+                    m.d.comb += mode_ok.eq(1)
+        slots = slots_of(m, cmd.k, cmd.sparsity.as_value(), self.sparsity, name="cmd_slots")
+        ls_ok = (fmt_ok & mode_ok & (cmd.k >= 1) & (slots <= n) & (cmd.m >= 1)
+                 & (cmd.m <= n))
+        # A tile whose tags the loader found bad (up to its row taken this cycle) has no
+        # multiplication: last_k forgets it as its last row is taken.
+        mm_ok = (fmt_ok & (cmd.k >= 1) & (cmd.k == last_k) & (cmd.f >= 1) & ~loader.doomed
                  & (cmd.addr + cmd.f <= self.psum_words) & (cmd.bank < self.psum_banks))
-        legal = Mux(cmd.op == Opcode.LOAD_STATIONARY, ls_ok, mm_ok)
-        # The loader reads the tile's k from last_k (one register for both: the dispatcher
-        # needs it for the legality of MULTIPLY_MOVINGs anyway), cmd.k as it starts.
-        m.d.comb += [loader.k.eq(Mux(loader.start, cmd.k, last_k)), loader.fmt.eq(cmd.fmt),
-                     mover.cmd.eq(cmd),
+        # The loader reads the tile's shape from the last_* registers (the dispatcher needs
+        # them for the legality of MULTIPLY_MOVINGs anyway), the command's as it starts.
+        start = loader.start
+        m.d.comb += [loader.k.eq(Mux(start, cmd.k, last_k)),
+                     loader.slots.eq(Mux(start, slots, last_slots)),
+                     loader.m.eq(Mux(start, cmd.m, last_m)),
+                     loader.mode.eq(Mux(start, cmd.sparsity, last_mode)),
+                     loader.fmt.eq(cmd.fmt),
+                     mover.cmd.eq(cmd), mover.mode.eq(last_mode), mover.slots.eq(last_slots),
                      mover.swap.eq(fresh)]
         for i in range(n):
             m.d.comb += mover.mask[i].eq(last_m > i)
-        with m.If(self.cmd.valid):
-            with m.If(~legal):
+        # (A LOAD_STATIONARY's start does not depend on a MULTIPLY_MOVING's legality, which
+        # depends on the loader's rows: no combinational loop.)
+        with m.If(self.cmd.valid & (cmd.op == Opcode.LOAD_STATIONARY)):
+            with m.If(~ls_ok):
                 m.d.comb += self.cmd.ready.eq(1)
                 m.d.sync += error.eq(1)
-            with m.Elif(cmd.op == Opcode.LOAD_STATIONARY):
-                with m.If(~loader.busy):
-                    m.d.comb += [self.cmd.ready.eq(1), loader.start.eq(1)]
-                    m.d.sync += [last_m.eq(cmd.m), last_k.eq(cmd.k), fresh.eq(1)]
+            with m.Elif(~loader.busy):
+                m.d.comb += [self.cmd.ready.eq(1), loader.start.eq(1)]
+                m.d.sync += [last_m.eq(cmd.m), last_k.eq(cmd.k), last_slots.eq(slots),
+                             last_mode.eq(cmd.sparsity), fresh.eq(1)]
+        with m.If(self.cmd.valid & (cmd.op != Opcode.LOAD_STATIONARY)):
+            with m.If(~mm_ok):
+                m.d.comb += self.cmd.ready.eq(1)
+                m.d.sync += error.eq(1)
             with m.Else():  # MULTIPLY_MOVING: the previous LS's rows all taken (at the
                 # latest in this cycle), the mover free (at the latest after this cycle)
                 with m.If((~loader.busy | loader.last) & (~mover.busy | mover.last)):
@@ -227,7 +264,11 @@ class TensorEngine(wiring.Component):
                     m.d.sync += fresh.eq(0)
         with m.If(psum.bad_request):
             m.d.sync += error.eq(1)
-        m.d.comb += self.error.eq(error)
+        # A sparse tile with bad tags is forgotten as its last row is taken.
+        with m.If(loader.last & loader.bad_now):
+            m.d.sync += [error.eq(1), last_k.eq(0)]
+        m.d.comb += [self.error.eq(error), self.loading.eq(loader.busy),
+                     self.tags_bad.eq(loader.tile_bad)]
 
         # In-flight columns, for `busy`.
         in_flight = Signal(range(self.latency + 2))
@@ -246,52 +287,102 @@ class TensorEngine(wiring.Component):
 
 
 class _Loader(wiring.Component):
-    """Takes a LOAD_STATIONARY's ``k`` rows from ``weights``, one per cycle, and presents each
-    the next cycle to the array (``row_valid``, ``row_index``, ``row``).
+    """Takes a LOAD_STATIONARY's ``slots`` rows (its k if dense) from ``weights``, one per
+    cycle, and presents each the next cycle to the array (``row_valid``, ``row_index``,
+    ``row``).
 
-    ``start`` (with ``k``, ``fmt``) begins a tile, and its first row may be taken in that very
-    cycle; ``k`` must hold the tile's rows until it is done (the dispatcher keeps it);
-    ``busy`` until its last row is taken, ``last`` in that cycle. No row is taken while
-    ``swap_waiting`` (a multiplication that swaps the previous tile in has not taken its swap
-    column yet): the array's background load rule wants the rows at or after that column.
+    ``start`` (with ``k``, ``slots``, ``m``, ``mode``, ``fmt``) begins a tile, and its first
+    row may be taken in that very cycle; those inputs must hold the tile's shape until it is
+    done (the dispatcher keeps it); ``busy`` until its last row is taken, ``last`` in that
+    cycle. No row is taken while ``swap_waiting`` (a multiplication that swaps the previous
+    tile in has not taken its swap column yet): the array's background load rule wants the
+    rows at or after that column.
+
+    A sparse tile (``mode`` a pattern n:m): row i is slot ``j = i mod n`` of group ``g = i div
+    n`` (rows ``g·m ..`` of K); each of its lanes below ``m`` checks its tag (``golden.sparse.
+    check_tags``: below the group's rows, ``g·m + tag < k``, and above the previous slot's
+    tag) and becomes the PE's ``sel = tag − j``. ``bad_now``: a row of the tile broke the
+    pattern (the one taken this cycle included); ``tile_bad`` the same, from the cycle after
+    the row, until the next ``start``.
     """
 
-    def __init__(self, *, n, row_layout):
-        self._n = n
+    def __init__(self, *, n, row_layout, weights, sparsity, k_max):
+        self._n, self._sparsity = n, sparsity
         super().__init__({
-            "start": In(1), "k": In(range(n + 1)), "fmt": In(Fmt),
-            "weights": In(stream.Signature(data.ArrayLayout(16, n))),
+            "start": In(1), "k": In(range(k_max + 1)), "slots": In(range(n + 1)),
+            "m": In(range(n + 1)), "mode": In(Sparsity), "fmt": In(Fmt),
+            "weights": In(stream.Signature(weights)),
             "swap_waiting": In(1),
-            "busy": Out(1), "last": Out(1),
+            "busy": Out(1), "last": Out(1), "bad_now": Out(1), "tile_bad": Out(1),
+            "doomed": Out(1),
             "row_valid": Out(1), "row_index": Out(range(max(n, 2))), "row": Out(row_layout),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self._n
-        next_row = Signal(range(max(n, 2)))  # the next row to take
+        next_row = Signal(range(max(n, 2)))  # the next row to take (0 while idle)
         fmt = Signal(Fmt)
         # In the cycle of `start` the command's own fields are the tile's.
-        index = Mux(self.start, 0, next_row)
+        index = next_row
         tile_fmt = Mux(self.start, self.fmt, fmt)
         active = self.busy | self.start
         take = Signal()
         m.d.comb += [
             self.weights.ready.eq(active & ~self.swap_waiting),
             take.eq(self.weights.ready & self.weights.valid),
-            self.last.eq(take & (index + 1 == self.k)),
+            self.last.eq(take & (index + 1 == self.slots)),
         ]
         m.d.sync += [self.row_valid.eq(take), self.row_index.eq(index)]
+        payload = self.weights.payload
         for j in range(n):
             # Lanes >= m load too: their columns' sums are never written.
-            m.d.sync += [self.row[j].data.eq(self.weights.payload[j]),
-                         self.row[j].fmt.eq(tile_fmt)]
+            value = payload[j].data if self._sparsity else payload[j]
+            m.d.sync += [self.row[j].data.eq(value), self.row[j].fmt.eq(tile_fmt)]
+        tags_bad = Signal()  # the row offered breaks the pattern
+        if self._sparsity:
+            m.d.comb += tags_bad.eq(self._check_tags(m, index))
+        m.d.comb += [
+            self.bad_now.eq((take & tags_bad) | (self.tile_bad & ~self.start)),
+            # The same without the new tile's first cycle (the dispatcher's MULTIPLY_MOVING
+            # legality: no path from `start` back to it).
+            self.doomed.eq(self.busy & (self.tile_bad | (self.weights.valid & ~self.swap_waiting
+                                                         & tags_bad))),
+        ]
+        with m.If(take | self.start):
+            m.d.sync += self.tile_bad.eq(self.bad_now)
         with m.If(self.start):
-            m.d.sync += [next_row.eq(0), fmt.eq(self.fmt)]
+            m.d.sync += fmt.eq(self.fmt)
         with m.If(take):
-            m.d.sync += next_row.eq(index + 1)
+            m.d.sync += next_row.eq(Mux(self.last, 0, index + 1))
         m.d.sync += self.busy.eq(active & ~self.last)
         return m
+
+    def _check_tags(self, m, index):
+        """Each lane's ``sel`` for the row (registered into ``row``) and whether a lane below
+        ``m`` breaks the pattern (returned, for the row taken this cycle)."""
+        n = self._n
+        prev = [Signal(4, name=f"prev_tag{c}") for c in range(n)]  # the previous slot's tags
+        bad = []
+        for c in range(n):
+            tag = self.weights.payload[c].tag
+            lane_bad = Signal(name=f"tag_bad{c}")
+            sel = Signal(self.row[c].sel.shape(), name=f"sel{c}")
+            m.d.comb += [sel.eq(0), lane_bad.eq(0)]
+            for code, (n_p, m_p) in self._sparsity.items():
+                sh = n_p.bit_length() - 1
+                j = index[:sh]
+                g0 = (index >> sh) * m_p
+                with m.If(self.mode.as_value() == code):
+                    m.d.comb += [
+                        sel.eq(tag - j),
+                        lane_bad.eq((c < self.m) & ((tag >= m_p) | (g0 + tag >= self.k)
+                                                    | ((j != 0) & (tag <= prev[c])))),
+                    ]
+            with m.If(self.weights.valid & self.weights.ready):
+                m.d.sync += [prev[c].eq(tag), self.row[c].sel.eq(sel)]
+            bad.append(lane_bad)
+        return Cat(bad).any()
 
 
 class _Mover(wiring.Component):
@@ -307,11 +398,14 @@ class _Mover(wiring.Component):
     ``hazard_window`` cycles targets the same PSUM word.
     """
 
-    def __init__(self, *, n, cmd_layout, x_layout, meta_layout, hazard_window):
+    def __init__(self, *, n, cmd_layout, x_layout, meta_layout, hazard_window, moving_rows,
+                 sparse):
         self._n, self._hazard_window = n, hazard_window
+        self._rows, self._sparse = moving_rows, sparse
         super().__init__({
             "start": In(1), "cmd": In(cmd_layout), "swap": In(1), "mask": In(n),
-            "moving": In(stream.Signature(data.ArrayLayout(16, n))),
+            "mode": In(Sparsity), "slots": In(range(n + 1)),
+            "moving": In(stream.Signature(data.ArrayLayout(16, moving_rows))),
             "busy": Out(1), "last": Out(1), "take": Out(1), "swap_waiting": Out(1),
             "x": Out(x_layout), "meta": Out(meta_layout),
         })
@@ -322,6 +416,7 @@ class _Mover(wiring.Component):
         cmd = Signal.like(self.cmd)  # the multiplication being executed
         col = Signal.like(cmd.f)  # columns taken so far
         mask = Signal(n)
+        mode, slots = Signal(Sparsity), Signal(range(n + 1))  # of the tile it multiplies
         swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
 
         # Columns taken in the last hazard_window cycles, for the read-after-write check.
@@ -345,7 +440,12 @@ class _Mover(wiring.Component):
         ]
         m.d.sync += [self.x.eq(0), self.meta.eq(0)]  # a bubble unless a column is taken
         with m.If(self.take):
-            for i in range(n):
+            if self._sparse:  # the array picks each row's window (SystolicArray)
+                for i in range(self._rows):
+                    m.d.sync += self.x.data[i].eq(Mux(cmd.k > i, self.moving.payload[i], 0))
+                m.d.sync += [self.x.fmt.eq(cmd.fmt), self.x.swap.eq(swap),
+                             self.x.mode.eq(mode.as_value()), self.x.slots.eq(slots)]
+            for i in range(n if not self._sparse else 0):
                 m.d.sync += [
                     self.x[i].data.eq(Mux(cmd.k > i, self.moving.payload[i], 0)),
                     self.x[i].fmt.eq(cmd.fmt),
@@ -367,7 +467,7 @@ class _Mover(wiring.Component):
             # Only the first multiplication after a LOAD_STATIONARY swaps: the next tile's
             # rows go into the shadow weights as soon as that first column is taken.
             m.d.sync += [self.busy.eq(1), cmd.eq(self.cmd), col.eq(0), mask.eq(self.mask),
-                         swap.eq(self.swap)]
+                         swap.eq(self.swap), mode.eq(self.mode), slots.eq(self.slots)]
         return m
 
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from golden.sparse import pack_words
 from golden.tensor_engine import LoadStationary, TensorEngineModel, gemm_schedule
 from hdl.formats import Fmt
+from hdl.sparsity import SPARSITY_CODES, moving_rows, parse_sparsity
 from hdl.tensor_engine import Opcode, command_layout, drain_request_layout
 from sim.verify import coverage
 
@@ -32,17 +34,24 @@ class EngineConfig:
     psum_banks: int = 8
     psum_words: int | None = None
     formats: tuple[str, ...] = ("bf16", "fp8_e4m3", "fp8_e5m2")
+    sparsity: tuple[str, ...] = ()  #: the n:m patterns of a sparse engine
 
     @classmethod
     def from_params(cls, params: dict) -> EngineConfig:
         n = params["n"]
         return cls(n=n, psum_banks=params.get("psum_banks", 8),
                    psum_words=params.get("psum_words") or 4 * n,
-                   formats=tuple(params.get("formats", cls.formats)))
+                   formats=tuple(params.get("formats", cls.formats)),
+                   sparsity=tuple(params.get("sparsity", ())))
 
     @property
     def words(self) -> int:
         return self.psum_words or 4 * self.n
+
+    @property
+    def moving_rows(self) -> int:
+        """Rows of K a moving beat carries (``hdl.tensor_engine.TensorEngine.moving_rows``)."""
+        return moving_rows(self.n, parse_sparsity(self.sparsity))
 
 
 @dataclass
@@ -101,7 +110,7 @@ class TensorEngineProgram:
         self.cfg = cfg
         self.junk = junk
         self.model = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.words)
-        self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words)
+        self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words, cfg.moving_rows)
         self._drain_layout = drain_request_layout(cfg.psum_banks, cfg.words)
         self._encode_cmd = struct_encoder(self._cmd_layout)
         self._encode_drain = struct_encoder(self._drain_layout)
@@ -110,24 +119,29 @@ class TensorEngineProgram:
         self._written = np.zeros((cfg.n, cfg.psum_banks, cfg.words), dtype=bool)
         self._multiplies = [0] * cfg.psum_banks  # MULTIPLY_MOVINGs so far, per bank
 
-    def _beat(self, values) -> int:
-        """One stream beat: ``values`` in the first lanes, the rest zero or junk."""
+    def _beat(self, values, lanes: int, width: int = 16) -> int:
+        """One stream beat of ``lanes`` lanes of ``width`` bits: ``values`` in the first
+        lanes, the rest zero or junk (a 20-bit lane's junk has random tag bits too)."""
         values = [int(v) for v in values]
-        n = self.cfg.n
-        if self.junk is not None and len(values) < n:
-            pad = self.junk.integers(0, 1 << 16, n - len(values))
+        if self.junk is not None and len(values) < lanes:
+            pad = self.junk.integers(0, 1 << 16, lanes - len(values))
             specials = self.junk.random(pad.size) < 0.5
             pad[specials] = self.junk.choice(_JUNK16, int(specials.sum()))
+            if width > 16:
+                pad |= self.junk.integers(0, 1 << (width - 16), pad.size) << 16
             values += pad.tolist()
-        return _pack16(values)
+        if width == 16:
+            return _pack16(values)
+        mask = (1 << width) - 1
+        return sum((v & mask) << (width * i) for i, v in enumerate(values))
 
-    def _beats(self, rows) -> list[int]:
+    def _beats(self, rows, lanes: int | None = None, width: int = 16) -> list[int]:
         """One beat per row of the 2-D array ``rows``, as :meth:`_beat` makes it (packed
-        all at once where no junk is to be drawn)."""
+        all at once where no junk is to be drawn); ``lanes`` defaults to n."""
         rows = np.asarray(rows, dtype=np.int64)
-        n = self.cfg.n
-        if self.junk is not None and rows.shape[1] < n:
-            return [self._beat(row) for row in rows]
+        n = lanes or self.cfg.n
+        if (self.junk is not None and rows.shape[1] < n) or width != 16:
+            return [self._beat(row, n, width) for row in rows]
         lanes = np.zeros((rows.shape[0], n), dtype="<u2")
         lanes[:, :rows.shape[1]] = rows & 0xFFFF
         buf, size = lanes.tobytes(), 2 * n
@@ -146,7 +160,7 @@ class TensorEngineProgram:
 
     def _cmd(self, **fields) -> int:
         base = {"op": Opcode.LOAD_STATIONARY, "fmt": Fmt.BF16, "k": 0, "m": 0, "f": 0,
-                "bank": 0, "addr": 0, "accumulate": 0}
+                "bank": 0, "addr": 0, "accumulate": 0, "sparsity": 0}
         return self._encode_cmd(base | fields)
 
     def raw_command(self, **fields) -> int:
@@ -176,8 +190,33 @@ class TensorEngineProgram:
         k, m = tile.shape
         ph = self._command_phase()
         ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k, m=m))
-        ph.weights += self._beats(tile)
+        ph.weights += self._beats(tile, width=self._weight_width)
         self._stationary_k = k
+
+    @property
+    def _weight_width(self) -> int:
+        return 20 if self.cfg.sparsity else 16  # hdl.sparsity.WEIGHT_LANE in a sparse engine
+
+    def load_stationary_sparse(self, values, tags, fmt: str, p: str, k: int, *,
+                               check: bool = True) -> None:
+        """LOAD_STATIONARY of a compressed tile (``golden.sparse``: S x M ``values`` of ``fmt``
+        and their ``tags`` in pattern ``p`` for K = ``k`` rows). ``check=False`` sends tags
+        that break the pattern (the engine must flag them; the model forgets its tile)."""
+        if p not in self.cfg.sparsity:
+            raise ValueError(f"pattern must be one the engine was built for "
+                             f"{list(self.cfg.sparsity)}, not {p!r}")
+        values, tags = np.asarray(values), np.asarray(tags)
+        code = self._format(fmt, "fmt")
+        try:
+            self.model.load_stationary_sparse(values, tags, fmt, p, k)
+        except ValueError:
+            if check:
+                raise
+        ph = self._command_phase()
+        ph.cmds.append(self._cmd(op=Opcode.LOAD_STATIONARY, fmt=code, k=k,
+                                 m=values.shape[1], sparsity=SPARSITY_CODES[p]))
+        ph.weights += self._beats(pack_words(values, tags).astype(np.int64), width=20)
+        self._stationary_k = None if self.model.stationary_shape is None else k
 
     def multiply_moving(self, moving, fmt: str, *, bank: int, addr: int,
                         accumulate: bool) -> None:
@@ -203,7 +242,7 @@ class TensorEngineProgram:
         coverage.te_moving(self, ph, moving, fmt, accumulate)
         ph.cmds.append(self._cmd(op=Opcode.MULTIPLY_MOVING, fmt=code, k=k, f=f, bank=bank,
                                  addr=addr, accumulate=int(accumulate)))
-        ph.moving += self._beats(moving.T)
+        ph.moving += self._beats(moving.T, lanes=cfg.moving_rows)
         ph.macs += k * f * self.model.stationary_shape[1]
         ph.writes.add(bank)
         self._multiplies[bank] += 1

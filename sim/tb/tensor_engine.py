@@ -58,6 +58,8 @@ from cocotb.triggers import (
 )
 
 from golden.formats import to_bits
+from golden.sparse import compress, pattern
+from hdl.sparsity import SPARSITY_CODES
 from sim.host.tensor_engine import EngineConfig, TensorEngineProgram, gemm_program
 from sim.tb import streams, tbutil, vectors
 from sim.tb.batches import BatchSource
@@ -504,6 +506,113 @@ async def illegal_commands(dut):
     tb = TensorEngineTB(dut, _gaps())
     await tb.start()
     await tb.run(prog, expect_error=True)
+
+
+def _sparse_tile(rng, cfg, p: str, sfmt: str):
+    """A random compressed tile of pattern ``p``: (values, tags, K, M, the rows of K no column
+    keeps)."""
+    pat = pattern(p)
+    k = int(rng.choice([1, pat.m - 1, pat.ratio * cfg.n, int(rng.integers(1, pat.ratio
+                                                                            * cfg.n + 1))]))
+    m = int(rng.integers(1, cfg.n + 1))
+    mask = np.zeros((k, m), bool)
+    for g0, rows, slots in pat.groups(k):
+        for c in range(m):
+            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
+    values, tags = compress(vectors.operands(sfmt, rng, (k, m), 0.1), sfmt, mask, pat)
+    return values, tags, k, m, np.flatnonzero(~mask.any(axis=1))
+
+
+@cocotb.test(**tbutil.timeout(60))
+async def sparse_commands(dut):
+    """A sparse engine: random compressed tiles of every pattern it takes (K = 1, a short last
+    group, R·n, random), dense tiles between them, one to three multiplications each, every
+    format pair, overwrite and accumulate; the moving tile's rows that no column keeps hold
+    inf and NaN (they must not reach a sum), the kept ones special values; random gaps."""
+    cfg = _config()
+    rng = tbutil.rng(11)
+    fmts = list(cfg.formats)
+    prog = TensorEngineProgram(cfg, junk=rng)
+    count = int(os.environ.get("NCLITE_TE_COMMANDS", "24"))
+    modes = [*cfg.sparsity, "dense"]
+    for i in range(count):
+        p = modes[i % len(modes)]
+        sfmt, mfmt = str(rng.choice(fmts)), str(rng.choice(fmts))
+        if p == "dense":
+            k = int(rng.integers(1, cfg.n + 1))
+            prog.load_stationary(vectors.operands(sfmt, rng, (k, int(rng.integers(
+                1, cfg.n + 1))), 0.1), sfmt)
+            pruned = np.zeros(0, int)
+        else:
+            values, tags, k, _, pruned = _sparse_tile(rng, cfg, p, sfmt)
+            prog.load_stationary_sparse(values, tags, sfmt, p, k)
+        for _ in range(int(rng.choice([1, 2, 3]))):
+            f = int(rng.integers(1, cfg.words + 1))
+            mv = vectors.operands(mfmt, rng, (k, f), 0.1)
+            if pruned.size:
+                specials = vectors.special_bits(mfmt)
+                nan_inf = specials[np.isin(specials, to_bits(np.array(
+                    [np.inf, -np.inf, np.nan]), mfmt))]
+                mv[pruned] = rng.choice(nan_inf if nan_inf.size else specials,
+                                        (pruned.size, f))
+            prog.multiply_moving(mv, mfmt, bank=int(rng.integers(0, cfg.psum_banks)),
+                                 addr=int(rng.integers(0, cfg.words - f + 1)) if f < cfg.words
+                                 else 0, accumulate=bool(rng.random() < 0.5))
+    for bank in range(cfg.psum_banks):
+        prog.drain(bank, 0, cfg.words, label="final")
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    dut._log.info("sparse commands: %s, n=%d, %d phases, seed %d", cfg.sparsity, cfg.n,
+                  len(prog.phases), tbutil.seed())
+    await tb.run(prog)
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def sparse_bad_tags(dut):
+    """A sparse engine's error path: for each pattern, a tile whose tags break it (a tag past
+    its group, then tags that do not increase) sets ``error`` and ``tags_bad`` and is
+    forgotten (the MULTIPLY_MOVING after it is dropped, taking no data); a reserved sparsity
+    and a K of more slots than rows are dropped; nothing hangs, and a good tile after it
+    gives the golden PSUM (``tags_bad`` low again)."""
+    cfg = _config()
+    rng = tbutil.rng(12)
+    from hdl.tensor_engine import Opcode
+
+    tb = TensorEngineTB(dut, _gaps())
+    await tb.start()
+    for i, p in enumerate(cfg.sparsity * 2):
+        pat = pattern(p)
+        past = i < len(cfg.sparsity)
+        while True:
+            values, tags, k, m, _ = _sparse_tile(rng, cfg, p, "bf16")
+            # A tag past the last group: m (4 bits hold it below 16), or its rows when short.
+            tag = pat.m if pat.m < 16 else k - (k - 1) // pat.m * pat.m
+            if (tag < 16) if past else values.shape[0] >= 2:
+                break
+        bad = tags.copy()
+        col = int(rng.integers(0, m))
+        if past:
+            bad[-1, col] = tag
+        else:
+            bad[1, col] = bad[0, col]  # slot 1 repeats slot 0 (both in group 0: n >= 2)
+        prog = TensorEngineProgram(cfg, junk=rng)
+        prog.load_stationary_sparse(values, bad, "bf16", p, k, check=False)
+        prog.phases[-1].cmds += [
+            prog.raw_command(op=Opcode.MULTIPLY_MOVING, fmt=0, k=k, f=1),  # no tile: dropped
+            prog.raw_command(k=pat.ratio * cfg.n + 1, m=1, sparsity=SPARSITY_CODES[p]),
+            prog.raw_command(k=1, m=1, sparsity=5),  # reserved
+        ]
+        prog.drain(0, 0, 1, label="after bad tags")
+        await tb.run(prog, expect_error=True)
+        assert dut.tags_bad.value == 1, f"{p}: tags_bad low after bad tags {bad.tolist()}"
+        good = TensorEngineProgram(cfg, junk=rng)
+        good.load_stationary_sparse(values, tags, "bf16", p, k)
+        good.multiply_moving(vectors.operands("bf16", rng, (k, 2), 0.05), "bf16", bank=0,
+                             addr=0, accumulate=False)
+        good.drain(0, 0, 2, label=f"{p} after bad tags")
+        await tb.run(good, expect_error=True)  # error is sticky
+        assert dut.tags_bad.value == 0
+        await tbutil.reset(dut)
 
 
 @cocotb.test(**tbutil.timeout(5 + 5 * int(os.environ.get('NCLITE_TE_GEMMS', '3'))))

@@ -16,7 +16,11 @@ CONFIGS = {
     "n3-deep": {"n": 3, "psum_banks": 3, "psum_words": 7, "mul_stages": 2, "add_stages": 3},
     # No pipeline at all: combinational PEs and PSUM adder (the weight rows' shortest path).
     "n2-comb": {"n": 2, "psum_banks": 2, "psum_words": 8, "mul_stages": 0, "add_stages": 0},
+    # A sparse engine, every pattern: its dense path and its sparse one.
+    "n4-sparse": {"n": 4, "psum_banks": 2, "psum_words": 8,
+                  "sparsity": ["2:4", "4:8", "4:12", "4:16"]},
 }
+SPARSE_CONFIGS = ("n4-sparse",)
 
 #: The testcases of sim/tb/tensor_engine.py, in two simulations per configuration.
 TESTCASES = {
@@ -26,9 +30,14 @@ TESTCASES = {
 }
 
 
+#: ... and on the sparse engines.
+SPARSE_TESTCASES = {"sparse": "sparse_commands,sparse_bad_tags"}
+
+
 def _cases():
     for config in CONFIGS:
-        for label, testcase in TESTCASES.items():
+        for label, testcase in (TESTCASES | (SPARSE_TESTCASES if config in SPARSE_CONFIGS
+                                             else {})).items():
             yield pytest.param(config, testcase, id=f"{label}-{config}")
 
 
