@@ -36,7 +36,7 @@ from .tensor_engine import _input_format, _matrix
 
 __all__ = ["PATTERNS", "Pattern", "pattern", "compress", "decompress", "check_tags",
            "sparse_matmul_tile", "TAG_SHIFT", "pack_words", "unpack_words", "moving_layout",
-           "moving_from_layout"]
+           "moving_from_layout", "magnitude_mask", "run_sparse_gemm"]
 
 #: In SBUF a compressed tile's word holds its value in the low bits (as a dense tile's) and its
 #: tag in bits ``TAG_SHIFT .. TAG_SHIFT + 3``; the other bits are ignored.
@@ -225,3 +225,56 @@ def moving_from_layout(words, p, k: int) -> np.ndarray:
         raise ValueError(f"a sparse moving tile of K = {k} is {-(-k // r)} partitions of "
                          f"F x {r} words, not {w.shape}")
     return w.reshape(rows, fr // r, r).transpose(0, 2, 1).reshape(rows * r, fr // r)[:k]
+
+
+def magnitude_mask(tile, fmt, p) -> np.ndarray:
+    """The mask that keeps, in each group of each column of the K x M ``tile`` (bits of
+    ``fmt``), its ``min(n, rows)`` largest magnitudes (NaN largest; ties to the lower row):
+    magnitude pruning, the usual way to make a dense matrix n:m sparse."""
+    p = pattern(p)
+    f = _input_format(fmt, "fmt")
+    t = _matrix(tile, f, "tile")
+    with np.errstate(invalid="ignore"):  # NaN bit patterns (signalling ones too)
+        mag = np.abs(to_fp32_bits(t, f).view(np.float32).astype(np.float64))
+    mag[np.isnan(mag)] = np.inf
+    mask = np.zeros(t.shape, dtype=bool)
+    for g0, rows, slots in p.groups(t.shape[0]):
+        order = np.argsort(-mag[g0:g0 + rows], axis=0, kind="stable")[:slots]
+        np.put_along_axis(mask[g0:g0 + rows], order, True, axis=0)
+    return mask
+
+
+def run_sparse_gemm(a_bits, a_fmt, mask, b_bits, b_fmt, p, *, n: int, banks: int,
+                    bank_words: int) -> np.ndarray:
+    """``C = A.T @ B`` of the n:m-sparse A (K x M bits of ``a_fmt`` keeping ``mask``) as fp32
+    bits (M, F): ``golden.tensor_engine.gemm_schedule`` with k-tiles of R·n rows (R = m / n;
+    ``n`` a multiple of the pattern's n, so that tiles start on groups), each k-tile's
+    compressed tile by :func:`compress` and its sum by the tensor engine model's sparse path;
+    over k-tiles ``((s_0 + s_1) + s_2) + ...`` as a dense GEMM adds them."""
+    from .tensor_engine import LoadStationary, TensorEngineModel, gemm_schedule
+
+    p = pattern(p)
+    if n % p.n:
+        raise ValueError(f"n must be a multiple of {p.n} for {p.name} (k-tiles start on "
+                         f"groups), not {n}")
+    fa, fb = _input_format(a_fmt, "a_fmt"), _input_format(b_fmt, "b_fmt")
+    a, b = _matrix(a_bits, fa, "a_bits"), _matrix(b_bits, fb, "b_bits")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"a_bits and b_bits must have the same K, got {a.shape} and {b.shape}")
+    (k, m), f = a.shape, b.shape[1]
+    te = TensorEngineModel(n, banks, bank_words)
+    c = np.zeros((m, f), dtype=np.uint32)
+    for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words,
+                             k_tile=p.ratio * n):
+        for cmd in rnd.commands:
+            if isinstance(cmd, LoadStationary):
+                v, t = compress(a[cmd.k0:cmd.k1, cmd.m0:cmd.m1], fa,
+                                np.asarray(mask)[cmd.k0:cmd.k1, cmd.m0:cmd.m1], p)
+                te.load_stationary_sparse(v, t, fa, p, cmd.k1 - cmd.k0)
+            else:
+                te.multiply_moving(b[cmd.k0:cmd.k1, cmd.f0:cmd.f1], fb, cmd.bank, cmd.addr,
+                                   cmd.accumulate)
+        for blk in rnd.blocks:
+            words = te.drain(blk.bank, blk.addr, blk.f1 - blk.f0)
+            c[blk.m0:blk.m1, blk.f0:blk.f1] = words[:blk.m1 - blk.m0]
+    return c

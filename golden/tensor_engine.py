@@ -256,11 +256,12 @@ def _tiles(size: int, step: int) -> list[tuple[int, int]]:
 
 
 def gemm_schedule(m: int, k: int, f: int, *, n: int, banks: int,
-                  bank_words: int) -> list[Round]:
+                  bank_words: int, k_tile: int | None = None) -> list[Round]:
     """Command schedule of ``C = A.T @ B`` (A: k x m, B: k x f, C: m x f) on an n x n array.
 
     Tiles: m-tiles of A's columns ``[i*n, min((i+1)*n, m))``, k-tiles of rows
-    ``[j*n, min((j+1)*n, k))``, f-tiles of B's columns of width ``bank_words`` (the last one
+    ``[j*t, min((j+1)*t, k))`` with ``t = k_tile`` (default n; a sparse GEMM's R·n rows, whose
+    compressed tile has n rows), f-tiles of B's columns of width ``bank_words`` (the last one
     narrower). Each f-tile owns one whole PSUM bank (``addr = 0``) for the round.
 
     PSUM: when all of C fits (m-tiles x f-tiles <= ``banks``) or there is one bank, every round
@@ -291,7 +292,7 @@ def gemm_schedule(m: int, k: int, f: int, *, n: int, banks: int,
     n = _int(n, "n", 1)
     banks = _int(banks, "banks", 1)
     bank_words = _int(bank_words, "bank_words", 1)
-    k_tiles = _tiles(k, n)
+    k_tiles = _tiles(k, n if k_tile is None else _int(k_tile, "k_tile", 1))
     f_tiles = _tiles(f, bank_words)
     m_tiles = _tiles(m, n)
     if banks == 1 or len(m_tiles) * len(f_tiles) <= banks:

@@ -22,6 +22,7 @@ from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .sequencer import Sequencer, check_core_sizes
+from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ratio_of, slots_of
 from .sru import sru_layouts
 from .tensor_engine import Opcode as TeOpcode
 from .tensor_engine import TensorEngine, drain_request_layout
@@ -84,19 +85,29 @@ class _TensorFeeder(wiring.Component):
         MM = 3
         LS_ROWS = 4
 
-    def __init__(self, *, n, words, te_cmd_layout, rows):
-        self.n, self.words, self.rows = n, words, rows
-        super().__init__({
+    def __init__(self, *, n, words, te_cmd_layout, rows, sparse=False):
+        self.n, self.words, self.rows, self.sparse = n, words, rows, sparse
+        ports = {
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
             "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
             "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
             "rd_window": In(data.ArrayLayout(32, n)),
             "te_cmd": Out(stream.Signature(te_cmd_layout)),
-            "weights": Out(stream.Signature(data.ArrayLayout(16, n))),
-            "moving": Out(stream.Signature(data.ArrayLayout(16, n))),
+            "weights": Out(stream.Signature(data.ArrayLayout(WEIGHT_LANE if sparse else 16, n))),
+            "moving": Out(stream.Signature(data.ArrayLayout(16, (MAX_RATIO if sparse else 1)
+                                                            * n))),
             "busy": Out(1),
-        })
+        }
+        if sparse:  # words addr .. addr + MAX_RATIO - 1 of every partition
+            ports["rd_rows"] = In(data.ArrayLayout(data.ArrayLayout(32, MAX_RATIO), n))
+        super().__init__(ports)
+
+    def _lane(self, word, keep):
+        """A stationary lane from its SBUF word: the value (and a sparse tile's tag), or 0."""
+        if self.sparse:
+            return Mux(keep, word[:20], 0)  # WEIGHT_LANE: the value, then the tag at bit 16
+        return Mux(keep, word[:16], 0)
 
     def elaborate(self, platform):
         m = Module()
@@ -129,25 +140,61 @@ class _TensorFeeder(wiring.Component):
                      p.bank.eq(mm.bank), p.addr.eq(mm.psum_addr),
                      p.accumulate.eq(mm.accumulate)]
         m.d.sync += cmd_pending.eq(self.te_cmd.valid & ~self.te_cmd.ready)
+        # A sparse tile: its rows (slots), and R, the moving rows a partition holds for it.
+        patterns = parse_sparsity(SPARSITY_CODES if self.sparse else ())
+        ls_rows = slots_of(m, ls.k, ls.sparsity.as_value(), patterns, name="ls_rows")
+        ratio = Signal(range(MAX_RATIO + 1), init=1)
+        if self.sparse:
+            m.d.comb += p.sparsity.eq(ls.sparsity)
+            with m.If(take & ~is_mm):
+                m.d.sync += ratio.eq(ratio_of(m, ls.sparsity.as_value(), patterns,
+                                              name="ls_ratio"))
 
-        rot = _rotate(m, self.rd_data, Mux(is_mm, mm.part, ls.part), n, "rot")
+        part = Mux(is_mm, mm.part, ls.part)
+        rot = _rotate(m, self.rd_data, part, n, "rot")
 
         if self.rows:
-            self._load_by_rows(m, take, is_mm, ls, state, idx, cmd_pending, finishing)
+            self._load_by_rows(m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing)
         else:
-            self._load_by_columns(m, take, is_mm, ls, state, idx, cmd_pending, finishing, rot)
+            self._load_by_columns(m, take, is_mm, ls, ls_rows, state, idx, cmd_pending,
+                                  finishing, rot)
 
         # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
-        # first read as the descriptor is taken.
+        # first read as the descriptor is taken. After a sparse tile a beat is R words of every
+        # partition (row k of the tile: partition part + k // R, word k % R of the beat's).
         first = take & is_mm
         with m.If(first | (state == S.MM)):
             col = self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
                                      out=self.moving, idx=idx, cmd_pending=cmd_pending,
                                      finishing=finishing)
-            m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col)
-            for i in range(n):
-                m.d.comb += self.moving.payload[i].eq(rot[i][:16])
+            if not self.sparse:
+                m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col)
+                for i in range(n):
+                    m.d.comb += self.moving.payload[i].eq(rot[i][:16])
+        if self.sparse:
+            self._sparse_moving(m, mm, first | (state == S.MM), col, ratio, part)
         return m
+
+    def _sparse_moving(self, m, mm, active, col, ratio, part):
+        """A sparse-capable feeder's MATMUL reads: word ``sbuf_addr + col · R`` on, R words
+        of every partition a beat (R = 1 for a dense tile)."""
+        n = self.n
+        with m.If(active):
+            with m.Switch(ratio):
+                for r in range(1, MAX_RATIO + 1):
+                    with m.Case(r):
+                        m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col * r)
+        rows = []  # rows[i][q]: word i of the beat's, of partition part + q
+        for i in range(MAX_RATIO):
+            words = Signal(data.ArrayLayout(32, n), name=f"rd_word{i}")
+            m.d.comb += [words[q].eq(self.rd_rows[q][i]) for q in range(n)]
+            rows.append(_rotate(m, words, part, n, f"rot_w{i}"))
+        with m.Switch(ratio):
+            for r in range(1, MAX_RATIO + 1):
+                with m.Case(r):
+                    for k in range(MAX_RATIO * n):
+                        value = rows[k % r][k // r][:16] if k // r < n else 0
+                        m.d.comb += self.moving.payload[k].eq(value)
 
     def _stream_reads(self, m, *, first, state, own, beats, out, idx, cmd_pending, finishing):
         """Beats read from SBUF one a cycle into the stream ``out``: the first as the
@@ -169,31 +216,32 @@ class _TensorFeeder(wiring.Component):
             m.d.sync += state.eq(self._State.IDLE)
         return i
 
-    def _load_by_rows(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing):
+    def _load_by_rows(self, m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing):
         """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
         first read as the descriptor is taken; the port holds the data while stalled)."""
         S, n = self._State, self.n
         first = take & ~is_mm
         with m.If(first | (state == S.LS_ROWS)):
-            row = self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls.k,
+            row = self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls_rows,
                                      out=self.weights, idx=idx, cmd_pending=cmd_pending,
                                      finishing=finishing)
             m.d.comb += [self.rd_addr.eq(ls.sbuf_addr), self.rd_part.eq(ls.part + row)]
             for j in range(n):
-                m.d.comb += self.weights.payload[j].eq(
-                    Mux(ls.m > j, self.rd_window[j][:16], 0))
+                m.d.comb += self.weights.payload[j].eq(self._lane(self.rd_window[j], ls.m > j))
 
-    def _load_by_columns(self, m, take, is_mm, ls, state, idx, cmd_pending, finishing, rot):
+    def _load_by_columns(self, m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing,
+                         rot):
         """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor is
-        taken), then k row beats."""
+        taken), then its rows' beats."""
         S, n = self._State, self.n
-        tile = [[Signal(16, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
+        width = 20 if self.sparse else 16
+        tile = [[Signal(width, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
         col_q, col_valid = Signal(range(n)), Signal()
         m.d.sync += col_valid.eq(0)
         with m.If(col_valid):
             for j in range(n):
                 with m.If(col_q == j):
-                    m.d.sync += [tile[k][j].eq(rot[k][:16]) for k in range(n)]
+                    m.d.sync += [tile[k][j].eq(rot[k][:width]) for k in range(n)]
         read_col = (take & ~is_mm) | (state == S.LS_READ)
         col = Mux(take, 0, idx)
         with m.If(read_col):
@@ -203,13 +251,13 @@ class _TensorFeeder(wiring.Component):
             with m.If(col + 1 == ls.m):
                 m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
         with m.If(state == S.LS_SEND):
-            m.d.comb += self.weights.valid.eq(~col_valid & (idx < ls.k))
+            m.d.comb += self.weights.valid.eq(~col_valid & (idx < ls_rows))
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
-                    Mux(ls.m > j, Array(tile[k][j] for k in range(n))[idx], 0))
+                    self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
-                with m.If(idx + 1 == ls.k):
+                with m.If(idx + 1 == ls_rows):
                     m.d.comb += finishing.eq(~cmd_pending)
                     m.d.sync += state.eq(S.IDLE)
 
@@ -461,26 +509,30 @@ class _Sbuf(wiring.Component):
     * ``rd0`` (the tensor feeder, or a COLLECTIVE) and ``rd1`` (DMA stores, ACTIVATE, debug
       reads, a COLLECTIVE): ``data``, word ``addr`` of every partition, and ``window``, words
       ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
-      ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none).
+      ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none); ``rd0.rows`` (with
+      ``rows0``), words ``addr .. addr + rows0 − 1`` of every partition.
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
     """
 
-    def __init__(self, *, n, words, lanes, windows):
+    def __init__(self, *, n, words, lanes, windows, rows0=0):
         self._n, self._words, self._lanes, self._windows = n, words, lanes, windows
+        self._rows0 = rows0
         row = data.ArrayLayout(32, n)
         addr = range(max(words, 2))
 
-        def read_port(window):
+        def read_port(window, rows=0):
             members = {"en": In(1), "addr": In(addr), "part": In(range(max(n, 2))),
                        "data": Out(row)}
             if window:
                 members["window"] = Out(data.ArrayLayout(32, window))
+            if rows:
+                members["rows"] = Out(data.ArrayLayout(data.ArrayLayout(32, rows), n))
             return In(wiring.Signature(members))
 
         super().__init__({
-            "rd0": read_port(windows[0]), "rd1": read_port(windows[1]),
+            "rd0": read_port(windows[0], rows0), "rd1": read_port(windows[1]),
             "wr": In(memory.WritePort.Signature(addr_width=Shape.cast(addr).width, shape=row,
                                                 granularity=1)),
             "wwin": In(wiring.Signature({"en": In(1), "part": In(range(max(n, 2))),
@@ -534,6 +586,11 @@ class _Sbuf(wiring.Component):
                     m.d.comb += [r.en.eq(port.en), r.addr.eq(rows[lane])]
                     raw[p][lane] = r.data
                 m.d.comb += port.data[p].eq(Array(raw[p])[lo_q])
+            if port is self.rd0 and self._rows0:  # words addr .. of every partition
+                for p in range(n):
+                    for i in range(self._rows0):
+                        lane = (lo_q + i)[:lg] if L > 1 else 0
+                        m.d.comb += port.rows[p][i].eq(Array(raw[p])[lane])
             if window:
                 part_lanes = [Array(raw[p][lane] for p in range(n))[part_q] for lane in range(L)]
                 for i in range(window):
@@ -698,6 +755,12 @@ class NeuronCore(wiring.Component):
         TENSOR_SCALAR, TENSOR_REDUCE, TRANSPOSE; default ``True``): without them, they are
         BAD_OPCODE (the sequencer rejects them; a core built so is ISS-equal with
         ``golden.iss.CoreConfig(vector_engine=False)``).
+    sparse : bool
+        Whether the tensor engine has the sparse mode, every pattern of ``golden.isa.Sparsity``
+        (default ``False``: a LOAD_STATIONARY's sparsity other than dense is BAD_FIELD).
+        Needs ``data_width`` >= 32 (a moving column after a 4:16 tile reads 4 words of a
+        partition). After a sparse LOAD_STATIONARY the sequencer dispatches nothing until
+        the tile has loaded and its tags are checked (BAD_TAGS otherwise).
 
     Raises
     ------
@@ -713,7 +776,7 @@ class NeuronCore(wiring.Component):
                  te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
                  max_burst: int = 16, ranks: int = 0, link_width: int = 1,
                  watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES, data_width: int = 32,
-                 vector_engine: bool = True):
+                 vector_engine: bool = True, sparse: bool = False):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -728,10 +791,14 @@ class NeuronCore(wiring.Component):
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
-                              link_width=link_width, vector_engine=vector_engine)
-        self.vector_engine = vector_engine
+                              link_width=link_width, vector_engine=vector_engine,
+                              sparse=sparse)
+        self.vector_engine, self.sparse = vector_engine, sparse
         self._coll = None
         self.data_width = check_data_width(data_width)
+        if sparse and data_width // 8 < MAX_RATIO:
+            raise ValueError(f"sparse needs data_width >= {8 * MAX_RATIO} (a moving column "
+                             f"reads {MAX_RATIO} words of a partition), not {data_width}")
         ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature(data_width=data_width)),
                  # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
                  "busy": Out(1), "error": Out(1),
@@ -745,7 +812,8 @@ class NeuronCore(wiring.Component):
             ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(row)),
                           "rx": In(stream.Signature(row)), "tx_flush": Out(1)})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
-                                mul_stages=te_mul_stages, add_stages=te_add_stages)
+                                mul_stages=te_mul_stages, add_stages=te_add_stages,
+                                sparsity=tuple(SPARSITY_CODES) if sparse else ())
         self._act = ActivationEngine(lanes=n, random_bits=random_bits)
         self._dma = DmaEngine(n=n, words=sbuf_words, max_burst=max_burst, data_width=data_width)
         super().__init__(ports)
@@ -758,7 +826,7 @@ class NeuronCore(wiring.Component):
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
                           random_bits=self.random_bits, link_width=self.link_width,
                           data_width=self.data_width, vector_engine=self.vector_engine,
-                          **kwargs)
+                          sparse=self.sparse, **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -783,7 +851,8 @@ class NeuronCore(wiring.Component):
         te, act = self._te, self._act
         # The tensor feeder reads a stationary row a cycle where the SBUF's window holds one.
         rows = n <= dma.lanes
-        tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout, rows=rows)
+        tf = _TensorFeeder(n=n, words=words, te_cmd_layout=te.cmd_layout, rows=rows,
+                           sparse=self.sparse)
         _, o_layout = sru_layouts(n, act.targets)
         af = _ActivationFeeder(n=n, words=words, banks=self.psum_banks,
                                psum_words=self.psum_words, o_layout=o_layout,
@@ -814,7 +883,8 @@ class NeuronCore(wiring.Component):
         m.d.comb += [seq.dma_busy.eq(dma.busy), seq.te_feed_busy.eq(tf.busy),
                      seq.te_busy.eq(te.busy), seq.te_done.eq(te.done),
                      seq.te_done_bank.eq(te.done_bank), seq.act_busy.eq(af.busy),
-                     seq.dma_error.eq(dma.error), seq.clear_error.eq(cq.clear_error)]
+                     seq.dma_error.eq(dma.error), seq.clear_error.eq(cq.clear_error),
+                     seq.te_loading.eq(te.loading), seq.te_tags_bad.eq(te.tags_bad)]
         m.d.comb += [cq.busy.eq(seq.busy | soft | act.seeding), cq.error_code.eq(seq.error_code),
                      cq.error_index.eq(seq.error_index), cq.executed.eq(seq.executed)]
         m.d.comb += [self.busy.eq(cq.busy), self.error.eq(seq.error_code.as_value() != 0)]
@@ -878,9 +948,12 @@ class NeuronCore(wiring.Component):
                              r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
             m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
         m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words, lanes=dma.lanes,
-                                         windows=(n if rows else 0, dma.lanes))
+                                         windows=(n if rows else 0, dma.lanes),
+                                         rows0=MAX_RATIO if self.sparse else 0)
         if rows:
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
+        if self.sparse:
+            m.d.comb += tf.rd_rows.eq(sbuf.rd0.rows)
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
                      sbuf.rd1.part.eq(Mux(af.rd_en, af.rd_part, dma.sbuf_rd_part)),

@@ -11,11 +11,13 @@ from golden import isa as _isa
 from .dma import dma_command_layout
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, ErrorCode, Opcode
 from .params import check_int
+from .sparsity import MAX_RATIO, ceil_div, parse_sparsity, ratio_of, slots_of
 
 __all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
 
 #: Width of the error index (the ERROR register's ``index`` field, ``golden.isa``).
 ERROR_INDEX_BITS = _isa.REGISTER_MAP["ERROR"].fields["index"][1]
+_PATTERNS = tuple(_isa.Sparsity(c).pattern for c in range(1, len(_isa.Sparsity)))
 #: MATMULs counted in flight per PSUM bank; one more waits (a bound no pipeline reaches).
 _MAX_MATMULS = 255
 
@@ -60,7 +62,9 @@ class Sequencer(wiring.Component):
     DRAM ranges (BAD_RANGE, DRAM up to ``dram_bytes`` computed at full width), alignment
     (BAD_ALIGN). A MATMUL's K must be the K of the last LOAD_STATIONARY dispatched, a
     COLLECTIVE's rows the ``link_width``. A COLLECTIVE on a core built without ``ring`` is
-    BAD_FIELD after its other checks.
+    BAD_FIELD after its other checks; so is a sparse LOAD_STATIONARY without ``sparse``
+    (before them). A sparse LOAD_STATIONARY reads its slots' partitions, and a MATMUL after it
+    ``ceil(K / R)`` partitions of ``f · R`` words (``golden.sparse.moving_layout``).
 
     On a failing command: ``error_code`` and ``error_index`` (= ``executed`` then: the
     commands executed since the last reset) are set, the command is dropped, and every
@@ -70,6 +74,10 @@ class Sequencer(wiring.Component):
 
     Errors of a running command (``executed`` counts it: it was dispatched):
 
+    * After a sparse LOAD_STATIONARY nothing is dispatched (and no check error reported) until
+      the tensor feeder and the tensor engine are done with its rows (``te_loading`` low);
+      then ``te_tags_bad`` sets BAD_TAGS with its index, the queue stops, and the K of the
+      last LOAD_STATIONARY is forgotten (a MATMUL is BAD_SHAPE until the next one).
     * ``dma_error`` rising (the DMA got SLVERR or DECERR on R or B; it falls when the DMA
       takes its next command) sets BUS_ERROR; ``coll_timeout`` rising (the collective engine's
       watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. The index is that command's
@@ -125,18 +133,22 @@ class Sequencer(wiring.Component):
     vector_engine : bool
         The activation path runs the vector commands (TENSOR_TENSOR, TENSOR_SCALAR,
         TENSOR_REDUCE, TRANSPOSE; default ``True``); without it they are BAD_OPCODE.
+    sparse : bool
+        The tensor engine has the sparse mode (every pattern of ``golden.isa.Sparsity``;
+        default ``False``).
 
     Raises
     ------
     TypeError
-        If an integer parameter is not an integer, or ``vector_engine`` not a bool.
+        If an integer parameter is not an integer, or ``vector_engine`` or ``sparse`` not a
+        bool.
     ValueError
         If an integer parameter is out of range.
     """
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
                  dram_bytes: int, ring: bool = False, link_width: int = 1,
-                 vector_engine: bool = True):
+                 vector_engine: bool = True, sparse: bool = False):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -145,6 +157,9 @@ class Sequencer(wiring.Component):
         if not isinstance(vector_engine, bool):
             raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
         self.vector_engine = vector_engine
+        if not isinstance(sparse, bool):
+            raise TypeError(f"sparse must be a bool, not {sparse!r}")
+        self.sparse = sparse
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -161,6 +176,8 @@ class Sequencer(wiring.Component):
             "coll_busy": In(1),
             "dma_error": In(1),  # the DMA command running (or last) got an error response
             "coll_timeout": In(1),  # the collective engine's watchdog abandoned its command
+            "te_loading": In(1),  # the tensor engine takes a stationary tile's rows
+            "te_tags_bad": In(1),  # ... and the last one it took broke its pattern
             "hold": In(1),
             "clear_error": In(1),
             "busy": Out(1),
@@ -260,7 +277,10 @@ class Sequencer(wiring.Component):
         executed = Signal(32)
         m.d.comb += [self.error_code.eq(error), self.error_index.eq(error_index),
                      self.executed.eq(executed)]
-        stat_k = Signal(range(n + 1))  # K of the last LOAD_STATIONARY (0: none yet)
+        # K of the last LOAD_STATIONARY (0: none yet, or its tags were bad)
+        stat_k = Signal(range(MAX_RATIO * n + 1))
+        # R: the moving rows a partition holds for its tile (1 dense; m / n of its pattern)
+        stat_ratio = Signal(range(MAX_RATIO + 1), init=1)
         dma_index = Signal(ERROR_INDEX_BITS)  # the position of the DMA command dispatched last
         coll_index = Signal(ERROR_INDEX_BITS)  # ... and of the COLLECTIVE
 
@@ -269,6 +289,16 @@ class Sequencer(wiring.Component):
             return (part + rows <= n) & (addr + cols <= words)
 
         fault = Signal(ErrorCode)  # the head's first failing check, or OK
+
+        # A LOAD_STATIONARY reads its tile's rows (slots) from as many partitions; a MATMUL
+        # after a sparse one reads R words of ceil(K / R) partitions a moving column.
+        ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
+        patterns = parse_sparsity(_PATTERNS if self.sparse else ())
+        ls_slots = slots_of(m, ls.k, ls.sparsity.as_value(), patterns, name="ls_slots")
+        ls_ratio = ratio_of(m, ls.sparsity.as_value(), patterns, name="ls_ratio")
+        mm_rows = ceil_div(m, mm.k, stat_ratio, name="mm_rows")
+        mm_words = Signal(18)
+        m.d.comb += mm_words.eq(mm.f * stat_ratio)
 
         def chain(checks):
             """checks: (ok, code) in order; the first not ok sets ``fault``."""
@@ -302,15 +332,19 @@ class Sequencer(wiring.Component):
                             ErrorCode.BAD_ALIGN)])
             with m.Case(Opcode.LOAD_STATIONARY):
                 f = v[Opcode.LOAD_STATIONARY]
-                chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
-                       ((f.k >= 1) & (f.k <= n) & (f.m >= 1) & (f.m <= n), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, f.k, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
+                sp = f.sparsity.as_value()
+                chain([((sp == 0) | ((sp <= int(max(_isa.Sparsity))) & self.sparse),
+                        ErrorCode.BAD_FIELD),
+                       (f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
+                       ((f.k >= 1) & (ls_slots >= 1) & (ls_slots <= n) & (f.m >= 1)
+                        & (f.m <= n), ErrorCode.BAD_SHAPE),
+                       (sbuf_ok(f.part, ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.MATMUL):
                 f = v[Opcode.MATMUL]
                 chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, f.k, f.sbuf_addr, f.f), ErrorCode.BAD_RANGE),
+                       (sbuf_ok(f.part, mm_rows, f.sbuf_addr, mm_words), ErrorCode.BAD_RANGE),
                        ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.ACTIVATE):
                 f = v[Opcode.ACTIVATE]
@@ -390,11 +424,13 @@ class Sequencer(wiring.Component):
         go = Signal()  # the head (legal) is dispatched this cycle
         abort = Signal()  # a running command's error arrives: nothing is dispatched
         ok = Signal()  # the head is legal and may go (if its engine is free)
-        m.d.comb += ok.eq(head_valid & (fault == ErrorCode.OK) & ~abort)
+        # After a sparse LOAD_STATIONARY nothing is dispatched until its tile has loaded and
+        # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
+        tags_wait = Signal()
+        tags_index = Signal(ERROR_INDEX_BITS)
+        m.d.comb += ok.eq(head_valid & (fault == ErrorCode.OK) & ~abort & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         d = v[Opcode.DMA_LOAD]
-        mm = v[Opcode.MATMUL]
-        ls = v[Opcode.LOAD_STATIONARY]
         a = v[Opcode.ACTIVATE]
         with m.Switch(op):
             with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
@@ -413,9 +449,9 @@ class Sequencer(wiring.Component):
             with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
                 is_mm = op == Opcode.MATMUL
                 rect = (Mux(is_mm, mm.part, ls.part),
-                        Mux(is_mm, mm.part + mm.k, ls.part + ls.k),
+                        Mux(is_mm, mm.part + mm_rows, ls.part + ls_slots),
                         Mux(is_mm, mm.sbuf_addr, ls.sbuf_addr),
-                        Mux(is_mm, mm.sbuf_addr + mm.f, ls.sbuf_addr + ls.m))
+                        Mux(is_mm, mm.sbuf_addr + mm_words, ls.sbuf_addr + ls.m))
                 count = Signal.like(mm_count[0])
                 for b in range(banks):
                     with m.If(mm.bank == b):
@@ -437,7 +473,9 @@ class Sequencer(wiring.Component):
                     with m.If(is_mm):
                         m.d.comb += mm_go.eq(1)
                     with m.Else():
-                        m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m)]
+                        m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
+                        with m.If(ls.sparsity.as_value() != 0):
+                            m.d.sync += [tags_wait.eq(1), tags_index.eq(executed)]
             with m.Case(Opcode.ACTIVATE):
                 rect = (a.part, a.part + a.rows, a.dst_addr, a.dst_addr + a.cols)
                 src = (a.part, a.part + a.rows, a.src_addr, a.src_addr + a.cols)
@@ -489,7 +527,7 @@ class Sequencer(wiring.Component):
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
-        fail = head_valid & (fault != ErrorCode.OK)
+        fail = head_valid & (fault != ErrorCode.OK) & ~tags_wait
         m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
         with m.If(self.clear_error):
             m.d.sync += error.eq(ErrorCode.OK)
@@ -505,6 +543,13 @@ class Sequencer(wiring.Component):
         bus_error = self.dma_error & ~dma_error_q
         link_timeout = self.coll_timeout & ~coll_timeout_q
         m.d.comb += abort.eq(bus_error | link_timeout)
+        tags_known = tags_wait & ~te_held & ~self.te_loading
+        bad_tags = tags_known & self.te_tags_bad
+        with m.If(tags_known):
+            m.d.sync += tags_wait.eq(0)
+        with m.If(bad_tags):  # nothing was dispatched after the LOAD_STATIONARY
+            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BAD_TAGS),
+                         error_index.eq(tags_index), stat_k.eq(0)]
         with m.If(bus_error):  # last: it wins over a check error in the same cycle
             m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BUS_ERROR),
                          error_index.eq(dma_index)]

@@ -13,8 +13,8 @@ from golden.sparse import PATTERNS
 
 from .formats import Fmt
 
-__all__ = ["SPARSITY_CODES", "WEIGHT_LANE", "parse_sparsity", "window", "moving_rows",
-           "sparse_column_layout", "slots_of"]
+__all__ = ["SPARSITY_CODES", "WEIGHT_LANE", "MAX_RATIO", "parse_sparsity", "window",
+           "moving_rows", "sparse_column_layout", "slots_of", "ceil_div", "ratio_of"]
 
 #: A lane of a sparse engine's stationary row: the value and its tag, as the SBUF word holds
 #: them (``golden.sparse.pack_words``: the tag at bit 16).
@@ -59,12 +59,40 @@ def sparse_column_layout(n: int, sparsity: dict) -> data.StructLayout:
         "mode": range(max(sparsity) + 1), "slots": range(n + 1)})
 
 
+#: The largest m / n of a pattern (4:16): moving rows a partition holds, stationary rows a slot
+#: stands for.
+MAX_RATIO = max(m // n for n, m in PATTERNS.values())
+
+
 def _div3(m, value, name):
-    """``value // 3`` for values below 256 (``(v · 171) >> 9`` is exact there)."""
-    assert len(value) <= 8
-    q = Signal(range(86), name=name)
-    m.d.comb += q.eq((value * 171) >> 9)
+    """``value // 3`` for values below 1024 (``(v · 683) >> 11`` is exact there)."""
+    assert len(value) <= 10
+    q = Signal(range(342), name=name)
+    m.d.comb += q.eq((value * 683) >> 11)
     return q
+
+
+def ceil_div(m, value, r, *, name: str):
+    """A signal: ``ceil(value / r)`` for ``r`` (a signal) in 1..4 and ``value`` below 1022."""
+    out = Signal(len(value), name=name)
+    with m.Switch(r):
+        for k in (1, 2, 4):
+            with m.Case(k):
+                m.d.comb += out.eq((value + k - 1) >> (k.bit_length() - 1))
+        with m.Case(3):
+            v2 = Signal(len(value) + 1, name=f"{name}_p2")
+            m.d.comb += [v2.eq(value + 2), out.eq(_div3(m, v2, f"{name}_d3"))]
+    return out
+
+
+def ratio_of(m, mode, sparsity: dict, *, name: str):
+    """A signal: R = m / n of ``mode``'s pattern (1 if dense)."""
+    out = Signal(range(MAX_RATIO + 1), name=name)
+    m.d.comb += out.eq(1)
+    for code, (n_p, m_p) in sparsity.items():
+        with m.If(mode == code):
+            m.d.comb += out.eq(m_p // n_p)
+    return out
 
 
 def slots_of(m, k, mode, sparsity: dict, *, name: str):

@@ -65,10 +65,25 @@ class TensorEngine(wiring.Component):
         tile, written to PSUM partition mm, word ``addr + j`` of ``bank``: ``p = s``, or with
         ``accumulate`` ``p = p + s`` (the contract's read-accumulate-write).
       - A command with a field out of range (k or m not in 1..n, f = 0, addr + f beyond the
-        bank, bank ≥ psum_banks, a format the PEs are not built for, a MULTIPLY_MOVING whose k
-        is not its LOAD_STATIONARY's, or before any) is dropped without taking data, and sets
+        bank, bank ≥ psum_banks, a format the PEs are not built for, a sparsity the engine
+        does not take or of more than n slots, a MULTIPLY_MOVING whose k is not its
+        LOAD_STATIONARY's, or before any) is dropped without taking data, and sets
         the sticky ``error`` flag. So does a drain request outside PSUM (it returns zeros).
         The host driver rejects all of these before they reach the engine.
+    * **Sparse mode** (an engine built with ``sparsity``, the n:m patterns it takes;
+      ``golden.sparse``): a LOAD_STATIONARY with ``sparsity`` a pattern's code
+      (``golden.isa.Sparsity``) and k = K rows of K (up to R·n, R = m / n) takes the
+      compressed tile's S = slots(K) <= n rows from ``weights``, each lane a value and its tag
+      (:data:`~hdl.sparsity.WEIGHT_LANE`, the SBUF word's low 20 bits); its tags are checked as
+      the rows arrive (lanes below m: inside the group and the K rows, increasing in a group).
+      A tile that breaks the pattern sets ``error`` and ``tags_bad`` (until the next
+      LOAD_STATIONARY) and is forgotten: MULTIPLY_MOVINGs after it are illegal. A
+      MULTIPLY_MOVING's beat then carries K rows (``moving`` has :attr:`moving_rows` lanes;
+      lanes >= K read as +0), and column mm's sum adds ``stat[j, mm]·mov[row_j, f]`` over the
+      slots j in order, ``row_j`` = the slot's group start + its tag: the contract's sparse
+      matmul (pruned rows never enter a sum; the PE rows past S add +0·+0). Dense tiles
+      (``sparsity`` 0) work as in a dense engine; timing is the same in both modes. ``loading``
+      is high while the loader takes a tile's rows.
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
       ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured.
     * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
@@ -114,14 +129,19 @@ class TensorEngine(wiring.Component):
         accumulate adder has ``add_stages`` too.
     formats : collection of :class:`~hdl.formats.Fmt` or names
         The operand formats the PEs are built for (default: all three).
+    sparsity : collection of str
+        The n:m patterns of the sparse mode (``"2:4"``, ``"4:8"``, ``"4:12"``, ``"4:16"``;
+        default none: a dense engine). Each PE then picks its operand from a window of
+        ``max(m − n + 1)`` moving values (:func:`~hdl.sparsity.window`).
 
     Raises
     ------
     TypeError
-        If an integer parameter is not an integer; if ``formats`` is not a collection.
+        If an integer parameter is not an integer; if ``formats`` or ``sparsity`` is not a
+        collection.
     ValueError
         If an integer parameter is out of range; if ``formats`` is empty or names an unknown
-        format.
+        format; if ``sparsity`` names an unknown pattern.
     """
 
     def __init__(self, *, n: int, psum_banks: int = 8, psum_words: int | None = None,

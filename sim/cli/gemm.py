@@ -13,6 +13,7 @@ import json
 import numpy as np
 
 from golden.formats import to_fp32
+from golden.sparse import PATTERNS, magnitude_mask, pattern, run_sparse_gemm
 from golden.tensor_engine import gemm_schedule
 from golden.tensor_engine import run_gemm as golden_gemm
 from sim import runner
@@ -28,13 +29,23 @@ PLAYED_STREAMS = ("cmd", "weights", "moving", "drain_req")
 PLAYED_BATCH = 32
 
 
-def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None) -> dict:
-    return {"n": n, "psum_banks": psum_banks, "psum_words": psum_words or 4 * n}
+def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None,
+                  sparse: bool = False) -> dict:
+    """A tensor engine's build for ``nclite gemm``; ``sparse``: with every pattern (one model
+    for all of them)."""
+    params = {"n": n, "psum_banks": psum_banks, "psum_words": psum_words or 4 * n}
+    if sparse:
+        params["sparsity"] = list(PATTERNS)
+    return params
 
 
-def ideal_cycles(m: int, k: int, f: int, n: int, banks: int, words: int) -> int:
-    """Cycles of a perfect engine: one moving column per multiplication and cycle."""
-    return sum(c.f1 - c.f0 for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=words)
+def ideal_cycles(m: int, k: int, f: int, n: int, banks: int, words: int,
+                 sparsity: str | None = None) -> int:
+    """Cycles of a perfect engine: one moving column per multiplication and cycle (a sparse
+    GEMM's multiplications cover R·n rows of K each)."""
+    k_tile = pattern(sparsity).ratio * n if sparsity else None
+    return sum(c.f1 - c.f0 for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=words,
+                                                    k_tile=k_tile)
                for c in rnd.commands if hasattr(c, "f0"))
 
 
@@ -50,24 +61,36 @@ def _check_shape(m, k, f, n, a_fmt, b_fmt, formats):
 def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16", n: int = 8,
              simulator: str = "verilator", seed: int = 1, gaps: float = 0.0,
              psum_banks: int = 8, psum_words: int | None = None, waves: bool = False,
-             error_vs_float64: bool = True, played: bool | None = None) -> dict:
+             error_vs_float64: bool = True, played: bool | None = None,
+             sparsity: str | None = None) -> dict:
     """Simulate one GEMM; return its figures (cycles, utilization, bit_exact, errors).
+
+    ``sparsity`` (``"4:16"``, …): A is pruned to that pattern by magnitude
+    (``golden.sparse.magnitude_mask``) and multiplied compressed on a sparse engine; MACs,
+    utilization and ``macs_per_cycle`` count the dense GEMM's M·K·F (dense-equivalent).
 
     ``played``: feed the engine's input streams from batches (``hdl.sim_batch.PlayedStreams``,
     :data:`PLAYED_STREAMS`) instead of beat by beat from Python; the same beats reach the
     engine in the same cycles, only faster. Default: at full rate (``gaps`` = 0) and without
     ``waves`` (a waveform's top is then the engine itself, as a reader expects).
     """
-    params = engine_params(n, psum_banks=psum_banks, psum_words=psum_words)
+    if sparsity is not None:
+        p = pattern(sparsity)
+        if n % p.n:
+            raise ValueError(f"a {p.name} GEMM needs an array size that is a multiple of "
+                             f"{p.n}, not {n}")
+    params = engine_params(n, psum_banks=psum_banks, psum_words=psum_words,
+                           sparse=sparsity is not None)
     cfg = EngineConfig.from_params(params)
     played = not gaps and not waves if played is None else played
     if played and gaps:
         raise ValueError(f"played streams run at full rate: gaps must be 0, not {gaps!r}")
     _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
-    tag = f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}" + ("-played" if played else "")
+    tag = (f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}" + ("-played" if played else "")
+           + (f"-{sparsity.replace(':', 'of')}" if sparsity else ""))
     out = runner.result_file("gemm", f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}")
     spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,
-            "return_data": error_vs_float64}
+            "return_data": error_vs_float64, "sparsity": sparsity}
     env = {"NCLITE_GEMM": json.dumps(spec), "NCLITE_GEMM_OUT": str(out)}
     result = None
     try:
@@ -84,12 +107,19 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
             raise
     r = json.loads(out.read_text())
     out.unlink()
-    r["ideal_cycles"] = ideal_cycles(m, k, f, n, cfg.psum_banks, cfg.words)
+    r["ideal_cycles"] = ideal_cycles(m, k, f, n, cfg.psum_banks, cfg.words, sparsity)
+    r["macs_per_cycle"] = r["macs"] / r["compute_cycles"] if r["compute_cycles"] else 0.0
     r["waves"] = str(result.waves) if result and result.waves else None
     a, b = r.pop("a_bits"), r.pop("b_bits")
     if error_vs_float64 and a is not None:
         a, b = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
-        c = golden_gemm(a, a_fmt, b, b_fmt, n=n, banks=cfg.psum_banks, bank_words=cfg.words)
+        banks = {"n": n, "banks": cfg.psum_banks, "bank_words": cfg.words}
+        if sparsity:
+            mask = magnitude_mask(a, a_fmt, sparsity)
+            c = run_sparse_gemm(a, a_fmt, mask, b, b_fmt, sparsity, **banks)
+            a = np.where(mask, a, 0)  # the kept products only (B is finite)
+        else:
+            c = golden_gemm(a, a_fmt, b, b_fmt, **banks)
         c64 = c.astype(np.uint32).view(np.float32).astype(np.float64)
         a64 = to_fp32(a, a_fmt).astype(np.float64)
         b64 = to_fp32(b, b_fmt).astype(np.float64)
@@ -116,14 +146,17 @@ def error_vs_float64_text(r: dict, bound: str, what: str) -> str:
 
 def format_gemm(r: dict) -> str:
     verdict = "bit-exact with golden" if r["bit_exact"] else f"MISMATCH: {r['error']}"
+    sp = r.get("sparsity")
+    a_name = f"A[{r['k']}x{r['m']}]" + (f" ({sp} sparse, magnitude-pruned)" if sp else "")
     lines = [
-        f"nclite gemm: C[{r['m']}x{r['f']}] = A[{r['k']}x{r['m']}].T @ B[{r['k']}x{r['f']}] "
+        f"nclite gemm: C[{r['m']}x{r['f']}] = {a_name}.T @ B[{r['k']}x{r['f']}] "
         f"({r['a_fmt']} x {r['b_fmt']} -> fp32) on a {r['n']}x{r['n']} tensor engine in "
         f"{r['simulator']}",
         f"  result        : {verdict} (seed {r['seed']})",
         f"  compute       : {r['compute_cycles']} cycles (ideal {r['ideal_cycles']}: one moving "
-        f"column per cycle), {r['macs']} MACs",
-        f"  utilization   : {100 * r['utilization']:.1f} % = MACs / ({r['n']}² x cycles)",
+        f"column per cycle), {r['macs']} {'dense-equivalent ' if sp else ''}MACs",
+        f"  utilization   : {100 * r['utilization']:.1f} % = MACs / ({r['n']}² x cycles)"
+        + (f": {r['macs_per_cycle']:.1f} dense-equivalent MACs per cycle" if sp else ""),
         f"  PSUM drain    : {r['drain_cycles']} cycles",
     ]
     if "max_abs_error" in r:

@@ -107,6 +107,13 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("ls k > n", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n + 1, m=1,
                             sbuf_addr=0, sparsity=0),
          ErrorCode.BAD_SHAPE),
+        ("ls sparsity 5", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=1, m=1,
+                                 sbuf_addr=0, sparsity=5),
+         ErrorCode.BAD_FIELD),
+        # A sparse pattern: BAD_FIELD on a core without the sparse mode; else slots > n.
+        ("ls sparse 2:4", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2 * n + 1, m=1,
+                                 sbuf_addr=0, sparsity=1),
+         ErrorCode.BAD_SHAPE if cfg.sparse else ErrorCode.BAD_FIELD),
         ("mm before ls", encode(Opcode.MATMUL, fmt=BF16, part=0, k=1, f=1, sbuf_addr=0, bank=0,
                                 psum_addr=0, accumulate=0), ErrorCode.BAD_SHAPE),
         ("act func 3", encode(Opcode.ACTIVATE, **{**act, "func": 3}), ErrorCode.BAD_FIELD),

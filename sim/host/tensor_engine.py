@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from golden.sparse import pack_words
+from golden.sparse import compress, pack_words, pattern
 from golden.tensor_engine import LoadStationary, TensorEngineModel, gemm_schedule
 from hdl.formats import Fmt
 from hdl.sparsity import SPARSITY_CODES, moving_rows, parse_sparsity
@@ -277,18 +277,32 @@ class TensorEngineProgram:
 
 
 def gemm_program(cfg: EngineConfig, a_bits, a_fmt: str, b_bits, b_fmt: str,
-                 prog: TensorEngineProgram | None = None) -> TensorEngineProgram:
+                 prog: TensorEngineProgram | None = None, *, sparsity: str | None = None,
+                 mask=None) -> TensorEngineProgram:
     """``C = A.T @ B`` as the golden schedule issues it (``golden.tensor_engine.gemm_schedule``):
     each round's blocks drained in the background, as soon as their banks are done, while the
-    next round computes (the schedule's rounds take turns on PSUM's halves)."""
+    next round computes (the schedule's rounds take turns on PSUM's halves). With
+    ``sparsity`` (a pattern the engine takes) A is n:m-sparse, keeping ``mask``
+    (``golden.sparse.run_sparse_gemm``): k-tiles of R·n rows, each loaded compressed."""
     a_bits, b_bits = np.asarray(a_bits), np.asarray(b_bits)
     if a_bits.ndim != 2 or b_bits.ndim != 2 or a_bits.shape[0] != b_bits.shape[0]:
         raise ValueError(f"A must be K×M and B K×F, not {a_bits.shape} and {b_bits.shape}")
     prog = prog or TensorEngineProgram(cfg)
     (k, m), f = a_bits.shape, b_bits.shape[1]
-    for rnd in gemm_schedule(m, k, f, n=cfg.n, banks=cfg.psum_banks, bank_words=cfg.words):
+    k_tile = None
+    if sparsity is not None:
+        p = pattern(sparsity)
+        if cfg.n % p.n:
+            raise ValueError(f"a {p.name} GEMM needs n a multiple of {p.n}, not {cfg.n}")
+        k_tile, mask = p.ratio * cfg.n, np.asarray(mask)
+    for rnd in gemm_schedule(m, k, f, n=cfg.n, banks=cfg.psum_banks, bank_words=cfg.words,
+                             k_tile=k_tile):
         for c in rnd.commands:
-            if isinstance(c, LoadStationary):
+            if isinstance(c, LoadStationary) and sparsity is not None:
+                values, tags = compress(a_bits[c.k0:c.k1, c.m0:c.m1], a_fmt,
+                                        mask[c.k0:c.k1, c.m0:c.m1], sparsity)
+                prog.load_stationary_sparse(values, tags, a_fmt, sparsity, c.k1 - c.k0)
+            elif isinstance(c, LoadStationary):
                 prog.load_stationary(a_bits[c.k0:c.k1, c.m0:c.m1], a_fmt)
             else:
                 prog.multiply_moving(b_bits[c.k0:c.k1, c.f0:c.f1], b_fmt, bank=c.bank,

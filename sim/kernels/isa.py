@@ -9,7 +9,9 @@ call                                   descriptors
 =====================================  =========================================================
 ``dma_copy(dst, src)``                 DMA_LOAD (DRAM -> SBUF) or DMA_STORE (SBUF -> DRAM)
 ``nc_matmul(dst, stationary, moving,   LOAD_STATIONARY (unless that tile is loaded already,
-accumulate=False)``                    unchanged) and MATMUL into the PSUM tile ``dst``
+accumulate=False)``                    unchanged) and MATMUL into the PSUM tile ``dst``; a
+                                       ``compressed(tile, pattern, dtype, k)`` stationary
+                                       tile: the sparse ones (``golden.sparse``)
 ``activation(dst, op, data, bias=None, ACTIVATE: ``dst = cast(op(data * scale + bias))``
 scale=1.0, rounding=, saturate=)``
 ``tensor_copy(dst, src, rounding=,     ACTIVATE with ``nl.copy``, scale 1, no bias: a cast
@@ -27,8 +29,11 @@ axis=1, ...)``                         ``dst[p, 0]``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from golden import sparse
 from golden.isa import (
     DTYPE_BYTES,
     OPERAND_DTYPES,
@@ -37,14 +42,15 @@ from golden.isa import (
     Dtype,
     Opcode,
     Rounding,
+    Sparsity,
 )
 from golden.rounding import DEFAULT_SATURATE
 
-from .trace import HBM, PSUM, SBUF, KernelError, View, as_view, current
+from .trace import HBM, PSUM, SBUF, KernelError, View, as_view, current, dtype_of
 
-__all__ = ["dma_copy", "load_stationary", "nc_matmul", "activation", "tensor_copy",
-           "tensor_tensor", "tensor_scalar", "tensor_reduce", "nc_transpose", "set_seed",
-           "barrier"]
+__all__ = ["dma_copy", "load_stationary", "nc_matmul", "Compressed", "compressed", "activation",
+           "tensor_copy", "tensor_tensor", "tensor_scalar", "tensor_reduce", "nc_transpose",
+           "set_seed", "barrier"]
 
 _NEG_ZERO = 0x80000000
 _FIELD16 = (1 << 16) - 1
@@ -104,6 +110,37 @@ def _stationary(k, st: View) -> None:
         k.stationary = st.key()
 
 
+def _nc_matmul_sparse(k, dst, st: Compressed, mv: View, accumulate) -> None:
+    _need(k.cfg.sparse, "nc_matmul: a compressed stationary tile needs a core with the sparse "
+                        "mode (CoreConfig.sparse)")
+    _in(mv, (SBUF,), "moving")
+    _in(dst, (PSUM,), "dst")
+    _need(mv.dtype in OPERAND_DTYPES, f"nc_matmul: moving must be bfloat16, float8_e4m3 or "
+                                      f"float8_e5m2, not {mv.dtype.golden_name}")
+    r, kk, m = st.ratio, st.k, st.tile.shape[1]
+    rows, words = mv.shape
+    _need(rows == -(-kk // r) and words % r == 0,
+          f"nc_matmul: a {st.pattern} moving tile of K = {kk} is {-(-kk // r)} partitions of "
+          f"F x {r} words (golden.sparse.moving_layout), not {mv.shape}")
+    f = words // r
+    _need(m <= k.cfg.n, f"nc_matmul: stationary has at most N = {k.cfg.n} columns (M), not {m}")
+    _need(dst.shape == (m, f), f"nc_matmul: dst must be (M, F) = ({m}, {f}), not {dst.shape}")
+    _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0, not {dst.p0}")
+    if not isinstance(accumulate, (bool, np.bool_)):
+        raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
+    key = (*st.tile.key(), st.pattern, kk, int(st.dtype))
+    if k.stationary != key:
+        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.tile.p0, k=kk, m=m,
+               sbuf_addr=st.tile.base.addr + st.tile.f0,
+               sparsity=int(next(s for s in Sparsity if s.pattern == st.pattern)))
+        k.stationary = key
+    k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
+           sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
+           accumulate=int(bool(accumulate)))
+    k.macs += kk * m * f
+    k.wrote(dst)
+
+
 def load_stationary(stationary) -> None:
     """Load ``stationary`` (an SBUF tile as ``nc_matmul`` takes it) into the array now, unless
     it is the one loaded: the next ``nc_matmul`` with it then loads nothing. (nclite's: NKI's
@@ -112,14 +149,62 @@ def load_stationary(stationary) -> None:
     _stationary(current(), as_view(stationary, "stationary"))
 
 
+@dataclass(frozen=True)
+class Compressed:
+    """A compressed stationary tile for ``nc_matmul`` (``golden.sparse``), made by
+    :func:`compressed`."""
+
+    tile: View  #: S x M SBUF words: value | tag << 16 (``golden.sparse.pack_words``)
+    pattern: str  #: ``"2:4"``, ``"4:8"``, ``"4:12"`` or ``"4:16"``
+    dtype: Dtype  #: the values' format (bf16 or fp8)
+    k: int  #: the rows of K it stands for
+
+    @property
+    def ratio(self) -> int:
+        return sparse.pattern(self.pattern).ratio
+
+
+def compressed(tile, pattern: str, dtype, k: int) -> Compressed:
+    """A compressed stationary tile of ``pattern`` standing for K = ``k`` rows: ``tile`` the
+    SBUF tile of its packed words (``golden.sparse.pack_words``: S = slots(K) partitions, M
+    words; a float32 tile, as ``dma_copy`` brings the words unchanged), ``dtype`` its values'
+    format. ``nc_matmul`` takes it as its stationary operand on a core with the sparse mode."""
+    k_ = current()
+    view = as_view(tile, "tile")
+    _in(view, (SBUF,), "compressed tile")
+    _need(pattern in sparse.PATTERNS, f"pattern must be one of {', '.join(sparse.PATTERNS)}, "
+                                      f"not {pattern!r}")
+    d = dtype_of(dtype)
+    _need(d in OPERAND_DTYPES, f"compressed: dtype must be bfloat16, float8_e4m3 or "
+                               f"float8_e5m2, not {d.golden_name}")
+    _need(view.dtype == Dtype.FP32, f"compressed: the tile holds 32-bit words (value and tag): "
+                                    f"float32, not {view.dtype.golden_name}")
+    _need(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1,
+          f"compressed: k must be a positive integer, not {k!r}")
+    slots = sparse.pattern(pattern).slots(int(k))
+    _need(view.shape[0] == slots, f"compressed: K = {k} in {pattern} has {slots} rows, the "
+                                  f"tile {view.shape[0]}")
+    _need(slots <= k_.cfg.n, f"compressed: K = {k} in {pattern} needs {slots} rows, more "
+                             f"than N = {k_.cfg.n}")
+    return Compressed(view, pattern, d, int(k))
+
+
 def nc_matmul(dst, stationary, moving, accumulate: bool = False) -> None:
     """``dst = stationary.T @ moving`` (or ``dst += ...`` with ``accumulate``): stationary
     ``(K, M)`` and moving ``(K, F)`` SBUF tiles of bf16 / fp8 (K, M <= N, F <= a PSUM bank),
     ``dst`` an ``(M, F)`` PSUM tile from partition 0. fp32 products and sums in the contract's
     order (``golden.tensor_engine``). The stationary tile is loaded only when it is not the one
-    loaded last (same tile, same part, unchanged since)."""
+    loaded last (same tile, same part, unchanged since).
+
+    A :class:`Compressed` stationary tile (:func:`compressed`; a core with the sparse mode):
+    the sparse matmul of ``golden.sparse``, K up to R·N; ``moving`` is then the K x F tile in
+    the sparse layout, ``ceil(K / R)`` partitions of ``F · R`` words
+    (``golden.sparse.moving_layout``), and MACs count the dense K·M·F."""
     k = current()
     dst = as_view(dst, "dst")
+    if isinstance(stationary, Compressed):
+        _nc_matmul_sparse(k, dst, stationary, as_view(moving, "moving"), accumulate)
+        return
     st, mv = as_view(stationary, "stationary"), as_view(moving, "moving")
     _in(st, (SBUF,), "stationary")
     _in(mv, (SBUF,), "moving")

@@ -205,8 +205,9 @@ class View(_Region):
         return self.base.serial, self.p0, self.p1, self.f0, self.f1
 
     def overlaps(self, key: tuple) -> bool:
-        """Whether this view shares a word with the view of ``key``."""
-        serial, p0, p1, f0, f1 = key
+        """Whether this view shares a word with the view of ``key`` (:meth:`key`'s, perhaps
+        followed by more: a compressed tile's pattern and K)."""
+        serial, p0, p1, f0, f1 = key[:5]
         return (serial == self.base.serial and self.p0 < p1 and p0 < self.p1
                 and self.f0 < f1 and f0 < self.f1)
 

@@ -320,6 +320,105 @@ async def vector_commands(dut):
     await tb.run(tb.load(build, workspace=False), "vector commands")
 
 
+def _sparse_case(tb, p: str, fa, fb, k: int, m: int, f: int, *, tags_edit=None):
+    """A program of a compressed K x M tile in pattern ``p`` (DMA of its packed words),
+    moving tiles in the sparse layout, LOAD_STATIONARY, MATMUL (overwrite, then accumulate),
+    the result through ACTIVATE to SBUF and DMA_STORE to DRAM. The moving tiles' rows that
+    no column keeps hold inf and NaN. DRAM from 0x100 on."""
+    from golden.formats import to_fp32_bits
+    from golden.isa import Sparsity
+    from golden.sparse import compress, moving_layout, pack_words, pattern
+
+    rng, n = tb.rng, tb.cfg.n
+    pat = pattern(p)
+    mask = np.zeros((k, m), bool)
+    for g0, rows, slots in pat.groups(k):
+        for c in range(m):
+            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
+    values, tags = compress(tb.operands(fa, (k, m)), _FMT_NAMES[fa], mask, pat)
+    if tags_edit:
+        tags_edit(tags)
+    pruned = np.flatnonzero(~mask.any(axis=1))
+    specials = vectors.special_bits(_FMT_NAMES[fb])
+    wide = to_fp32_bits(specials, _FMT_NAMES[fb]).view(np.float32)
+    nan_inf = specials[~np.isfinite(wide)]
+    size = DTYPE_BYTES[fb]
+    tile_at, mv_at, out_at = 0x100, 0x400, 0xC00
+    layouts = []
+    for _ in range(2):
+        mv = tb.operands(fb, (k, f))
+        if pruned.size and nan_inf.size:
+            mv[pruned] = rng.choice(nan_inf, (pruned.size, f))
+        layouts.append(moving_layout(mv, pat))
+    rows, cols = layouts[0].shape
+    tb.dram(pack_words(values, tags).astype("<u4").view(np.uint8), tile_at)
+    for i, lay in enumerate(layouts):
+        tb.dram(lay.astype(f"<u{size}").view(np.uint8), mv_at + i * rows * cols * size)
+    code = [s for s in Sparsity if s.pattern == p][0]
+    s_rows = values.shape[0]
+    mv_words = [8, 8 + cols]  # SBUF words of the two moving tiles
+    prog = [encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=s_rows, sbuf_addr=0, cols=m,
+                   dram_addr=tile_at, dram_stride=4 * m)]
+    prog += [encode(Opcode.DMA_LOAD, dtype=fb, part=0, rows=rows, sbuf_addr=mv_words[i],
+                    cols=cols, dram_addr=mv_at + i * rows * cols * size,
+                    dram_stride=cols * size) for i in range(2)]
+    prog += [encode(Opcode.LOAD_STATIONARY, fmt=fa, part=0, k=k, m=m, sbuf_addr=0,
+                    sparsity=int(code))]
+    prog += [encode(Opcode.MATMUL, fmt=fb, part=0, k=k, f=f, sbuf_addr=mv_words[i], bank=1,
+                    psum_addr=0, accumulate=i) for i in range(2)]
+    out = 8 + 2 * cols
+    prog += [encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=0, part=0, rows=m,
+                    cols=f, src_bank=1, src_addr=0, bias_en=0, bias_addr=0, scale=0x3F800000,
+                    dtype=FP32, mode=_RNE, saturate=0, dst_addr=out),
+             encode(Opcode.DMA_STORE, dtype=FP32, part=0, rows=m, sbuf_addr=out, cols=f,
+                    dram_addr=out_at, dram_stride=4 * f)]
+    assert out + f <= tb.cfg.sbuf_words and n >= s_rows
+    return prog
+
+
+@cocotb.test(**tbutil.timeout(30))
+async def sparse_matmul(dut):
+    """A sparse core (``sparse``): for every pattern and format pairs, a compressed tile with
+    K = R·n (full), a short last group, and K = 1; its MATMULs read moving tiles in the sparse
+    layout with inf and NaN in the rows no column keeps; every memory bit-exact with the ISS.
+    Then the error path: tags past their group and tags not increasing are BAD_TAGS at the
+    LOAD_STATIONARY's index, counted, with nothing after it executed; after CTRL clear-error
+    a MATMUL is BAD_SHAPE (the tile was forgotten) and a good tile runs again; a reserved
+    sparsity is BAD_FIELD."""
+    from golden.sparse import PATTERNS, pattern
+
+    tb = await _started(dut)
+    n = tb.cfg.n
+    fmts = [BF16, FP8_E4M3, FP8_E5M2]
+    for i, p in enumerate(PATTERNS):
+        pat = pattern(p)
+        for j, k in enumerate((pat.ratio * n, pat.m + 1, 1)):
+            if pat.slots(k) > n:
+                continue
+            fa, fb = fmts[(i + j) % 3], fmts[(i + 2 * j + 1) % 3]
+            m, f = int(tb.rng.integers(1, n + 1)), int(tb.rng.integers(1, 7))
+            await tb.run(_sparse_case(tb, p, fa, fb, k, m, f),
+                         f"sparse {p} K = {k} M = {m} F = {f} {_FMT_NAMES[fa]} x "
+                         f"{_FMT_NAMES[fb]}", memories=j == 0)
+    for what, edit in (("past the group", lambda t: t.__setitem__((t.shape[0] - 1, 0), 3)),
+                       ("not increasing", lambda t: t.__setitem__((1, 0), t[0, 0]))):
+        prog = _sparse_case(tb, "2:4", BF16, BF16, 2 * n - 1, 2, 3, tags_edit=edit)
+        res = await tb.run(prog, f"sparse bad tags: {what}")
+        assert res.error == ErrorCode.BAD_TAGS, (what, res.error.name)
+        tb.iss.clear_error()
+        await tb.host.clear_error()
+        res = await tb.run(prog[4:5], f"MATMUL after bad tags ({what})")
+        assert res.error == ErrorCode.BAD_SHAPE, res.error.name
+        tb.iss.clear_error()
+        await tb.host.clear_error()
+    ls = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=1, m=1, sbuf_addr=0, sparsity=6)
+    res = await tb.run([ls], "reserved sparsity")
+    assert res.error == ErrorCode.BAD_FIELD, res.error.name
+    tb.iss.clear_error()
+    await tb.host.clear_error()
+    await tb.run(_sparse_case(tb, "4:16", BF16, FP8_E4M3, 4 * n, n, 5), "good after errors")
+
+
 def _random_command(tb, rng, stat_k, hot, probe):
     """One random command, or None if the ISS's own check finds it illegal. Addresses come
     from a few hot spots (``hot``: SBUF words, PSUM banks), so that commands in flight often

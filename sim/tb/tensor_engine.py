@@ -58,7 +58,7 @@ from cocotb.triggers import (
 )
 
 from golden.formats import to_bits
-from golden.sparse import compress, pattern
+from golden.sparse import compress, magnitude_mask, pattern
 from hdl.sparsity import SPARSITY_CODES
 from sim.host.tensor_engine import EngineConfig, TensorEngineProgram, gemm_program
 from sim.tb import streams, tbutil, vectors
@@ -656,7 +656,9 @@ async def gemm(dut):
     # values are the random tests' business).
     a = to_bits(rng.standard_normal((k, m)), afmt).astype(np.int64)
     b = to_bits(rng.standard_normal((k, f)), bfmt).astype(np.int64)
-    prog = gemm_program(cfg, a, afmt, b, bfmt)
+    sparsity = spec.get("sparsity")
+    mask = magnitude_mask(a, afmt, sparsity) if sparsity else None
+    prog = gemm_program(cfg, a, afmt, b, bfmt, sparsity=sparsity, mask=mask)
     tb = TensorEngineTB(dut, float(spec.get("gaps", 0.0)))
     await tb.start()
     t0 = time.perf_counter()
@@ -669,6 +671,7 @@ async def gemm(dut):
     macs = sum(ph.macs for ph in prog.phases)
     out = {
         "n": cfg.n, "m": m, "k": k, "f": f, "a_fmt": afmt, "b_fmt": bfmt,
+        "sparsity": sparsity,
         "simulator": tbutil.simulator(), "seed": tbutil.seed(), "bit_exact": error is None,
         "error": error, "macs": macs, "compute_cycles": tb.compute_cycles,
         "drain_cycles": tb.drain_cycles, "cycles": tb.cycles,

@@ -16,6 +16,20 @@ def test_gemm_json_is_bit_exact():
     assert out["compute_cycles"] >= out["ideal_cycles"] > 0
 
 
+def test_sparse_gemm_text():
+    """--sparsity: the 4:16 GEMM on the sparse engine (the n4-sparse build of the tensor
+    engine's tests has other PSUM sizes; this one is `nclite gemm --array 4`'s), bit-exact,
+    its MACs the dense GEMM's."""
+    r = CliRunner().invoke(main, ["gemm", "--array", "4", "--m", "5", "--k", "40", "--n", "7",
+                                  "--sparsity", "4:16", "--sim", "icarus"])
+    assert r.exit_code == 0, r.output
+    assert "A[40x5] (4:16 sparse, magnitude-pruned)" in r.output
+    assert "bit-exact with golden" in r.output and "1400 dense-equivalent MACs" in r.output
+    bad = CliRunner().invoke(main, ["gemm", "--array", "2", "--sparsity", "4:8"])
+    assert bad.exit_code != 0 and "multiple of 4, not 2" in bad.output
+    assert "Traceback" not in bad.output
+
+
 def test_errors_are_one_line():
     r = CliRunner().invoke(main, ["gemm", "--m", "0"])
     assert r.exit_code != 0 and "Traceback" not in r.output

@@ -16,6 +16,7 @@ from golden.sparse import (
     check_tags,
     compress,
     decompress,
+    magnitude_mask,
     pattern,
     sparse_matmul_tile,
 )
@@ -200,3 +201,61 @@ def test_close_to_float64(name, seed):
     bound = p.slots(k) * 2.0 ** -24 * (np.abs(a).T @ np.abs(b))
     got = _f32(sparse_matmul_tile(values, tags, "bf16", moving, "bf16", p)).astype(np.float64)
     assert (np.abs(got - exact) <= bound).all(), (name, seed)
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_magnitude_mask_keeps_the_largest(name, seed):
+    rng = vectors.seeded_rng("sparse-magnitude", name, seed=seed)
+    p = pattern(name)
+    k = 2 * p.m + 3
+    tile = vectors.operands("bf16", rng, (k, 6), 0.1)
+    mask = magnitude_mask(tile, "bf16", p)
+    compress(tile, "bf16", mask, p)  # exactly min(n, rows) a group: the pattern holds
+    with np.errstate(invalid="ignore"):
+        mag = np.abs(_f32(to_fp32_bits(tile, "bf16")).astype(np.float64))
+    mag[np.isnan(mag)] = np.inf
+    for g0, rows, _ in p.groups(k):
+        kept, pruned = mask[g0:g0 + rows], ~mask[g0:g0 + rows]
+        g = mag[g0:g0 + rows]
+        for c in range(6):
+            if pruned[:, c].any():
+                assert g[kept[:, c], c].min() >= g[pruned[:, c], c].max(), (name, c, seed)
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_sparse_gemm_is_its_tiles_folded(name, seed):
+    """run_sparse_gemm over the schedule (k-tiles of R·n, banks, rounds) equals the contract's
+    sparse matmul of each k-tile, added over k-tiles in order (fp32, p = p + s): specials in
+    both operands, M past n, F past a bank, K not a multiple of the tile."""
+    from golden.fp32 import fp32_add
+    from golden.sparse import run_sparse_gemm
+
+    rng = vectors.seeded_rng("sparse-gemm", name, seed=seed)
+    p, n = pattern(name), 4
+    k, m, f = 2 * p.ratio * n + p.m + 1, n + 2, 11
+    a = vectors.operands("bf16", rng, (k, m), 0.05)
+    b = vectors.operands("fp8_e4m3", rng, (k, f), 0.05)
+    mask = _mask(rng, p, k, m)
+    got = run_sparse_gemm(a, "bf16", mask, b, "fp8_e4m3", p, n=n, banks=3, bank_words=4)
+    want = None
+    t = p.ratio * n
+    for k0 in range(0, k, t):
+        v, tg = compress(np.asarray(a)[k0:k0 + t], "bf16", mask[k0:k0 + t], p)
+        s = sparse_matmul_tile(v, tg, "bf16", np.asarray(b)[k0:k0 + t], "fp8_e4m3", p)
+        want = s if want is None else fp32_add(want, s)
+    same = (got == want) | (np.isnan(_f32(got)) & np.isnan(_f32(want)))
+    assert same.all(), (name, seed)
+    with pytest.raises(ValueError, match="n must be a multiple of 4"):
+        run_sparse_gemm(a, "bf16", mask, b, "fp8_e4m3", "4:8", n=6, banks=3, bank_words=4)
+
+
+def test_gemm_schedule_k_tile():
+    from golden.tensor_engine import LoadStationary, gemm_schedule
+
+    def k_tiles(**kw):
+        return sorted({(c.k0, c.k1) for r in gemm_schedule(3, 20, 5, n=4, banks=2,
+                                                            bank_words=8, **kw)
+                       for c in r.commands if isinstance(c, LoadStationary)})
+
+    assert k_tiles() == k_tiles(k_tile=4) == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 20)]
+    assert k_tiles(k_tile=16) == [(0, 16), (16, 20)]

@@ -38,6 +38,16 @@ def test_core_program(simulator, testcase):
                    run_tag=testcase, public=core_memories(**CONFIG))
 
 
+#: A sparse core (every pattern) on the RTL DRAM: the demo's build with the sparse mode.
+SPARSE_CONFIG = {**RTL_DRAM_CONFIG, "sparse": True}
+
+
+def test_sparse_core_program(simulator):
+    runner.run("hdl.sim_top:CoreWithDram", SPARSE_CONFIG, "sim.tb.core", simulator,
+               testcase="sparse_matmul", run_tag="sparse_matmul",
+               public=CoreWithDram.public_for(**SPARSE_CONFIG))
+
+
 @pytest.mark.slow
 def test_vector_commands_wider_than_the_read_window(simulator):
     """N = 8 on a 32-bit bus: the SBUF's read window holds 4 words, so a transpose of more than

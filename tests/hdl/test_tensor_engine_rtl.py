@@ -79,6 +79,24 @@ def test_full_rate_gemm_cycles(simulator):
     assert r["compute_cycles"] == r["ideal_cycles"] + latency + 4, (latency, r)
 
 
+@pytest.mark.parametrize("sparsity", ["2:4", "4:16"])
+def test_full_rate_sparse_gemm_cycles(simulator, sparsity):
+    """A sparse GEMM at full rate takes its ideal cycles (one moving column per cycle, each
+    covering R·n rows of K: 4 rows a PE row for 4:16, 2 for 2:4) plus one pass through the
+    pipeline plus its first LOAD_STATIONARY (n compressed rows), as a dense one: the sparse
+    loads are hidden too. 12 x 40 x 20 on 4 x 4 (K not a multiple of R·n, M past n)."""
+    from golden.sparse import pattern
+    from hdl.tensor_engine import TensorEngine
+
+    params = engine_params(4, sparse=True)
+    latency = TensorEngine(**params).latency
+    r = run_gemm(m=12, k=40, f=20, n=4, simulator=simulator, sparsity=sparsity)
+    assert r["bit_exact"], r["error"]
+    assert r["macs"] == 12 * 40 * 20 and r["max_error_over_bound"] <= 1
+    assert r["ideal_cycles"] == 3 * -(-40 // (4 * pattern(sparsity).ratio)) * 20
+    assert r["compute_cycles"] == r["ideal_cycles"] + latency + 4, (latency, r)
+
+
 def test_played_gemm_takes_the_cycles_of_a_driven_one(simulator):
     """A full-rate GEMM whose input streams are played from batches
     (``hdl.sim_batch.PlayedStreams``, how ``nclite gemm`` runs) takes the cycles the same GEMM
