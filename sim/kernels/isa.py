@@ -110,6 +110,18 @@ def _stationary(k, st: View) -> None:
         k.stationary = st.key()
 
 
+def _load_compressed(k, st: Compressed) -> None:
+    """LOAD_STATIONARY of a compressed tile, unless it is the one loaded."""
+    m = st.tile.shape[1]
+    _need(m <= k.cfg.n, f"stationary has at most N = {k.cfg.n} columns (M), not {m}")
+    key = (*st.tile.key(), st.pattern, st.k, int(st.dtype))
+    if k.stationary != key:
+        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.tile.p0, k=st.k, m=m,
+               sbuf_addr=st.tile.base.addr + st.tile.f0,
+               sparsity=int(next(s for s in Sparsity if s.pattern == st.pattern)))
+        k.stationary = key
+
+
 def _nc_matmul_sparse(k, dst, st: Compressed, mv: View, accumulate) -> None:
     _need(k.cfg.sparse, "nc_matmul: a compressed stationary tile needs a core with the sparse "
                         "mode (CoreConfig.sparse)")
@@ -128,12 +140,7 @@ def _nc_matmul_sparse(k, dst, st: Compressed, mv: View, accumulate) -> None:
     _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0, not {dst.p0}")
     if not isinstance(accumulate, (bool, np.bool_)):
         raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
-    key = (*st.tile.key(), st.pattern, kk, int(st.dtype))
-    if k.stationary != key:
-        k.emit(Opcode.LOAD_STATIONARY, fmt=int(st.dtype), part=st.tile.p0, k=kk, m=m,
-               sbuf_addr=st.tile.base.addr + st.tile.f0,
-               sparsity=int(next(s for s in Sparsity if s.pattern == st.pattern)))
-        k.stationary = key
+    _load_compressed(k, st)
     k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
            sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
            accumulate=int(bool(accumulate)))
@@ -142,11 +149,16 @@ def _nc_matmul_sparse(k, dst, st: Compressed, mv: View, accumulate) -> None:
 
 
 def load_stationary(stationary) -> None:
-    """Load ``stationary`` (an SBUF tile as ``nc_matmul`` takes it) into the array now, unless
-    it is the one loaded: the next ``nc_matmul`` with it then loads nothing. (nclite's: NKI's
-    compiler places the loads; here a kernel may issue one early, so that it overlaps the DMA
-    commands after it.)"""
-    _stationary(current(), as_view(stationary, "stationary"))
+    """Load ``stationary`` (an SBUF tile as ``nc_matmul`` takes it, or a :class:`Compressed`
+    one) into the array now, unless it is the one loaded: the next ``nc_matmul`` with it then
+    loads nothing. (nclite's: NKI's compiler places the loads; here a kernel may issue one
+    early, so that it overlaps the DMA commands after it.)"""
+    if isinstance(stationary, Compressed):
+        _need(current().cfg.sparse, "load_stationary: a compressed tile needs a core with the "
+                                    "sparse mode (CoreConfig.sparse)")
+        _load_compressed(current(), stationary)
+    else:
+        _stationary(current(), as_view(stationary, "stationary"))
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
+from golden import sparse
 from golden.isa import DTYPE_BYTES, DTYPE_NAMES, OPERAND_DTYPES, ActivationFunc, Dtype, Rounding
 from golden.rounding import DEFAULT_SATURATE
 
@@ -43,7 +46,8 @@ from . import language as nl
 from .collectives import all_reduce
 from .trace import NUMPY_DTYPES, Kernel, KernelError, Tensor, current, tracing
 
-__all__ = ["Workspace", "SbufMatrix", "GemmPlan", "gemm", "dense", "mlp",
+__all__ = ["Workspace", "SbufMatrix", "SparseMatrix", "sparse_matrix", "sparse_moving",
+           "GemmPlan", "gemm", "dense", "mlp",
            "data_parallel_gemm", "elementwise", "reduce_columns", "transpose", "traced"]
 
 
@@ -124,26 +128,32 @@ class Workspace:
         self._live.remove(t)
         t.tile.free()
 
-    def plan(self, m: int, k: int, f: int, *, b_in_sbuf: bool = False) -> GemmPlan:
+    def plan(self, m: int, k: int, f: int, *, b_in_sbuf: bool = False,
+             ratio: int = 1) -> GemmPlan:
         """The SBUF areas of an M x K x F GEMM below the SBUF matrices: B resident if it fits
         (it saves a reload per unit; none with ``b_in_sbuf``), then the stationary blocks;
-        else tile-sized ping-pong areas."""
+        else tile-sized ping-pong areas. ``ratio``: a sparse GEMM's R (k-tiles of R·N rows,
+        moving tiles R words a column)."""
         cfg = self.cfg
         n, w, lo = cfg.n, cfg.psum_words, self.free_addr
         room = self.top - lo
         group = max(1, cfg.psum_banks // 2)
-        k_tiles = -(-k // n)
-        b_width = min(f, group * w)
+        k_tiles = -(-k // (ratio * n))
+        b_width = min(f, group * w) * ratio
         b_words, a_words = k_tiles * b_width, k_tiles * n
         if b_in_sbuf:
             b_words = 0
         b_resident = b_words + 2 * n <= room
-        b_need = b_words if b_resident else 2 * w
+        b_need = b_words if b_resident else 2 * w * ratio
         a_block = b_need + 2 * a_words <= room
         a_size = a_words if a_block else n
         a_addr = (lo, lo + a_size)
         b0 = lo + 2 * a_size
-        b_addr = (b0, b0) if b_resident else (b0, b0 + w)
+        b_addr = (b0, b0) if b_resident else (b0, b0 + w * ratio)
+        if not b_resident and b0 + 2 * w * ratio > self.top:
+            raise KernelError(f"an M x K x F GEMM with moving tiles {ratio} words a column "
+                              f"needs {b0 + 2 * w * ratio - self.top} SBUF words more (at "
+                              f"least 2 * N + (2R + 1) * psum_words + 1 in all)")
         return GemmPlan(group, a_block, a_addr, b_resident, b_addr)
 
 
@@ -160,6 +170,50 @@ class _Area:
         return self.tile[part:part + rows, off:off + cols]
 
 
+@dataclass(frozen=True)
+class SparseMatrix:
+    """An n:m-sparse stationary matrix A (K x M) in DRAM, as :func:`gemm` takes it: each k-tile
+    of R·N rows compressed (``golden.sparse.compress``) into N rows of ``packed`` (float32
+    words, ``golden.sparse.pack_words``; rows past a tile's slots 0). :func:`sparse_matrix`
+    makes one."""
+
+    packed: Tensor
+    pattern: str
+    dtype: Dtype  #: the values' format
+    k: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.k, self.packed.shape[1]
+
+
+def sparse_matrix(kern: Kernel, bits, fmt, mask, pattern: str, name: str) -> SparseMatrix:
+    """A DRAM :class:`SparseMatrix` of the K x M ``bits`` of ``fmt`` keeping ``mask`` (every
+    group of every column keeps exactly its pattern's count: ``golden.sparse.compress``)."""
+    p = sparse.pattern(pattern)
+    n = kern.cfg.n
+    if n % p.n:
+        raise KernelError(f"a {p.name} matrix needs N a multiple of {p.n}, not {n}")
+    fmt = Dtype(fmt)
+    bits, mask = np.asarray(bits), np.asarray(mask)
+    k, m = bits.shape
+    t = p.ratio * n
+    packed = np.zeros((n * -(-k // t), m), np.uint32)
+    for j, (k0, k1) in enumerate(_tiles(k, t)):
+        v, tags = sparse.compress(bits[k0:k1], fmt.golden_name, mask[k0:k1], p)
+        packed[j * n:j * n + v.shape[0]] = sparse.pack_words(v, tags)
+    return SparseMatrix(kern.dram_tensor(packed.shape, Dtype.FP32, name, data=packed),
+                        p.name, fmt, k)
+
+
+def sparse_moving(kern: Kernel, bits, fmt, pattern: str, name: str) -> Tensor:
+    """The K x F moving matrix ``bits`` of ``fmt`` as a DRAM tensor in the sparse layout
+    (``golden.sparse.moving_layout``: ceil(K / R) rows of F·R), :func:`gemm`'s ``mov`` with a
+    :class:`SparseMatrix`."""
+    lay = sparse.moving_layout(np.asarray(bits), pattern)
+    return kern.dram_tensor(lay.shape, Dtype(fmt), name, data=lay)
+
+
 def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENTITY,
          bias: Tensor | None = None, dtype: int = Dtype.FP32, mode: int = Rounding.RNE,
          saturate: bool | None = None, keep_in_sbuf: bool = False):
@@ -170,22 +224,44 @@ def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENT
     staging area, whose tile this returns. ``saturate`` defaults to the command layer's rule
     (on for fp8, ``golden.rounding.DEFAULT_SATURATE``). It takes every PSUM bank while it runs
     and the SBUF below the live :class:`SbufMatrix` es (the kernel must hold no other tiles
-    there). The schedule: see the module's text."""
+    there). The schedule: see the module's text.
+
+    ``a`` may be a :class:`SparseMatrix` (a core with the sparse mode): then ``mov`` is B in the
+    sparse layout (:func:`sparse_moving`), the k-tiles have R·N rows, and each MATMUL multiplies
+    a compressed tile (``nisa.compressed``); C's bits are ``golden.sparse.run_sparse_gemm``'s."""
     cfg = ws.cfg
     if saturate is None:
         saturate = DEFAULT_SATURATE.get(DTYPE_NAMES[dtype], False)
     if out is not None and out.dtype != dtype:
         raise KernelError(f"out holds dtype {out.dtype} but the cast is to {dtype}")
+    sp = a if isinstance(a, SparseMatrix) else None
+    r = sparse.pattern(sp.pattern).ratio if sp else 1
+    a_dram = sp.packed if sp else a
     a_rows, m = a.shape
     k, f = mov.shape
+    if sp:
+        if isinstance(mov, SbufMatrix) or mov.shape[0] != -(-sp.k // r) or mov.shape[1] % r:
+            raise KernelError(f"a {sp.pattern} GEMM takes B from DRAM in the sparse layout "
+                              f"({-(-sp.k // r)} rows of F x {r}), not {mov.shape}")
+        k, f = sp.k, mov.shape[1] // r
     if a_rows != k:
         raise KernelError(f"A and B must share K, got {a_rows} and {k}")
     n, w = cfg.n, cfg.psum_words
     if keep_in_sbuf and (m > n or f > w):
         raise KernelError("keep_in_sbuf needs M <= N and F <= psum_words")
     b_in_sbuf, out_in_sbuf = isinstance(mov, SbufMatrix), isinstance(out, SbufMatrix)
-    plan = ws.plan(m, k, f, b_in_sbuf=b_in_sbuf)
-    k_tiles, f_tiles = _tiles(k, n), _tiles(f, w)
+    plan = ws.plan(m, k, f, b_in_sbuf=b_in_sbuf, ratio=r)
+    k_tiles, f_tiles = _tiles(k, r * n), _tiles(f, w)
+
+    def a_rows_of(j: int) -> tuple[int, int]:
+        """Rows of ``a_dram`` holding k-tile j's stationary tile."""
+        k0, k1 = k_tiles[j]
+        return (j * n, j * n + sparse.pattern(sp.pattern).slots(k1 - k0)) if sp else (k0, k1)
+
+    def b_rows_of(j: int) -> tuple[int, int]:
+        """Rows of ``mov`` holding k-tile j's moving rows."""
+        k0, k1 = k_tiles[j]
+        return (j * n, j * n + -(-(k1 - k0) // r)) if sp else (k0, k1)
     groups = [f_tiles[g:g + plan.group] for g in range(0, len(f_tiles), plan.group)]
     units = [(mt, g) for g in range(len(groups)) for mt in _tiles(m, n)]
     half = plan.group if 2 * plan.group <= cfg.psum_banks else 0  # the other half's offset
@@ -193,11 +269,11 @@ def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENT
     stage = None if out_in_sbuf else _Area(ws.out_addr, w, dtype, "the output staging area")
     bias_area = _Area(ws.bias_addr, 1, Dtype.FP32, "the bias column") if bias is not None \
         else None
-    a_area = _Area(plan.a_addr[0], 2 * (plan.a_addr[1] - plan.a_addr[0]), a.dtype,
+    a_area = _Area(plan.a_addr[0], 2 * (plan.a_addr[1] - plan.a_addr[0]), a_dram.dtype,
                    "the stationary areas")
     b_area = None
     if not b_in_sbuf:
-        b_words = (k // n + (k % n > 0)) * min(f, plan.group * w) if plan.b_resident else 2 * w
+        b_words = (len(k_tiles) * min(f, plan.group * w) if plan.b_resident else 2 * w) * r
         b_area = _Area(plan.b_addr[0], b_words, mov.dtype, "the moving areas")
     psum = [nl.ndarray((n, w), nl.float32, buffer=nl.psum, bank=bk, addr=0,
                        name=f"PSUM bank {bk}") for bk in range(cfg.psum_banks)]
@@ -211,8 +287,8 @@ def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENT
     def a_block_tile(u: int, j: int):
         """Load unit u's stationary tile j into its block; returns the load as a callable."""
         (m0, m1), _ = units[u]
-        k0, k1 = k_tiles[j]
-        return functools.partial(load, a_area, a, k0, k1, m0, m1, plan.a_addr[u % 2] + j * n)
+        return functools.partial(load, a_area, a_dram, *a_rows_of(j), m0, m1,
+                                 plan.a_addr[u % 2] + j * n)
 
     def drain(u: int) -> list:
         """Unit u's PSUM blocks through ACTIVATE to ``out`` (or kept), as callables: the stores
@@ -265,28 +341,31 @@ def gemm(ws: Workspace, a: Tensor, mov, out, *, func: int = ActivationFunc.IDENT
         g0, g1 = group[0][0], group[-1][1]
         first_of_group = u == 0 or units[u - 1][1] != g
         for j, (k0, k1) in enumerate(k_tiles):
+            (a0, a1), (b0, b1) = a_rows_of(j), b_rows_of(j)
             if plan.a_block:
                 if u == 0:  # the first block: nothing to overlap it with yet
                     a_block_tile(0, j)()
                 s_addr = plan.a_addr[u % 2] + j * n
             else:
                 s_addr = tile_area("a", plan.a_addr)
-                load(a_area, a, k0, k1, m0, m1, s_addr)
+                load(a_area, a_dram, a0, a1, m0, m1, s_addr)
             if plan.b_resident and first_of_group and not b_in_sbuf:
-                load(b_area, mov, k0, k1, g0, g1, plan.b_addr[0] + j * (g1 - g0))
-            stationary = a_area.at(s_addr, k1 - k0, m1 - m0)
+                load(b_area, mov, b0, b1, g0 * r, g1 * r, plan.b_addr[0] + j * (g1 - g0) * r)
+            stationary = a_area.at(s_addr, a1 - a0, m1 - m0)
+            if sp:
+                stationary = nisa.compressed(stationary, sp.pattern, sp.dtype, k1 - k0)
             nisa.load_stationary(stationary)
             for t, (f0, f1) in enumerate(group):
                 if b_in_sbuf:
                     off = j * f + f0
                     moving = mov.tile[0:k1 - k0, off:off + f1 - f0]
                 elif plan.b_resident:
-                    moving = b_area.at(plan.b_addr[0] + j * (g1 - g0) + (f0 - g0), k1 - k0,
-                                       f1 - f0)
+                    moving = b_area.at(plan.b_addr[0] + (j * (g1 - g0) + (f0 - g0)) * r,
+                                       b1 - b0, (f1 - f0) * r)
                 else:
                     m_addr = tile_area("b", plan.b_addr)
-                    load(b_area, mov, k0, k1, f0, f1, m_addr)
-                    moving = b_area.at(m_addr, k1 - k0, f1 - f0)
+                    load(b_area, mov, b0, b1, f0 * r, f1 * r, m_addr)
+                    moving = b_area.at(m_addr, b1 - b0, (f1 - f0) * r)
                 nisa.nc_matmul(psum[bank(u, t)][0:m1 - m0, 0:f1 - f0], stationary, moving,
                                accumulate=j > 0)
                 if background:

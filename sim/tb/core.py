@@ -37,6 +37,9 @@ Tests (the runner picks one per pytest case with ``testcase``):
   drops them), memories unchanged; then CTRL clear-error and a legal program; a soft reset
   (EXECUTED 0, the stationary tile gone, the PRNG reseeded with 0) - each ends in a reported
   error or a completed program, never a timeout.
+* ``sparse_matmul`` - a core with the sparse mode: compressed tiles of every pattern, K
+  full, short and 1, moving tiles in the sparse layout with inf and NaN in rows no column
+  keeps, the library's sparse GEMM; bad tags (BAD_TAGS), a reserved sparsity.
 * ``dram_faults`` - a tiled GEMM whose DRAM (``sim.host.core.DramFaults``) answers SLVERR, then
   DECERR, to one word of an operand (R, during a DMA_LOAD) or of the result (B, during a
   DMA_STORE): ERROR = BUS_ERROR with the index of the first DMA command touching that word,
@@ -383,8 +386,9 @@ async def sparse_matmul(dut):
     layout with inf and NaN in the rows no column keeps; every memory bit-exact with the ISS.
     Then the error path: tags past their group and tags not increasing are BAD_TAGS at the
     LOAD_STATIONARY's index, counted, with nothing after it executed; after CTRL clear-error
-    a MATMUL is BAD_SHAPE (the tile was forgotten) and a good tile runs again; a reserved
-    sparsity is BAD_FIELD."""
+    a MATMUL is BAD_SHAPE (the tile was forgotten) and a good tile runs again; the library's
+    sparse GEMM (the kernel API's compressed tiles) for 4:16 and 2:4; a reserved sparsity is
+    BAD_FIELD."""
     from golden.sparse import PATTERNS, pattern
 
     tb = await _started(dut)
@@ -411,6 +415,18 @@ async def sparse_matmul(dut):
         assert res.error == ErrorCode.BAD_SHAPE, res.error.name
         tb.iss.clear_error()
         await tb.host.clear_error()
+    # The library's sparse GEMM (kernel API: compressed tiles, B in the sparse layout).
+    from golden.sparse import magnitude_mask
+
+    for p, (m, k, f) in (("4:16", (n + 1, 4 * n + 5, 20)), ("2:4", (2, 3 * n, 7))):
+        def build(kern, ws, p=p, m=m, k=k, f=f):
+            a_bits, b_bits = tb.operands(BF16, (k, m)), tb.operands(FP8_E5M2, (k, f))
+            a = lib.sparse_matrix(kern, a_bits, BF16, magnitude_mask(a_bits, "bf16", p), p,
+                                  "a")
+            b = lib.sparse_moving(kern, b_bits, FP8_E5M2, p, "b")
+            lib.gemm(ws, a, b, kern.dram_tensor((m, f), FP32, "c"))
+
+        await tb.run(tb.load(build), f"library sparse GEMM {p} {m}x{k}x{f}")
     ls = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=1, m=1, sbuf_addr=0, sparsity=6)
     res = await tb.run([ls], "reserved sparsity")
     assert res.error == ErrorCode.BAD_FIELD, res.error.name

@@ -27,6 +27,7 @@ import numpy as np
 
 from golden.activation import ActivationFunc
 from golden.isa import DTYPE_BYTES, DTYPE_NAMES, Dtype, ErrorCode, Rounding
+from golden.sparse import magnitude_mask
 from sim.host.programs import BF16, FP8_E4M3, FP32
 from sim.kernels import isa as nisa
 from sim.kernels import library as lib
@@ -124,24 +125,36 @@ async def gemm_bench(dut):
     n = tb.cfg.n
     shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))
     rows = []
-    for m, k, f, *dt in shapes:
-        dtype = Dtype(dt[0]) if dt else BF16
+    for m, k, f, *more in shapes:
+        dtype = Dtype(more[0]) if more else BF16
+        sparsity = more[1] if len(more) > 1 else None
         name = DTYPE_NAMES[dtype]
 
-        def build(kern, ws, dtype=dtype, name=name, m=m, k=k, f=f):
-            a = kern.dram_tensor((k, m), dtype, "a",
-                                 data=vectors.operands(name, tb.rng, (k, m), 0.0))
-            b = kern.dram_tensor((k, f), dtype, "b",
-                                 data=vectors.operands(name, tb.rng, (k, f), 0.0))
+        def build(kern, ws, dtype=dtype, name=name, m=m, k=k, f=f, sparsity=sparsity):
+            a_bits = vectors.operands(name, tb.rng, (k, m), 0.0)
+            b_bits = vectors.operands(name, tb.rng, (k, f), 0.0)
+            if sparsity:  # A pruned by magnitude, compressed; B in the sparse layout
+                a = lib.sparse_matrix(kern, a_bits, dtype,
+                                      magnitude_mask(a_bits, name, sparsity), sparsity, "a")
+                b = lib.sparse_moving(kern, b_bits, dtype, sparsity, "b")
+            else:
+                a = kern.dram_tensor((k, m), dtype, "a", data=a_bits)
+                b = kern.dram_tensor((k, f), dtype, "b", data=b_bits)
             lib.gemm(ws, a, b, kern.dram_tensor((m, f), FP32, "c"))
+            return a, b
 
         program = tb.load(build)
+        a, b = tb.last_tensors
         before = await tb.host.perf()
-        res = await tb.run(program, f"GEMM {m}x{k}x{f} {name}")
+        res = await tb.run(program, f"GEMM {m}x{k}x{f} {name}" + (f" {sparsity}" if sparsity
+                                                                  else ""))
         perf = {key: res.perf[key] - before[key] for key in res.perf}
-        macs = m * k * f
-        dram_bytes = (m * k + k * f) * DTYPE_BYTES[dtype] + m * f * 4
-        rows.append({"m": m, "k": k, "f": f, "dtype": name, "commands": len(program),
+        macs = m * k * f  # dense-equivalent for a sparse A
+        a_t = a.packed if sparsity else a
+        dram_bytes = (a_t.shape[0] * a_t.shape[1] * DTYPE_BYTES[a_t.dtype]
+                      + b.shape[0] * b.shape[1] * DTYPE_BYTES[dtype] + m * f * 4)
+        rows.append({"m": m, "k": k, "f": f, "dtype": name, "sparsity": sparsity,
+                     "commands": len(program),
                      "macs": macs, "dram_bytes": dram_bytes, "cycles": perf["busy"],
                      "perf": perf, "utilization": macs / (n * n * perf["busy"]),
                      "tensor_share": perf["tensor_busy"] / perf["busy"]})
