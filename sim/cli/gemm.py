@@ -62,12 +62,14 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
              simulator: str = "verilator", seed: int = 1, gaps: float = 0.0,
              psum_banks: int = 8, psum_words: int | None = None, waves: bool = False,
              error_vs_float64: bool = True, played: bool | None = None,
-             sparsity: str | None = None) -> dict:
+             sparsity: str | None = None, sparse_engine: bool | None = None) -> dict:
     """Simulate one GEMM; return its figures (cycles, utilization, bit_exact, errors).
 
     ``sparsity`` (``"4:16"``, …): A is pruned to that pattern by magnitude
     (``golden.sparse.magnitude_mask``) and multiplied compressed on a sparse engine; MACs,
     utilization and ``macs_per_cycle`` count the dense GEMM's M·K·F (dense-equivalent).
+    ``sparse_engine``: build the engine with every pattern (default: if ``sparsity``), so
+    that a dense GEMM runs on the same engine as the sparse ones.
 
     ``played``: feed the engine's input streams from batches (``hdl.sim_batch.PlayedStreams``,
     :data:`PLAYED_STREAMS`) instead of beat by beat from Python; the same beats reach the
@@ -79,8 +81,12 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
         if n % p.n:
             raise ValueError(f"a {p.name} GEMM needs an array size that is a multiple of "
                              f"{p.n}, not {n}")
+    if sparse_engine is None:
+        sparse_engine = sparsity is not None
+    elif sparsity is not None and not sparse_engine:
+        raise ValueError(f"sparsity {sparsity} needs the sparse engine (sparse_engine)")
     params = engine_params(n, psum_banks=psum_banks, psum_words=psum_words,
-                           sparse=sparsity is not None)
+                           sparse=sparse_engine)
     cfg = EngineConfig.from_params(params)
     played = not gaps and not waves if played is None else played
     if played and gaps:
@@ -88,7 +94,8 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
     _check_shape(m, k, f, n, a_fmt, b_fmt, cfg.formats)
     tag = (f"gemm-{m}x{k}x{f}-{a_fmt}-{b_fmt}-{seed}-{gaps}" + ("-played" if played else "")
            + (f"-{sparsity.replace(':', 'of')}" if sparsity else ""))
-    out = runner.result_file("gemm", f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}")
+    out = runner.result_file("gemm", f"{simulator}-n{n}-b{cfg.psum_banks}-w{cfg.words}-{tag}"
+                             + ("-sparse" if sparse_engine else ""))
     spec = {"m": m, "k": k, "f": f, "a_fmt": a_fmt, "b_fmt": b_fmt, "gaps": gaps,
             "return_data": error_vs_float64, "sparsity": sparsity}
     env = {"NCLITE_GEMM": json.dumps(spec), "NCLITE_GEMM_OUT": str(out)}

@@ -28,6 +28,9 @@ The sections:
   the tensor engine = useful MACs / (N² x cycles) with DMA, activation and sequencing
   included, beside the roofline bound; every memory checked against the golden ISS; the plot
   ``<out>/roofline.png`` (:func:`plot_roofline`).
+* **sparsity** - dense-equivalent MACs per cycle of dense and 2:4 / 4:8 / 4:12 / 4:16 sparse
+  GEMMs on the tensor engine alone and on a whole core at N = 4 and 8, and the area of a
+  sparse-capable tensor engine against a dense one (:mod:`sim.tools.bench_sparsity`).
 * **training** - the MLP on digits trained on four cores with fp32, bf16 RNE and bf16 SR
   weights at two learning rates (the ISS), the first steps on the RTL
   (:mod:`sim.tools.bench_training`; the plot ``<out>/training.png``).
@@ -142,7 +145,7 @@ def _progress(msg: str) -> None:
 
 def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: bool = True,
                sru: bool = True, collectives: bool = True, core: bool = True,
-               speed: bool = True, training: bool = True) -> int:
+               speed: bool = True, training: bool = True, sparsity: bool = True) -> int:
     """How many runs collect() makes with these arguments (the progress bar's length)."""
     sim_runs = SIM_RUNS if sim_runs is None else sim_runs
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
@@ -160,6 +163,10 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
     if training:
         from sim.tools.bench_training import MODES, TRAIN_LRS
         runs += len(MODES) * len(TRAIN_LRS) + 1
+    if sparsity:
+        from sim.tools import bench_sparsity as bs
+        sizes = 1 if quick else len(bs.SPARSE_SIZES)
+        runs += sizes * (len(bs.MODES) + 1) + (0 if quick else len(bs.AREA_PARAMS))
     return runs
 
 
@@ -645,7 +652,8 @@ def speed_runs(quick: bool = False) -> list[tuple[str, str, object, float, bool]
 
 def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
             gemm: bool = True, sru: bool = True, collectives: bool = True,
-            core: bool = True, speed: bool = True, training: bool = True) -> dict:
+            core: bool = True, speed: bool = True, training: bool = True,
+            sparsity: bool = True) -> dict:
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run. ``speed``: the
@@ -755,6 +763,17 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
         except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
             results["training"] = {"error": f"{type(exc).__name__}: {exc}"}
             _progress(f"  FAILED: {results['training']['error'].splitlines()[0]}")
+    results["sparsity"] = None
+    if sparsity:
+        from sim.tools.bench_sparsity import bench_sparsity
+        try:
+            results["sparsity"] = bench_sparsity(quick, progress=_progress)
+            _progress("  4:16 on the tensor engine: " + ", ".join(
+                f"N={r['n']} {r['speedup']:.2f}x" for r in results["sparsity"]["tensor_engine"]
+                if r.get("mode") == "4:16" and "speedup" in r))
+        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+            results["sparsity"] = {"error": f"{type(exc).__name__}: {exc}"}
+            _progress(f"  FAILED: {results['sparsity']['error'].splitlines()[0]}")
     if not sru:
         results["sru"] = None
         return results
@@ -892,6 +911,8 @@ def render_md(results: dict) -> str:
     lines += _render_collectives(results.get("collectives"))
     from sim.tools.bench_training import render_training
     lines += render_training(results.get("training"))
+    from sim.tools.bench_sparsity import render_sparsity
+    lines += render_sparsity(results.get("sparsity"))
     return "\n".join(lines) + "\n"
 
 
@@ -1202,6 +1223,8 @@ def failures(results: dict) -> list[str]:
             bad.append("core: the demo's MLP not bit-exact with the ISS")
     from sim.tools.bench_training import training_failures
     bad += training_failures(results.get("training"))
+    from sim.tools.bench_sparsity import sparsity_failures
+    bad += sparsity_failures(results.get("sparsity"))
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "
@@ -1213,8 +1236,9 @@ def failures(results: dict) -> list[str]:
 
 #: The sections ``nclite bench --only`` picks from: the GEMMs (with the 8x8 engine's speed),
 #: the PE chain's speed, the simulation speed of four workloads, Yosys cell counts, the
-#: NeuronCore, the all-reduce, the SRU, training on four cores.
-SECTIONS = ("gemm", "pe-chain", "sim-speed", "synth", "core", "collectives", "sru", "training")
+#: NeuronCore, the all-reduce, the SRU, training on four cores, structured sparsity.
+SECTIONS = ("gemm", "pe-chain", "sim-speed", "synth", "core", "collectives", "sru", "training",
+            "sparsity")
 
 
 def section_args(only=None) -> dict:
@@ -1229,7 +1253,7 @@ def section_args(only=None) -> dict:
             "speed": "sim-speed" in only,
             "synth_designs": None if "synth" in only else [], "core": "core" in only,
             "collectives": "collectives" in only, "sru": "sru" in only,
-            "training": "training" in only}
+            "training": "training" in only, "sparsity": "sparsity" in only}
 
 
 def run_all(out_dir: str | Path = "bench", *, quick: bool = False,

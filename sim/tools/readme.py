@@ -87,8 +87,10 @@ def render(bench: dict, synth: dict) -> str:
     training = bench.get("training")
     if training and "error" in training:
         raise ValueError(f"bench/results.json: the training benchmark failed: {training}")
+    sp = bench.get("sparsity") or {}
     every = [*bench["gemm"], *bench["collectives"], *configs, *([mlp] if mlp else []),
-             *bench["sim_speed"], *speed, *([training["rtl"]] if training else [])]
+             *bench["sim_speed"], *speed, *([training["rtl"]] if training else []),
+             *sp.get("tensor_engine", []), *sp.get("core", [])]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -130,6 +132,11 @@ def render(bench: dict, synth: dict) -> str:
     rows.append(("stochastic-rounding unit", f"{sru['elements_per_cycle']:.2f} elements/cycle",
                  f"{sru['lanes']} lanes, SR with fresh random bits every beat"))
     rows += _training_rows(training)
+    from sim.tools.bench_sparsity import readme_rows as sparsity_rows
+    sparse = bench.get("sparsity")
+    if sparse and "error" in sparse:
+        raise ValueError(f"bench/results.json: the sparsity benchmark failed: {sparse}")
+    rows += sparsity_rows(sparse)
     rows += _speed_rows([s for s in speed if "error" not in s])
     pe = _synth(synth, "PE mul_stages=5 add_stages=6, all")
     rows.append(("PE (bf16/fp8 × → fp32 +)", f"{_area(pe)}; {_fmax(pe)}",
