@@ -324,7 +324,7 @@ def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed
 @click.option("--quick", is_flag=True, help="Smaller runs (for smoke tests).")
 @click.option("--only", multiple=True,
               type=click.Choice(["gemm", "pe-chain", "sim-speed", "synth", "core",
-                                 "collectives", "sru", "training"]),
+                                 "collectives", "sru", "training", "sparsity"]),
               help="Run only this section (repeatable); `make readme` refuses such results.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the results as JSON (the content of results.json).")
@@ -333,7 +333,8 @@ def bench(out, quick, only, as_json):
 
     GEMM cycles and utilization per array size, dtype and shape; simulation speed (the model
     alone and with its testbench, build times); Yosys cell counts; SRU area and throughput;
-    all-reduce efficiency; GEMM programs on a whole core. A progress bar shows the runs (on
+    all-reduce efficiency; GEMM programs on a whole core; training; dense vs sparse GEMMs
+    and a sparse engine's area. A progress bar shows the runs (on
     stderr).
     """
     from sim.tools import bench as bench_mod

@@ -405,7 +405,8 @@ FAILURES = {
     "ILLEGAL": ("BAD_OPCODE",),
     "DMA_LOAD": ("BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE", "BAD_ALIGN"),
     "DMA_STORE": ("BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE", "BAD_ALIGN"),
-    "LOAD_STATIONARY": ("BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
+    # BAD_FIELD: a reserved sparsity, or a sparse one on a core without the sparse mode.
+    "LOAD_STATIONARY": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
     "MATMUL": ("BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
     "ACTIVATE": ("BAD_FIELD", "BAD_DTYPE", "BAD_RANGE", "BAD_SHAPE"),
     # Its ranges and shape are checked before whether the core is in a ring.
