@@ -758,9 +758,8 @@ class NeuronCore(wiring.Component):
     sparse : bool
         Whether the tensor engine has the sparse mode, every pattern of ``golden.isa.Sparsity``
         (default ``False``: a LOAD_STATIONARY's sparsity other than dense is BAD_FIELD).
-        Needs ``data_width`` >= 32 (a moving column after a 4:16 tile reads 4 words of a
-        partition). After a sparse LOAD_STATIONARY the sequencer dispatches nothing until
-        the tile has loaded and its tags are checked (BAD_TAGS otherwise).
+        After a sparse LOAD_STATIONARY the sequencer dispatches nothing until the tile has
+        loaded and its tags are checked (BAD_TAGS otherwise).
 
     Raises
     ------
@@ -796,9 +795,9 @@ class NeuronCore(wiring.Component):
         self.vector_engine, self.sparse = vector_engine, sparse
         self._coll = None
         self.data_width = check_data_width(data_width)
-        if sparse and data_width // 8 < MAX_RATIO:
-            raise ValueError(f"sparse needs data_width >= {8 * MAX_RATIO} (a moving column "
-                             f"reads {MAX_RATIO} words of a partition), not {data_width}")
+        # A sparse MATMUL's beat reads MAX_RATIO consecutive words of a partition: one lane
+        # memory each, and every data width gives at least that many (32 bits: 4).
+        assert self.data_width // 8 >= MAX_RATIO
         ports = {"axil": Out(AxiLiteSignature()), "axi": Out(AxiSignature(data_width=data_width)),
                  # STATUS bits 0 and 1 as wires, for a board's LEDs or an interrupt line.
                  "busy": Out(1), "error": Out(1),

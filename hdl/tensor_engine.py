@@ -465,7 +465,7 @@ class _Mover(wiring.Component):
                     m.d.sync += self.x.data[i].eq(Mux(cmd.k > i, self.moving.payload[i], 0))
                 m.d.sync += [self.x.fmt.eq(cmd.fmt), self.x.swap.eq(swap),
                              self.x.mode.eq(mode.as_value()), self.x.slots.eq(slots)]
-            for i in range(n if not self._sparse else 0):
+            for i in range(0 if self._sparse else n):
                 m.d.sync += [
                     self.x[i].data.eq(Mux(cmd.k > i, self.moving.payload[i], 0)),
                     self.x[i].fmt.eq(cmd.fmt),

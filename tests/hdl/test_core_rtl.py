@@ -68,6 +68,13 @@ def test_bad_parameters(kwargs, param):
         NeuronCore(**kwargs)
 
 
+def test_sparse_must_be_a_bool():
+    from hdl.core import NeuronCore
+
+    with pytest.raises(TypeError, match="sparse must be a bool, not 1"):
+        NeuronCore(sparse=1)
+
+
 @pytest.mark.parametrize("cls, kwargs, param", [
     ("CoreWithDram", {"dram_bytes": 3 << 12}, "dram_bytes"),
     ("CoreWithDram", {"ranks": 2}, "ranks"),

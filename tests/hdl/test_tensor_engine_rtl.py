@@ -133,13 +133,20 @@ def test_elaborates_at_16():
 @pytest.mark.parametrize("kwargs, param", [
     ({"n": 0}, "n"), ({"n": 200}, "n"), ({"n": 4, "psum_banks": 0}, "psum_banks"),
     ({"n": 4, "psum_words": 0}, "psum_words"), ({"n": 4, "formats": ["fp16"]}, "formats"),
-    ({"n": 4, "add_stages": 9}, "add_stages"),
+    ({"n": 4, "add_stages": 9}, "add_stages"), ({"n": 4, "sparsity": ["3:4"]}, "sparsity"),
 ])
 def test_bad_parameters_fail_at_elaboration(kwargs, param):
     from hdl.tensor_engine import TensorEngine
 
     with pytest.raises(ValueError, match=param):
         TensorEngine(**kwargs)
+
+
+def test_sparsity_must_be_a_collection():
+    from hdl.tensor_engine import TensorEngine
+
+    with pytest.raises(TypeError, match="sparsity must be a collection of pattern names"):
+        TensorEngine(n=4, sparsity="4:16")
 
 
 def test_driver_rejects_bad_commands():
