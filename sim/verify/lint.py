@@ -40,6 +40,13 @@ TOPS: dict[str, tuple[str, dict]] = {
                                          "queue_depth": 16}),
     "tensor_engine": ("hdl.tensor_engine:TensorEngine", {"n": 2, "psum_banks": 2,
                                                          "psum_words": 8}),
+    # The sparse mode: the tensor engine with every pattern, and a core built with it.
+    "sparse_tensor_engine": ("hdl.tensor_engine:TensorEngine",
+                             {"n": 4, "psum_banks": 2, "psum_words": 8,
+                              "sparsity": ["2:4", "4:8", "4:12", "4:16"]}),
+    "sparse_core_with_dram": ("hdl.sim_top:CoreWithDram",
+                              {"n": 4, "sbuf_words": 64, "psum_banks": 2, "psum_words": 8,
+                               "dram_bytes": 4096, "queue_depth": 16, "sparse": True}),
     "pe_column": ("hdl.pe:PEColumn", {"rows": 4, "mul_stages": 1, "add_stages": 2}),
     "stochastic_rounder": ("hdl.sru:StochasticRounder", {"lanes": 4}),
     "activation_engine": ("hdl.activation:ActivationEngine", {"lanes": 4}),
