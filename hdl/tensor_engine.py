@@ -1,6 +1,6 @@
 """The tensor engine: a systolic array, its controller and the PSUM accumulation buffer."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,13 +25,15 @@ class Opcode(enum.Enum, shape=1):
 
 def command_layout(n: int, banks: int, bank_words: int, k_max: int | None = None
                    ) -> data.StructLayout:
-    """One tensor-engine command (see :class:`TensorEngine`); ``k_max``: the largest K (n, or
-    a sparse engine's :attr:`TensorEngine.moving_rows`)."""
+    """One tensor-engine command (see :class:`TensorEngine`); ``k_max``: a sparse engine's
+    largest K (:attr:`TensorEngine.moving_rows`), whose commands have a ``sparsity`` field
+    (a dense engine's: None, and none)."""
+    sparse = {} if k_max is None else {"sparsity": Sparsity}  # LS: 0 dense, else the pattern
     return data.StructLayout({
         "op": Opcode,
         "fmt": Fmt,  # LS: the stationary tile's format; MM: the moving tile's
         "k": range((k_max or n) + 1),  # rows of K, 1..n dense (an MM's k is its LS's k)
-        "sparsity": Sparsity,  # LS: 0 dense, else the compressed tile's pattern
+        **sparse,
         "m": range(n + 1),  # LS: stationary columns used = PSUM partitions written, 1..n
         "f": range(bank_words + 1),  # MM: moving columns, 1..bank_words
         "bank": range(max(banks, 2)),  # MM: PSUM bank
@@ -169,7 +171,7 @@ class TensorEngine(wiring.Component):
         # not while one taken in the last add_stages + 1 cycles targets it.
         self.hazard_window = add_stages + 1
         self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words,
-                                         self.moving_rows)
+                                         self.moving_rows if self.sparsity else None)
         weight_lane = WEIGHT_LANE if self.sparsity else 16
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
@@ -239,12 +241,14 @@ class TensorEngine(wiring.Component):
             for fmt in self.formats:
                 with m.Case(fmt):
                     m.d.comb += fmt_ok.eq(1)
+        # The command's sparsity (a dense engine's commands have none: 0).
+        sparsity = cmd.sparsity.as_value() if self.sparsity else Const(0, Sparsity.as_shape())
         mode_ok = Signal()
-        with m.Switch(cmd.sparsity):
+        with m.Switch(sparsity):
             for code in (0, *self.sparsity):
                 with m.Case(code):
                     m.d.comb += mode_ok.eq(1)
-        slots = slots_of(m, cmd.k, cmd.sparsity.as_value(), self.sparsity, name="cmd_slots")
+        slots = slots_of(m, cmd.k, sparsity, self.sparsity, name="cmd_slots")
         ls_ok = (fmt_ok & mode_ok & (cmd.k >= 1) & (slots <= n) & (cmd.m >= 1)
                  & (cmd.m <= n))
         # A tile whose tags the loader found bad (up to its row taken this cycle) has no
@@ -257,7 +261,7 @@ class TensorEngine(wiring.Component):
         m.d.comb += [loader.k.eq(Mux(start, cmd.k, last_k)),
                      loader.slots.eq(Mux(start, slots, last_slots)),
                      loader.m.eq(Mux(start, cmd.m, last_m)),
-                     loader.mode.eq(Mux(start, cmd.sparsity, last_mode)),
+                     loader.mode.eq(Mux(start, sparsity, last_mode)),
                      loader.fmt.eq(cmd.fmt),
                      mover.cmd.eq(cmd), mover.mode.eq(last_mode), mover.slots.eq(last_slots),
                      mover.swap.eq(fresh)]
@@ -272,7 +276,7 @@ class TensorEngine(wiring.Component):
             with m.Elif(~loader.busy):
                 m.d.comb += [self.cmd.ready.eq(1), loader.start.eq(1)]
                 m.d.sync += [last_m.eq(cmd.m), last_k.eq(cmd.k), last_slots.eq(slots),
-                             last_mode.eq(cmd.sparsity), fresh.eq(1)]
+                             last_mode.eq(sparsity), fresh.eq(1)]
         with m.If(self.cmd.valid & (cmd.op != Opcode.LOAD_STATIONARY)):
             with m.If(~mm_ok):
                 m.d.comb += self.cmd.ready.eq(1)

@@ -110,7 +110,8 @@ class TensorEngineProgram:
         self.cfg = cfg
         self.junk = junk
         self.model = TensorEngineModel(cfg.n, cfg.psum_banks, cfg.words)
-        self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words, cfg.moving_rows)
+        self._cmd_layout = command_layout(cfg.n, cfg.psum_banks, cfg.words,
+                                          cfg.moving_rows if cfg.sparsity else None)
         self._drain_layout = drain_request_layout(cfg.psum_banks, cfg.words)
         self._encode_cmd = struct_encoder(self._cmd_layout)
         self._encode_drain = struct_encoder(self._drain_layout)

@@ -35,7 +35,8 @@ def test_bench_writes_json_and_md(tmp_path):
     # A small subset of the real run (the full --quick run is the slow test below).
     results = bench.collect(quick=True, sim_runs=[("icarus", 32, 16)],
                             synth_designs=bench.SYNTH_DESIGNS[:1], gemm=False, sru=False,
-                            collectives=False, core=False, speed=False, training=False)
+                            collectives=False, core=False, speed=False, training=False,
+                            sparsity=False)
     assert bench.failures(results) == []
     assert results["sim_speed_models"] is None
     path_json, path_md = bench.write_results(results, tmp_path / "out")
