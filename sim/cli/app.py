@@ -107,12 +107,9 @@ def _run_gemm(m, k, f, dtype, a_dtype, b_dtype, n, simulator, seed, gaps, waves,
               sparsity=None):
     from sim.cli import gemm as gemm_mod
 
-    try:
-        result = gemm_mod.run_gemm(m=m, k=k, f=f, a_fmt=a_dtype or dtype,
-                                   b_fmt=b_dtype or dtype, n=n, simulator=simulator, seed=seed,
-                                   gaps=gaps, waves=waves or None, sparsity=sparsity)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
+    result = gemm_mod.run_gemm(m=m, k=k, f=f, a_fmt=a_dtype or dtype, b_fmt=b_dtype or dtype,
+                               n=n, simulator=simulator, seed=seed, gaps=gaps,
+                               waves=waves or None, sparsity=sparsity)
     click.echo(json.dumps(result, indent=2) if as_json else gemm_mod.format_gemm(result))
     if not result["bit_exact"]:
         sys.exit(1)
