@@ -62,9 +62,10 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
 Errors: the first failing check, in the order field values (BAD_FIELD), dtype (BAD_DTYPE),
 sizes (BAD_SHAPE), ranges (BAD_RANGE), alignment (BAD_ALIGN), sets ``error`` and
 ``error_index`` (the command's position) and stops the program; that command changes nothing.
-An illegal opcode is BAD_OPCODE. Errors of a running command: the ISS's DRAM never fails, so
-it never reports BUS_ERROR; :class:`RingISS` reports LINK_TIMEOUT for a COLLECTIVE that not
-every core reaches (the hardware's link watchdog).
+An illegal opcode is BAD_OPCODE. Errors of a running command (counted in ``executed``): the
+ISS's DRAM never fails, so it never reports BUS_ERROR; :class:`RingISS` reports LINK_TIMEOUT
+for a COLLECTIVE that not every core reaches (the hardware's link watchdog); a sparse
+LOAD_STATIONARY whose tags break its pattern is BAD_TAGS (the tile is forgotten).
 
 numpy + ml_dtypes only.
 """
