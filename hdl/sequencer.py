@@ -542,14 +542,18 @@ class Sequencer(wiring.Component):
         m.d.sync += [dma_error_q.eq(self.dma_error), coll_timeout_q.eq(self.coll_timeout)]
         bus_error = self.dma_error & ~dma_error_q
         link_timeout = self.coll_timeout & ~coll_timeout_q
-        m.d.comb += abort.eq(bus_error | link_timeout)
         tags_known = tags_wait & ~te_held & ~self.te_loading
         bad_tags = tags_known & self.te_tags_bad
+        # No descriptor enters the head register in the cycle such an error arrives.
+        m.d.comb += abort.eq(bus_error | link_timeout | bad_tags)
         with m.If(tags_known):
             m.d.sync += tags_wait.eq(0)
         with m.If(bad_tags):  # nothing was dispatched after the LOAD_STATIONARY
-            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BAD_TAGS),
-                         error_index.eq(tags_index), stat_k.eq(0)]
+            # The tensor engine forgot the tile: so does the MATMUL check, whatever the code.
+            m.d.sync += stat_k.eq(0)
+            with m.If(~stopped):  # an earlier command's error (a DMA's BUS_ERROR) stands
+                m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BAD_TAGS),
+                             error_index.eq(tags_index)]
         with m.If(bus_error):  # last: it wins over a check error in the same cycle
             m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BUS_ERROR),
                          error_index.eq(dma_index)]
