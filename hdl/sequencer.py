@@ -76,8 +76,10 @@ class Sequencer(wiring.Component):
 
     * After a sparse LOAD_STATIONARY nothing is dispatched (and no check error reported) until
       the tensor feeder and the tensor engine are done with its rows (``te_loading`` low);
-      then ``te_tags_bad`` sets BAD_TAGS with its index, the queue stops, and the K of the
-      last LOAD_STATIONARY is forgotten (a MATMUL is BAD_SHAPE until the next one).
+      then ``te_tags_bad`` sets BAD_TAGS with its index (unless an earlier command's error,
+      a DMA's BUS_ERROR, arrived meanwhile: that one stands), the queue stops (no descriptor
+      enters the head in that cycle), and the K of the last LOAD_STATIONARY is forgotten (a
+      MATMUL is BAD_SHAPE until the next one).
     * ``dma_error`` rising (the DMA got SLVERR or DECERR on R or B; it falls when the DMA
       takes its next command) sets BUS_ERROR; ``coll_timeout`` rising (the collective engine's
       watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. The index is that command's
