@@ -251,7 +251,7 @@ def run_sparse_gemm(a_bits, a_fmt, mask, b_bits, b_fmt, p, *, n: int, banks: int
     ``n`` a multiple of the pattern's n, so that tiles start on groups), each k-tile's
     compressed tile by :func:`compress` and its sum by the tensor engine model's sparse path;
     over k-tiles ``((s_0 + s_1) + s_2) + ...`` as a dense GEMM adds them."""
-    from .tensor_engine import LoadStationary, TensorEngineModel, gemm_schedule
+    from .tensor_engine import TensorEngineModel, gemm_schedule, run_schedule
 
     p = pattern(p)
     if n % p.n:
@@ -262,19 +262,14 @@ def run_sparse_gemm(a_bits, a_fmt, mask, b_bits, b_fmt, p, *, n: int, banks: int
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"a_bits and b_bits must have the same K, got {a.shape} and {b.shape}")
     (k, m), f = a.shape, b.shape[1]
+    mask = np.asarray(mask)
     te = TensorEngineModel(n, banks, bank_words)
-    c = np.zeros((m, f), dtype=np.uint32)
-    for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words,
-                             k_tile=p.ratio * n):
-        for cmd in rnd.commands:
-            if isinstance(cmd, LoadStationary):
-                v, t = compress(a[cmd.k0:cmd.k1, cmd.m0:cmd.m1], fa,
-                                np.asarray(mask)[cmd.k0:cmd.k1, cmd.m0:cmd.m1], p)
-                te.load_stationary_sparse(v, t, fa, p, cmd.k1 - cmd.k0)
-            else:
-                te.multiply_moving(b[cmd.k0:cmd.k1, cmd.f0:cmd.f1], fb, cmd.bank, cmd.addr,
-                                   cmd.accumulate)
-        for blk in rnd.blocks:
-            words = te.drain(blk.bank, blk.addr, blk.f1 - blk.f0)
-            c[blk.m0:blk.m1, blk.f0:blk.f1] = words[:blk.m1 - blk.m0]
-    return c
+
+    def load(cmd) -> None:
+        v, t = compress(a[cmd.k0:cmd.k1, cmd.m0:cmd.m1], fa,
+                        mask[cmd.k0:cmd.k1, cmd.m0:cmd.m1], p)
+        te.load_stationary_sparse(v, t, fa, p, cmd.k1 - cmd.k0)
+
+    rounds = gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words,
+                           k_tile=p.ratio * n)
+    return run_schedule(rounds, te, load, b, fb, m)

@@ -43,6 +43,7 @@ __all__ = [
     "Round",
     "gemm_schedule",
     "run_gemm",
+    "run_schedule",
 ]
 
 
@@ -340,14 +341,23 @@ def run_gemm(a_bits, a_fmt, b_bits, b_fmt, *, n: int, banks: int, bank_words: in
                          f"{a.shape} and {b.shape}")
     (k, m), f = a.shape, b.shape[1]
     te = TensorEngineModel(n, banks, bank_words)
-    c = np.zeros((m, f), dtype=np.uint32)
-    for rnd in gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words):
+    rounds = gemm_schedule(m, k, f, n=n, banks=banks, bank_words=bank_words)
+    return run_schedule(rounds, te, lambda c: te.load_stationary(a[c.k0 : c.k1, c.m0 : c.m1],
+                                                                 fa), b, fb, m)
+
+
+def run_schedule(rounds, te: TensorEngineModel, load, b, b_fmt, m: int) -> np.ndarray:
+    """C (fp32 bits, M x F) of a :func:`gemm_schedule` on ``te``: ``load(cmd)`` executes each
+    :class:`LoadStationary` (a dense or a compressed tile), the multiplications take their
+    rows and columns of ``b`` (bits of ``b_fmt``), each round's blocks are drained into C."""
+    c = np.zeros((m, b.shape[1]), dtype=np.uint32)
+    for rnd in rounds:
         for cmd in rnd.commands:
             if isinstance(cmd, LoadStationary):
-                te.load_stationary(a[cmd.k0 : cmd.k1, cmd.m0 : cmd.m1], fa)
+                load(cmd)
             else:
-                te.multiply_moving(b[cmd.k0 : cmd.k1, cmd.f0 : cmd.f1], fb, cmd.bank, cmd.addr,
-                                   cmd.accumulate)
+                te.multiply_moving(b[cmd.k0 : cmd.k1, cmd.f0 : cmd.f1], b_fmt, cmd.bank,
+                                   cmd.addr, cmd.accumulate)
         for blk in rnd.blocks:
             words = te.drain(blk.bank, blk.addr, blk.f1 - blk.f0)
             c[blk.m0 : blk.m1, blk.f0 : blk.f1] = words[: blk.m1 - blk.m0]

@@ -134,13 +134,19 @@ def _nc_matmul_sparse(k, dst, st: Compressed, mv: View, accumulate) -> None:
     _need(rows == -(-kk // r) and words % r == 0,
           f"nc_matmul: a {st.pattern} moving tile of K = {kk} is {-(-kk // r)} partitions of "
           f"F x {r} words (golden.sparse.moving_layout), not {mv.shape}")
-    f = words // r
+    _matmul(k, dst, mv, kk, m, words // r, accumulate, lambda: _load_compressed(k, st))
+
+
+def _matmul(k, dst: View, mv: View, kk: int, m: int, f: int, accumulate, load) -> None:
+    """The checks both kinds of ``nc_matmul`` share, then ``load()`` (the stationary tile,
+    unless loaded) and the MATMUL of ``mv`` (K = ``kk``, F = ``f``) into ``dst``."""
     _need(m <= k.cfg.n, f"nc_matmul: stationary has at most N = {k.cfg.n} columns (M), not {m}")
     _need(dst.shape == (m, f), f"nc_matmul: dst must be (M, F) = ({m}, {f}), not {dst.shape}")
-    _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0, not {dst.p0}")
+    _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0 (the array's first column), "
+                       f"not {dst.p0}")
     if not isinstance(accumulate, (bool, np.bool_)):
         raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
-    _load_compressed(k, st)
+    load()
     k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
            sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
            accumulate=int(bool(accumulate)))
@@ -221,25 +227,13 @@ def nc_matmul(dst, stationary, moving, accumulate: bool = False) -> None:
     _in(st, (SBUF,), "stationary")
     _in(mv, (SBUF,), "moving")
     _in(dst, (PSUM,), "dst")
-    n = k.cfg.n
     for name, v in (("stationary", st), ("moving", mv)):
         _need(v.dtype in OPERAND_DTYPES, f"nc_matmul: {name} must be bfloat16, float8_e4m3 or "
                                          f"float8_e5m2, not {v.dtype.golden_name}")
     (kk, m), (k2, f) = st.shape, mv.shape
     _need(kk == k2, f"nc_matmul: stationary and moving must share K (their partitions), not "
                     f"{kk} and {k2}")
-    _need(m <= n, f"nc_matmul: stationary has at most N = {n} columns (M), not {m}")
-    _need(dst.shape == (m, f), f"nc_matmul: dst must be (M, F) = ({m}, {f}), not {dst.shape}")
-    _need(dst.p0 == 0, f"nc_matmul: dst must start at partition 0 (the array's first column), "
-                       f"not {dst.p0}")
-    if not isinstance(accumulate, (bool, np.bool_)):
-        raise KernelError(f"nc_matmul: accumulate must be True or False, not {accumulate!r}")
-    _stationary(k, st)
-    k.emit(Opcode.MATMUL, fmt=int(mv.dtype), part=mv.p0, k=kk, f=f,
-           sbuf_addr=mv.base.addr + mv.f0, bank=dst.base.bank, psum_addr=dst.base.addr + dst.f0,
-           accumulate=int(bool(accumulate)))
-    k.macs += kk * m * f
-    k.wrote(dst)
+    _matmul(k, dst, mv, kk, m, f, accumulate, lambda: _stationary(k, st))
 
 
 _ROUNDING = {"rne": Rounding.RNE, "rtz": Rounding.RTZ, "sr": Rounding.SR}

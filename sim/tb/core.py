@@ -334,10 +334,7 @@ def _sparse_case(tb, p: str, fa, fb, k: int, m: int, f: int, *, tags_edit=None):
 
     rng, n = tb.rng, tb.cfg.n
     pat = pattern(p)
-    mask = np.zeros((k, m), bool)
-    for g0, rows, slots in pat.groups(k):
-        for c in range(m):
-            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
+    mask = vectors.sparse_mask(rng, pat, k, m)
     values, tags = compress(tb.operands(fa, (k, m)), _FMT_NAMES[fa], mask, pat)
     if tags_edit:
         tags_edit(tags)

@@ -515,10 +515,7 @@ def _sparse_tile(rng, cfg, p: str, sfmt: str):
     k = int(rng.choice([1, pat.m - 1, pat.ratio * cfg.n, int(rng.integers(1, pat.ratio
                                                                             * cfg.n + 1))]))
     m = int(rng.integers(1, cfg.n + 1))
-    mask = np.zeros((k, m), bool)
-    for g0, rows, slots in pat.groups(k):
-        for c in range(m):
-            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
+    mask = vectors.sparse_mask(rng, pat, k, m)
     values, tags = compress(vectors.operands(sfmt, rng, (k, m), 0.1), sfmt, mask, pat)
     return values, tags, k, m, np.flatnonzero(~mask.any(axis=1))
 

@@ -27,7 +27,7 @@ import numpy as np
 from golden.formats import FloatFormat, get_format
 
 __all__ = ["seed", "seeded_rng", "operands", "special_bits", "random_bits", "operand_pairs",
-           "cast_specials", "cast_boundaries", "cast_inputs"]
+           "cast_specials", "cast_boundaries", "cast_inputs", "sparse_mask"]
 
 _U64 = np.uint64
 
@@ -276,6 +276,16 @@ def operand_pairs(fmt_a, fmt_b, rng: np.random.Generator, n: int
         a.append(ta.astype(_U64))
         b.append(tb.astype(_U64))
     return np.concatenate(a).astype(fa.uint_dtype), np.concatenate(b).astype(fb.uint_dtype)
+
+
+def sparse_mask(rng: np.random.Generator, p, k: int, cols: int) -> np.ndarray:
+    """A random K x ``cols`` mask of the n:m pattern ``p`` (``golden.sparse.Pattern``): each
+    group of each column keeps exactly ``min(n, rows)`` positions, drawn group by group."""
+    mask = np.zeros((k, cols), bool)
+    for g0, rows, slots in p.groups(k):
+        for c in range(cols):
+            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
+    return mask
 
 
 def operands(fmt, rng: np.random.Generator, shape, specials: float) -> np.ndarray:

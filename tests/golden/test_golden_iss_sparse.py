@@ -28,12 +28,6 @@ FMT_NAMES = {BF16: "bf16", FP8_E4M3: "fp8_e4m3", FP8_E5M2: "fp8_e5m2"}
 SPARSITY = {s.pattern: s for s in Sparsity if s.pattern}
 
 
-def random_mask(rng, p, k: int, cols: int) -> np.ndarray:
-    mask = np.zeros((k, cols), bool)
-    for g0, rows, slots in p.groups(k):
-        for c in range(cols):
-            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
-    return mask
 
 
 def _dma(addr, rows, cols, sbuf_addr):
@@ -82,7 +76,7 @@ def test_sparse_program_is_the_contracts_matmul(name, s_fmt, seed):
             continue
         m, f = int(rng.integers(1, CFG.n + 1)), int(rng.integers(1, CFG.psum_words + 1))
         dense = vectors.operands(FMT_NAMES[s_fmt], rng, (k, m), 0.1)
-        values, tags = compress(dense, FMT_NAMES[s_fmt], random_mask(rng, p, k, m), p)
+        values, tags = compress(dense, FMT_NAMES[s_fmt], vectors.sparse_mask(rng, p, k, m), p)
         mv = vectors.operands(FMT_NAMES[m_fmt], rng, (k, f), 0.1)
         mv2 = vectors.operands(FMT_NAMES[m_fmt], rng, (k, f), 0.1)
         iss = NeuronCoreISS(CFG)
@@ -109,7 +103,7 @@ def _one_tile(iss, name, k, m, tags_edit=None):
     rng = vectors.seeded_rng("iss-sparse-one", name, k)
     p = pattern(name)
     dense = vectors.operands("bf16", rng, (k, m), 0.0)
-    values, tags = compress(dense, "bf16", random_mask(rng, p, k, m), p)
+    values, tags = compress(dense, "bf16", vectors.sparse_mask(rng, p, k, m), p)
     if tags_edit:
         tags_edit(tags)
     iss.sbuf[:values.shape[0], :m] = pack_words(values, tags)

@@ -26,13 +26,6 @@ from sim.tb import vectors
 FORMATS = ("bf16", "fp8_e4m3", "fp8_e5m2")
 
 
-def _mask(rng, p: Pattern, k: int, cols: int) -> np.ndarray:
-    """A random mask keeping exactly min(n, rows) of each group of every column."""
-    mask = np.zeros((k, cols), bool)
-    for g0, rows, slots in p.groups(k):
-        for c in range(cols):
-            mask[g0 + rng.choice(rows, slots, replace=False), c] = True
-    return mask
 
 
 def _normal_bf16(rng, shape) -> np.ndarray:
@@ -81,7 +74,7 @@ def test_compress_round_trips(name, seed):
     p = pattern(name)
     for k in (1, p.n, p.m, p.m + 1, 3 * p.m - 1, 4 * p.m):
         tile = vectors.operands("bf16", rng, (k, 5), 0.2)
-        mask = _mask(rng, p, k, 5)
+        mask = vectors.sparse_mask(rng, p, k, 5)
         values, tags = compress(tile, "bf16", mask, p)
         assert values.shape == tags.shape == (p.slots(k), 5)
         check_tags(tags, p, k)
@@ -139,7 +132,7 @@ def test_sparse_matmul_is_the_contracts_loop(name, s_fmt, seed):
     p = pattern(name)
     k, cols, f = 2 * p.m + 3, 3, 4
     tile = vectors.operands(s_fmt, rng, (k, cols), 0.25)
-    values, tags = compress(tile, s_fmt, _mask(rng, p, k, cols), p)
+    values, tags = compress(tile, s_fmt, vectors.sparse_mask(rng, p, k, cols), p)
     moving = vectors.operands("bf16", rng, (k, f), 0.25)
     got = sparse_matmul_tile(values, tags, s_fmt, moving, "bf16", p)
     want = _literal(values, tags, s_fmt, moving, "bf16", p, k)
@@ -177,7 +170,7 @@ def test_equals_dense_with_zeros_when_the_moving_tile_is_finite(name, seed):
     p = pattern(name)
     k, cols, f = 3 * p.m, 4, 6
     tile = vectors.operands("bf16", rng, (k, cols), 0.2)
-    values, tags = compress(tile, "bf16", _mask(rng, p, k, cols), p)
+    values, tags = compress(tile, "bf16", vectors.sparse_mask(rng, p, k, cols), p)
     moving = _normal_bf16(rng, (k, f))
     dense, _ = decompress(values, tags, "bf16", p, k)
     got = sparse_matmul_tile(values, tags, "bf16", moving, "bf16", p)
@@ -192,7 +185,7 @@ def test_close_to_float64(name, seed):
     p = pattern(name)
     k, cols, f = 4 * p.m, 4, 5
     tile = _normal_bf16(rng, (k, cols))
-    mask = _mask(rng, p, k, cols)
+    mask = vectors.sparse_mask(rng, p, k, cols)
     values, tags = compress(tile, "bf16", mask, p)
     moving = _normal_bf16(rng, (k, f))
     a = _f32(to_fp32_bits(np.where(mask, tile, 0), "bf16")).astype(np.float64)
@@ -235,7 +228,7 @@ def test_sparse_gemm_is_its_tiles_folded(name, seed):
     k, m, f = 2 * p.ratio * n + p.m + 1, n + 2, 11
     a = vectors.operands("bf16", rng, (k, m), 0.05)
     b = vectors.operands("fp8_e4m3", rng, (k, f), 0.05)
-    mask = _mask(rng, p, k, m)
+    mask = vectors.sparse_mask(rng, p, k, m)
     got = run_sparse_gemm(a, "bf16", mask, b, "fp8_e4m3", p, n=n, banks=3, bank_words=4)
     want = None
     t = p.ratio * n

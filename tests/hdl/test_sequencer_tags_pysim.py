@@ -31,20 +31,22 @@ def _run(next_desc, *, arrives_late: bool, bus_error: bool = False):
                     sparse=True)
     out = {}
 
-    async def bench(ctx):
-        for port in (seq.te, seq.dma, seq.act, seq.coll, seq.seed):
-            ctx.set(port.ready, 1)
-        ctx.set(seq.desc.payload, LS)
+    async def offer(ctx, desc, cycles=1):
+        """Offer ``desc`` for one cycle, then wait ``cycles`` - 1 more."""
+        ctx.set(seq.desc.payload, desc)
         ctx.set(seq.desc.valid, 1)
         await ctx.tick()
         ctx.set(seq.desc.valid, 0)
-        await ctx.tick()  # the head register holds LS; it is dispatched
+        for _ in range(cycles - 1):
+            await ctx.tick()
+
+    async def bench(ctx):
+        for port in (seq.te, seq.dma, seq.act, seq.coll, seq.seed):
+            ctx.set(port.ready, 1)
+        await offer(ctx, LS, 2)  # the head register holds LS; it is dispatched
         ctx.set(seq.te_loading, 1)
         if not arrives_late:
-            ctx.set(seq.desc.payload, next_desc)
-            ctx.set(seq.desc.valid, 1)
-            await ctx.tick()
-            ctx.set(seq.desc.valid, 0)
+            await offer(ctx, next_desc)
         if bus_error:
             ctx.set(seq.dma_error, 1)
         for _ in range(4):
@@ -64,12 +66,7 @@ def _run(next_desc, *, arrives_late: bool, bus_error: bool = False):
         ctx.set(seq.dma_error, 0)
         await ctx.tick()
         ctx.set(seq.clear_error, 0)
-        ctx.set(seq.desc.payload, MM)
-        ctx.set(seq.desc.valid, 1)
-        await ctx.tick()
-        ctx.set(seq.desc.valid, 0)
-        for _ in range(3):
-            await ctx.tick()
+        await offer(ctx, MM, 4)
         out["after"] = ErrorCode(ctx.get(seq.error_code).value)
 
     sim = Simulator(seq)
