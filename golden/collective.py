@@ -1,8 +1,9 @@
-"""Ring collectives -- all-reduce, reduce-scatter, all-gather -- step by step, as the hardware.
+"""Ring collectives -- all-reduce, reduce-scatter, all-gather step by step, as the hardware --
+and the routed all-to-all and permute.
 
 The contract (docs/contract.md §2 "Collective engine", §4 "Collectives"): P ranks form a ring,
 rank r sends to rank (r + 1) mod P and receives from rank (r − 1) mod P. Each rank holds a
-buffer of n fp32 words; the hardware moves them in *beats* of ``link_width`` (W) words.
+buffer of n fp32 words; the hardware moves them in *beats* (rows) of ``link_width`` (W) words.
 
 **Chunks.** The buffer's B = ⌈n / W⌉ beats are split into P contiguous chunks: with
 q, e = divmod(B, P), chunks 0..e−1 have q + 1 beats and the others q (so sizes differ by at
@@ -29,6 +30,33 @@ all-gather copies bits, so every rank ends with identical bits. After a reduce-s
 chunks other than a rank's own hold the partial sums the ring left there (deterministic,
 compared too); after an all-gather the rank's own chunk is unchanged, NaN payloads included.
 
+**All-to-all and permute** (:func:`route_collective`) are out of place: they read the buffer
+(the *source*, unchanged) and write a *destination* region of rows starting at row ``dst``,
+which must not meet the source. They move bits and never round (any 32-bit contents). With
+b_j the rows of chunk j:
+
+* ALL_TO_ALL: rank j's destination holds P slots of b_j rows each; slot i (rows
+  dst + i·b_j .. dst + (i+1)·b_j) receives chunk j of rank i, its words in order (rank j's own
+  slot j its own chunk j). Only the chunk's words are written: for the chunk that holds the
+  buffer's partial last row, that row's missing lanes are not. The region an all-to-all may
+  write, the same on every rank, is :func:`out_rows` = P·⌈B / P⌉ rows from dst (P·b_0).
+* PERMUTE by s (1 <= s <= P−1): rank (r + s) mod P's destination rows dst .. dst + B receive
+  rank r's whole buffer (its n words; out rows = B).
+
+**Routing** (the hardware's schedule; the results do not depend on it, :func:`route_plan`,
+:func:`link_beats`, :func:`route_bound_cycles` describe it). Both ops run on the same
+unidirectional ring: every beat carries a tag -- its destination rank, its origin rank,
+``last`` (it is the buffer's last row) and ``end`` (an end-of-stream token, no data). A rank
+injects its own beats in a fixed order: for ALL_TO_ALL the chunks for destinations r−1, r−2,
+..., r+1 (mod P: farthest first), each chunk's rows in order, its own chunk r copied locally
+and never sent; for PERMUTE all B rows to destination r+s. Then it injects an ``end`` token,
+which travels P−1 hops (every other rank sees it). A beat a rank receives is written to the
+slot of its origin if its destination is this rank (in arrival order, which is row order:
+every origin's beats to one destination follow one path, first in first out), and forwarded
+to r+1 otherwise; a forwarded beat has priority over an injection. A rank is done when its
+own beats are out, its local copy written and the P−1 other ranks' ``end`` tokens have
+arrived (an origin's token follows all its beats).
+
 Everything here works on uint32 bit patterns with numpy; it is the reference the RTL is
 compared with, bit for bit, in every word of every rank.
 """
@@ -42,12 +70,18 @@ import numpy as np
 from .fp32 import fp32_add
 from .isa import CollectiveOp  # the operation codes: golden/isa.py, one source
 
-__all__ = ["CollectiveOp", "LINK_WIDTHS", "Step", "chunk_beats", "chunk_words", "ring_steps",
-           "run_collective", "ring_all_reduce", "ring_reduce_scatter", "ring_all_gather",
-           "check_ranks", "check_link_width", "ring_bound_cycles"]
+__all__ = ["CollectiveOp", "LINK_WIDTHS", "RING_OPS", "ROUTED_OPS", "Step", "chunk_beats",
+           "chunk_words", "ring_steps", "run_collective", "ring_all_reduce",
+           "ring_reduce_scatter", "ring_all_gather", "check_ranks", "check_link_width",
+           "check_shift", "ring_bound_cycles", "out_rows", "route_plan", "link_beats",
+           "route_bound_cycles", "all_to_all", "permute", "route_collective"]
 
 #: Link widths the hardware is built for: fp32 words per beat.
 LINK_WIDTHS = (1, 2, 4)
+#: The in-place ops that run the ring schedule (:func:`ring_steps`).
+RING_OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER, CollectiveOp.ALL_GATHER)
+#: The out-of-place ops that route tagged beats (:func:`route_collective`).
+ROUTED_OPS = (CollectiveOp.ALL_TO_ALL, CollectiveOp.PERMUTE)
 
 
 @dataclass(frozen=True)
@@ -68,6 +102,38 @@ def check_link_width(link_width) -> int:
             or link_width not in LINK_WIDTHS):
         raise ValueError(f"link_width must be one of {LINK_WIDTHS}, not {link_width!r}")
     return link_width
+
+
+def check_shift(shift, ranks: int) -> int:
+    """A PERMUTE's shift: an integer in 1..P−1."""
+    check_ranks(ranks)
+    if (isinstance(shift, bool) or not isinstance(shift, int | np.integer)
+            or not 1 <= shift <= ranks - 1):
+        raise ValueError(f"shift must be an integer in 1..{ranks - 1} (ranks - 1), not "
+                         f"{shift!r}")
+    return int(shift)
+
+
+def _check_rank(rank, ranks: int) -> int:
+    if not isinstance(rank, int | np.integer) or isinstance(rank, bool) or not 0 <= rank < ranks:
+        raise ValueError(f"rank must be in 0..{ranks - 1}, not {rank!r}")
+    return int(rank)
+
+
+def _ring_op(op) -> CollectiveOp:
+    op = CollectiveOp(op)
+    if op not in RING_OPS:
+        raise ValueError(f"{op.name} is not a ring-step collective (it is routed: "
+                         f"route_collective)")
+    return op
+
+
+def _routed_op(op) -> CollectiveOp:
+    op = CollectiveOp(op)
+    if op not in ROUTED_OPS:
+        raise ValueError(f"{op.name} is not a routed collective (it runs the ring steps: "
+                         f"run_collective)")
+    return op
 
 
 def _check_n(n) -> int:
@@ -98,10 +164,9 @@ def chunk_words(n: int, ranks: int, link_width: int = 1) -> list[int]:
 
 def ring_steps(op, ranks: int, rank: int) -> list[Step]:
     """The steps rank ``rank`` executes for ``op`` (see the module docstring)."""
-    op = CollectiveOp(op)
+    op = _ring_op(op)
     check_ranks(ranks)
-    if not isinstance(rank, int | np.integer) or isinstance(rank, bool) or not 0 <= rank < ranks:
-        raise ValueError(f"rank must be in 0..{ranks - 1}, not {rank!r}")
+    _check_rank(rank, ranks)
     rs = [Step((rank - s - 1) % ranks, (rank - s - 2) % ranks, True) for s in range(ranks - 1)]
     ag = [Step((rank - s) % ranks, (rank - s - 1) % ranks, False) for s in range(ranks - 1)]
     return {CollectiveOp.ALL_REDUCE: rs + ag, CollectiveOp.REDUCE_SCATTER: rs,
@@ -116,17 +181,9 @@ def run_collective(op, buffers, link_width: int = 1) -> list[np.ndarray]:
     lockstep: in each step every rank sends the chunk as it was before the step (in hardware
     the chunk a rank sends is never the one it is receiving, so this is exact).
     """
-    op = CollectiveOp(op)
-    for b in buffers:
-        if np.asarray(b).dtype.kind not in "ui":
-            raise ValueError(f"buffers must hold fp32 bit patterns (unsigned integers), not "
-                             f"{np.asarray(b).dtype}")
-    bufs = [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in buffers]
-    ranks = check_ranks(len(bufs))
-    n = _check_n(bufs[0].size)
-    if any(b.size != n for b in bufs):
-        raise ValueError(f"buffers: every rank's must have the same length, got "
-                         f"{[b.size for b in bufs]}")
+    op = _ring_op(op)
+    bufs = _buffers(buffers)
+    ranks, n = len(bufs), bufs[0].size
     bounds = chunk_words(n, ranks, link_width)
     steps = [ring_steps(op, ranks, r) for r in range(ranks)]
     for s in range(len(steps[0])):
@@ -138,6 +195,21 @@ def run_collective(op, buffers, link_width: int = 1) -> list[np.ndarray]:
             lo, hi = bounds[st.recv], bounds[st.recv + 1]
             assert incoming.size == hi - lo  # the left neighbour sent the chunk we expect
             bufs[r][lo:hi] = fp32_add(incoming, bufs[r][lo:hi]) if st.reduce else incoming
+    return bufs
+
+
+def _buffers(buffers, what: str = "buffers") -> list[np.ndarray]:
+    """P >= 2 uint32 copies of n >= 1 words each (bit patterns: unsigned integers)."""
+    for b in buffers:
+        if np.asarray(b).dtype.kind not in "ui":
+            raise ValueError(f"{what} must hold fp32 bit patterns (unsigned integers), not "
+                             f"{np.asarray(b).dtype}")
+    bufs = [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in buffers]
+    check_ranks(len(bufs))
+    n = _check_n(bufs[0].size)
+    if any(b.size != n for b in bufs):
+        raise ValueError(f"{what}: every rank's must have the same length, got "
+                         f"{[b.size for b in bufs]}")
     return bufs
 
 
@@ -159,7 +231,138 @@ def ring_all_gather(buffers, link_width: int = 1) -> list[np.ndarray]:
 def ring_bound_cycles(op, n: int, ranks: int, link_width: int) -> float:
     """The bandwidth-optimal ring time in cycles: (P − 1)/P · n / W per phase (two phases
     for all-reduce), i.e. 2·(P − 1)/P · n / W for all-reduce."""
+    op = _ring_op(op)
     check_ranks(ranks)
     check_link_width(link_width)
-    phases = 2 if CollectiveOp(op) == CollectiveOp.ALL_REDUCE else 1
+    phases = 2 if op == CollectiveOp.ALL_REDUCE else 1
     return phases * (ranks - 1) / ranks * n / link_width
+
+
+# --- all-to-all and permute ----------------------------------------------------------------
+
+
+def _shift_for(op: CollectiveOp, shift, ranks: int) -> int:
+    """PERMUTE: the checked shift; ALL_TO_ALL: 0 (its shift is ignored)."""
+    return check_shift(shift, ranks) if op == CollectiveOp.PERMUTE else 0
+
+
+def out_rows(op, n: int, ranks: int, link_width: int = 1) -> int:
+    """The rows from ``dst`` a routed op may write on a rank of n words, the same on every
+    rank (commands are checked against it): P·⌈B / P⌉ for ALL_TO_ALL (P slots of the largest
+    chunk), B for PERMUTE (B = ⌈n / W⌉)."""
+    op = _routed_op(op)
+    n, ranks, w = _check_n(n), check_ranks(ranks), check_link_width(link_width)
+    beats = -(-n // w)
+    return ranks * -(-beats // ranks) if op == CollectiveOp.ALL_TO_ALL else beats
+
+
+def route_plan(op, ranks: int, rank: int, shift: int = 0) -> list[int]:
+    """The destination ranks whose beats ``rank`` injects, in order: ALL_TO_ALL
+    [r−1, r−2, ..., r+1] (mod P, farthest first; its own chunk is copied locally), PERMUTE
+    [(r + shift) mod P]. Each destination's rows go out in row order, then an ``end`` token."""
+    op = _routed_op(op)
+    ranks = check_ranks(ranks)
+    rank = _check_rank(rank, ranks)
+    if op == CollectiveOp.PERMUTE:
+        return [(rank + check_shift(shift, ranks)) % ranks]
+    return [(rank - k) % ranks for k in range(1, ranks)]
+
+
+def _flows(op: CollectiveOp, n: int, ranks: int, link_width: int, shift: int):
+    """(origin, destination, rows) of every beat stream the op sends over the ring."""
+    bounds = chunk_beats(-(-n // link_width), ranks)
+    for o in range(ranks):
+        for d in route_plan(op, ranks, o, shift):
+            rows = (bounds[d + 1] - bounds[d] if op == CollectiveOp.ALL_TO_ALL
+                    else bounds[-1])
+            yield o, d, rows
+
+
+def link_beats(op, n: int, ranks: int, link_width: int = 1, shift: int = 0) -> list[int]:
+    """The data beats (rows) crossing each link r -> r+1 (a list of P; ``end`` tokens not
+    counted): a stream of b rows from o to d crosses link r iff (r − o) mod P < (d − o) mod P."""
+    op = _routed_op(op)
+    n, ranks, w = _check_n(n), check_ranks(ranks), check_link_width(link_width)
+    shift = _shift_for(op, shift, ranks)
+    beats = [0] * ranks
+    for o, d, rows in _flows(op, n, ranks, w, shift):
+        for k in range((d - o) % ranks):
+            beats[(o + k) % ranks] += rows
+    return beats
+
+
+def route_bound_cycles(op, n: int, ranks: int, link_width: int = 1, shift: int = 0) -> float:
+    """The bandwidth bound in cycles of a routed op on the unidirectional ring: one row per
+    cycle on each link and into each rank's write port, so the largest of
+    :func:`link_beats` and of the rows a rank writes (ALL_TO_ALL P·b_j, its own slot
+    included; PERMUTE B).
+
+    Derivation for P | B (b = B / P rows a chunk): an all-to-all stream at distance
+    k = (d − o) mod P crosses k links; every origin sends one stream at each k = 1..P−1, so
+    the links carry P·b·(1 + ... + P−1) = b·P²(P−1)/2 rows in all and, by symmetry, each
+    b·P(P−1)/2 = (P−1)/2 · B; each rank writes P·b = B rows. So all-to-all takes
+    max((P−1)/2, 1)·B: B for P = 2 and 3 (P = 2: the write port, which also writes the own
+    slot, binds), 1.5·B for P = 4, 3.5·B for P = 8. A permute by s: P streams of B rows, each
+    crossing s links, s·B on every link, B written: max(s, 1)·B = s·B. (For P ∤ B the counts
+    are exact, not the formula.)"""
+    op = _routed_op(op)
+    n, ranks, w = _check_n(n), check_ranks(ranks), check_link_width(link_width)
+    shift = _shift_for(op, shift, ranks)
+    bounds = chunk_beats(-(-n // w), ranks)
+    if op == CollectiveOp.ALL_TO_ALL:
+        writes = max(ranks * (bounds[j + 1] - bounds[j]) for j in range(ranks))
+    else:
+        writes = bounds[-1]
+    return float(max(max(link_beats(op, n, ranks, w, shift)), writes))
+
+
+def all_to_all(buffers, link_width: int = 1) -> list[list[np.ndarray]]:
+    """``out[j][i]``: chunk j (:func:`chunk_words`) of rank i's buffer, a copy: what rank j's
+    destination slot i receives."""
+    bufs = _buffers(buffers)
+    ranks, n = len(bufs), bufs[0].size
+    bounds = chunk_words(n, ranks, link_width)
+    return [[bufs[i][bounds[j]:bounds[j + 1]].copy() for i in range(ranks)]
+            for j in range(ranks)]
+
+
+def permute(buffers, shift: int) -> list[np.ndarray]:
+    """``out[(r + shift) mod P]``: rank r's buffer (copies)."""
+    bufs = _buffers(buffers)
+    ranks = len(bufs)
+    shift = check_shift(shift, ranks)
+    return [bufs[(j - shift) % ranks] for j in range(ranks)]
+
+
+def route_collective(op, src, dst, link_width: int = 1, shift: int = 0) -> list[np.ndarray]:
+    """Run a routed op (ALL_TO_ALL or PERMUTE) on the ranks' sources ``src`` (P uint32
+    arrays of n words) into their destinations ``dst`` (P uint32 arrays of D >= :func:`out_rows`
+    · W words each: word i is row i // W, lane i % W of the region from row ``dst``; their
+    previous contents). Returns new destination arrays, each its input with exactly the words
+    the op writes replaced (the inputs are not modified)."""
+    op = _routed_op(op)
+    bufs = _buffers(src, "src")
+    ranks, n = len(bufs), bufs[0].size
+    w = check_link_width(link_width)
+    shift = _shift_for(op, shift, ranks)
+    for b in dst:
+        if np.asarray(b).dtype.kind not in "ui":
+            raise ValueError(f"dst must hold fp32 bit patterns (unsigned integers), not "
+                             f"{np.asarray(b).dtype}")
+    outs = [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in dst]
+    if len(outs) != ranks:
+        raise ValueError(f"dst: one region per rank ({ranks}), not {len(outs)}")
+    need = out_rows(op, n, ranks, w) * w
+    if any(b.size < need for b in outs):
+        raise ValueError(f"dst: every rank's region must hold {need} words ({need // w} rows "
+                         f"of {w}), got {[b.size for b in outs]}")
+    if op == CollectiveOp.PERMUTE:
+        for j, buf in enumerate(permute(bufs, shift)):
+            outs[j][:n] = buf
+        return outs
+    beats = chunk_beats(-(-n // w), ranks)
+    for j, slots in enumerate(all_to_all(bufs, w)):
+        slot = (beats[j + 1] - beats[j]) * w  # words of a slot: b_j rows
+        for i, words in enumerate(slots):
+            outs[j][i * slot:i * slot + words.size] = words
+    return outs

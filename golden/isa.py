@@ -14,7 +14,8 @@ Conventions of the fields (the ISS, :mod:`golden.iss`, is their meaning):
   of fp32.
 * ``dtype`` / ``fmt`` codes are :class:`Dtype`'s: 0 bf16, 1 fp8-e4m3, 2 fp8-e5m2, 3 fp16,
   4 fp32 (5..7 reserved). ``mode``: :class:`Rounding`. ``func``: :class:`ActivationFunc`.
-  ``coll_op``: :class:`CollectiveOp`.
+  ``coll_op``: :class:`CollectiveOp`; a COLLECTIVE's ``dst_addr`` (the destination's first
+  word, same partitions) and ``shift`` (a PERMUTE's: to rank + shift) serve ops 3 and 4 only.
 * DRAM is byte-addressed, little-endian; an element of dtype d takes ``DTYPE_BYTES[d]``
   bytes.
 
@@ -56,7 +57,9 @@ class Opcode(enum.IntEnum):
     LOAD_STATIONARY = 3  #: SBUF -> the tensor engine's stationary tile
     MATMUL = 4  #: SBUF moving tile x stationary -> PSUM (overwrite or accumulate)
     ACTIVATE = 5  #: PSUM or SBUF -> cast(f(x * scale + bias)) -> SBUF
-    COLLECTIVE = 6  #: ring all-reduce / reduce-scatter / all-gather of an SBUF region
+    #: ring all-reduce / reduce-scatter / all-gather of an SBUF region, or all-to-all /
+    #: permute of one into another
+    COLLECTIVE = 6
     BARRIER = 7  #: wait until every engine is idle (ordering only; no data)
     SET_SEED = 8  #: reseed the activation engine's PRNG lanes
     TENSOR_TENSOR = 9  #: cast(in0 op in1), elementwise, two tiles -> SBUF
@@ -73,9 +76,13 @@ class ErrorCode(enum.IntEnum):
 
     OK = 0
     BAD_OPCODE = 1  #: opcode 0 or 13..15 (9..12 on a core without the vector engine)
-    BAD_FIELD = 2  #: a reserved func, mode or collective op; a COLLECTIVE without a ring
+    #: a reserved func, mode or collective op; a PERMUTE whose shift is not in 1..P-1; a
+    #: COLLECTIVE without a ring
+    BAD_FIELD = 2
     BAD_DTYPE = 3  #: a dtype the engine cannot take
-    BAD_RANGE = 4  #: a partition, SBUF word, PSUM bank/word or DRAM byte out of range
+    #: a partition, SBUF word, PSUM bank/word or DRAM byte out of range; an all-to-all or
+    #: permute whose destination meets its source
+    BAD_RANGE = 4
     BAD_SHAPE = 5  #: a zero size, K or M above N, or a MATMUL whose K is not its
     #: LOAD_STATIONARY's
     BAD_ALIGN = 6  #: a DRAM address or stride not a multiple of the element size
@@ -180,11 +187,19 @@ class Sparsity(enum.IntEnum):
 
 
 class CollectiveOp(enum.IntEnum):
-    """COLLECTIVE's ``coll_op`` (``hdl.collective.CollectiveOp``); 3 reserved."""
+    """COLLECTIVE's ``coll_op`` (``hdl.collective.CollectiveOp``); 5..7 reserved.
+
+    0..2 work in place on the region ``sbuf_addr ..`` (``dst_addr`` and ``shift`` ignored);
+    3 and 4 read it and write the region ``dst_addr ..`` of the same partitions, which must
+    not meet it (``golden.collective.out_rows``: its size)."""
 
     ALL_REDUCE = 0  #: reduce-scatter then all-gather: every rank ends with the sum
     REDUCE_SCATTER = 1  #: rank r ends with the reduced chunk r
     ALL_GATHER = 2  #: rank r contributes chunk r; every rank ends with all chunks
+    #: rank j's destination holds chunk j of every rank i, in slot i
+    ALL_TO_ALL = 3
+    #: rank (r + shift) mod P's destination holds rank r's whole buffer
+    PERMUTE = 4
 
 
 def is_code(enum_cls, value: int) -> bool:
@@ -312,8 +327,8 @@ FIELDS: dict[Opcode, list[tuple[str, int]]] = {
                       ("src_bank", 4), ("src_addr", 16), ("bias_en", 1), ("bias_addr", 16),
                       ("scale", 32), ("dtype", 3), ("mode", 2), ("saturate", 1),
                       ("dst_addr", 16)],
-    Opcode.COLLECTIVE: [("coll_op", 2), ("part", 8), ("rows", 9), ("sbuf_addr", 16),
-                        ("cols", 16)],
+    Opcode.COLLECTIVE: [("coll_op", 3), ("part", 8), ("rows", 9), ("sbuf_addr", 16),
+                        ("cols", 16), ("dst_addr", 16), ("shift", 6)],
     Opcode.BARRIER: [],
     Opcode.SET_SEED: [("seed", 64)],
     Opcode.TENSOR_TENSOR: [("alu", 3), ("part", 8), ("rows", 9), ("cols", 16), *_IN0, *_IN1,

@@ -35,13 +35,22 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   on an SR beat) goes to SBUF words ``dst_addr ..`` of the partitions in range. An SBUF source
   holds fp32 words (activations are computed in fp32; narrow data is widened by a MATMUL, not
   here) and may be the destination only exactly (``dst_addr == src_addr``).
-* ``COLLECTIVE`` - the rows x cols SBUF region is the buffer of a ring collective
+* ``COLLECTIVE`` - the rows x cols SBUF region is the buffer of a collective
   (``golden.collective``) over all cores of the ring (``coll_op``: 0 all-reduce, 1
-  reduce-scatter, 2 all-gather), flattened word by word: element i is partition
-  ``part + i % rows``, word ``sbuf_addr + i // rows``. ``rows`` must be the ring's link width W
-  (BAD_SHAPE otherwise), so each link beat is one SBUF word of W partitions; a wider region
-  takes one COLLECTIVE per band of W partitions. On a core outside a ring it is BAD_FIELD
-  (after the other checks).
+  reduce-scatter, 2 all-gather, in place; 3 all-to-all, 4 permute by ``shift``, out of place),
+  flattened word by word: element i is partition ``part + i % rows``, word
+  ``sbuf_addr + i // rows``. ``rows`` must be the ring's link width W (BAD_SHAPE otherwise), so
+  each link beat (row) is one SBUF word of W partitions and the buffer is B = ``cols`` rows; a
+  wider region takes one COLLECTIVE per band of W partitions. All-to-all and permute write the
+  region of the same partitions from word ``dst_addr``, ``golden.collective.out_rows`` words
+  (P x ceil(cols / P) for all-to-all, ``cols`` for permute; flattened alike), and leave the
+  source as it was; the ring ops ignore ``dst_addr`` and ``shift``. The checks, in this order
+  (the sequencer's): BAD_FIELD if ``coll_op`` is reserved (5..7), or a PERMUTE's ``shift`` is
+  not in 1..P-1 (P = ``CoreConfig.ranks``: always, outside a ring); BAD_SHAPE if ``rows`` or
+  ``cols`` is 0, then if ``rows`` is not W; BAD_RANGE if the source is outside SBUF; then,
+  for all-to-all and permute on a core in a ring (``ranks`` >= 2), BAD_RANGE if ``dst_addr``
+  + out rows > ``sbuf_words``, then if the destination's words meet the source's. On a core
+  outside a ring a COLLECTIVE that passed them is BAD_FIELD.
 * ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
 * ``TENSOR_TENSOR``, ``TENSOR_SCALAR``, ``TENSOR_REDUCE`` (the vector engine; BAD_OPCODE on a
   core without one) - operand ``in0`` (and ``in1``) is the rows x cols tile from partition
@@ -72,13 +81,13 @@ numpy + ml_dtypes only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import sparse, vector
 from .activation import ActivationModel
-from .collective import run_collective
+from .collective import ROUTED_OPS, out_rows, route_collective, run_collective
 from .isa import (
     DTYPE_BYTES,
     DTYPE_NAMES,
@@ -98,9 +107,16 @@ from .tensor_engine import TensorEngineModel
 
 __all__ = ["CoreConfig", "NeuronCoreISS", "RingISS", "CommandError"]
 
+
 def _meet(p0, rows0, w0, cols0, p1, rows1, w1, cols1) -> bool:
     """Whether two rectangles of partitions x words share a word."""
     return p0 < p1 + rows1 and p1 < p0 + rows0 and w0 < w1 + cols1 and w1 < w0 + cols0
+
+
+def _out_rows(f: dict, ranks: int) -> int:
+    """The destination words (a partition's) of a routed COLLECTIVE: its buffer is ``cols``
+    rows of ``rows`` (= W) words, never partial."""
+    return out_rows(f["coll_op"], f["rows"] * f["cols"], ranks, f["rows"])
 
 
 _MASK = {Dtype.BF16: 0xFFFF, Dtype.FP8_E4M3: 0xFF, Dtype.FP8_E5M2: 0xFF}  # OPERAND_DTYPES
@@ -117,8 +133,10 @@ class CoreConfig:
     engine's ``random_bits``, the ring's ``link_width``, the DMA's AXI ``data_width``
     (timing only: no result depends on it; programs size their commands by it), and whether
     the core has the vector engine (``vector_engine``: without it, its opcodes 9..12 are
-    BAD_OPCODE), and whether its tensor engine has the sparse mode (``sparse``: without it, a
-    LOAD_STATIONARY's sparsity other than DENSE is BAD_FIELD)."""
+    BAD_OPCODE), whether its tensor engine has the sparse mode (``sparse``: without it, a
+    LOAD_STATIONARY's sparsity other than DENSE is BAD_FIELD), and ``ranks``, the size P of
+    the ring it is in (0: none; :class:`RingISS` sets it on cores that say 0), which a
+    PERMUTE's shift and an all-to-all's destination are checked against."""
 
     n: int = 4
     sbuf_words: int = 256
@@ -130,6 +148,7 @@ class CoreConfig:
     data_width: int = 32
     vector_engine: bool = False
     sparse: bool = False
+    ranks: int = 0
 
 
 class CommandError(Exception):
@@ -245,14 +264,32 @@ class NeuronCoreISS:
                              f["cols"], f["dst_addr"], f["rows"]),
                    ErrorCode.BAD_RANGE, "the source and destination of a TRANSPOSE meet")
         elif op == Opcode.COLLECTIVE:
-            _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
-                   f"collective op {f['coll_op']}")
-            _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
-            _check(f["rows"] == c.link_width, ErrorCode.BAD_SHAPE,
-                   f"a COLLECTIVE moves {c.link_width} partitions (the link width), not "
-                   f"{f['rows']}")
-            self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
+            self._check_collective(f)
         return op, f
+
+    def _check_collective(self, f: dict) -> None:
+        """COLLECTIVE: the checks in the order of the module docstring (the sequencer's)."""
+        c = self.cfg
+        _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
+               f"collective op {f['coll_op']}")
+        _check(f["coll_op"] != CollectiveOp.PERMUTE or 1 <= f["shift"] <= c.ranks - 1,
+               ErrorCode.BAD_FIELD, f"a PERMUTE's shift must be in 1..P-1 = {c.ranks - 1} "
+                                    f"(ranks {c.ranks}), not {f['shift']}")
+        _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
+        _check(f["rows"] == c.link_width, ErrorCode.BAD_SHAPE,
+               f"a COLLECTIVE moves {c.link_width} partitions (the link width), not "
+               f"{f['rows']}")
+        self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
+        if f["coll_op"] in ROUTED_OPS and c.ranks >= 2:
+            out = _out_rows(f, c.ranks)
+            _check(f["dst_addr"] + out <= c.sbuf_words, ErrorCode.BAD_RANGE,
+                   f"{CollectiveOp(f['coll_op']).name}: destination words {f['dst_addr']}.."
+                   f"{f['dst_addr'] + out - 1} outside {c.sbuf_words}")
+            _check(not _meet(0, 1, f["sbuf_addr"], f["cols"], 0, 1, f["dst_addr"], out),
+                   ErrorCode.BAD_RANGE,
+                   f"{CollectiveOp(f['coll_op']).name}: destination words {f['dst_addr']}.."
+                   f"{f['dst_addr'] + out - 1} meet the source's {f['sbuf_addr']}.."
+                   f"{f['sbuf_addr'] + f['cols'] - 1}")
 
     def _check_vector(self, op: Opcode, f: dict) -> None:
         """TENSOR_TENSOR, TENSOR_SCALAR and TENSOR_REDUCE: fields, dtypes, shape, ranges."""
@@ -454,8 +491,11 @@ class NeuronCoreISS:
 
 class RingISS:
     """P cores in a ring; each runs its own program, and they meet at COLLECTIVE commands
-    (the k-th COLLECTIVE of every core is one collective; all must agree on its op and buffer
-    size, else this raises :class:`RuntimeError`: the hardware's outcome is not defined).
+    (the k-th COLLECTIVE of every core is one collective; all must agree on its op, its buffer
+    size and, for a PERMUTE, its shift, else this raises :class:`RuntimeError`: the
+    hardware's outcome is not defined; the addresses may differ from core to core). A core
+    whose ``cfg.ranks`` is 0 is given P (its ``cfg`` replaced); any other value but P is a
+    :class:`ValueError`.
 
     A COLLECTIVE that some cores reach while another core's program ends (or stops on an
     error) before it is the hardware's link timeout: each core waiting at it fails with
@@ -467,6 +507,13 @@ class RingISS:
     def __init__(self, cores: list[NeuronCoreISS]):
         if len(cores) < 2:
             raise ValueError(f"a ring needs at least 2 cores, not {len(cores)}")
+        bad = [c.cfg.ranks for c in cores if c.cfg.ranks not in (0, len(cores))]
+        if bad:
+            raise ValueError(f"cores configured for rings of {bad} ranks in a ring of "
+                             f"{len(cores)}")
+        for c in cores:
+            if c.cfg.ranks == 0:
+                c.cfg = replace(c.cfg, ranks=len(cores))
         self.cores = cores
 
     def run(self, programs: list) -> list[ErrorCode]:
@@ -505,16 +552,35 @@ class RingISS:
                         pc[r] += 1
                         waiting[r] = None
                 continue
-            sizes = {(w["coll_op"], w["rows"] * w["cols"]) for w in waiting}
+            sizes = {(w["coll_op"], w["rows"] * w["cols"],
+                      w["shift"] if w["coll_op"] == CollectiveOp.PERMUTE else 0)
+                     for w in waiting}
             if len(sizes) != 1:
-                raise RuntimeError(f"mismatched COLLECTIVE commands across cores: {sizes}")
-            bufs = [c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
-                           + w["cols"]].T.reshape(-1) for c, w in zip(self.cores, waiting,
-                                                                     strict=True)]
-            out = run_collective(waiting[0]["coll_op"], bufs, self.cores[0].cfg.link_width)
-            for r, (c, w) in enumerate(zip(self.cores, waiting, strict=True)):
-                c.sbuf[w["part"]:w["part"] + w["rows"], w["sbuf_addr"]:w["sbuf_addr"]
-                       + w["cols"]] = out[r].reshape(w["cols"], w["rows"]).T
+                raise RuntimeError(f"mismatched COLLECTIVE commands across cores (op, words, "
+                                   f"shift): {sorted(sizes)}")
+            self._collective(waiting)
+            for r, c in enumerate(self.cores):
                 c.executed += 1
                 pc[r] += 1
                 waiting[r] = None
+
+    def _collective(self, cmds: list[dict]) -> None:
+        """Run one COLLECTIVE (the cores' checked fields ``cmds``, which agree)."""
+        op, w = cmds[0]["coll_op"], self.cores[0].cfg.link_width
+
+        def region(c, f, addr, cols):  # the cols x W words, word-major (a view)
+            return c.sbuf[f["part"]:f["part"] + f["rows"], addr:addr + cols]
+
+        src = [region(c, f, f["sbuf_addr"], f["cols"]).T.reshape(-1)
+               for c, f in zip(self.cores, cmds, strict=True)]
+        if op in ROUTED_OPS:
+            out = _out_rows(cmds[0], len(self.cores))
+            dst = [region(c, f, f["dst_addr"], out).T.reshape(-1)
+                   for c, f in zip(self.cores, cmds, strict=True)]
+            res = route_collective(op, src, dst, w, cmds[0]["shift"])
+            for c, f, r in zip(self.cores, cmds, res, strict=True):
+                region(c, f, f["dst_addr"], out)[:] = r.reshape(out, f["rows"]).T
+            return
+        res = run_collective(op, src, w)
+        for c, f, r in zip(self.cores, cmds, res, strict=True):
+            region(c, f, f["sbuf_addr"], f["cols"])[:] = r.reshape(f["cols"], f["rows"]).T

@@ -1,4 +1,5 @@
-"""The collective engine: one per core, ring all-reduce / reduce-scatter / all-gather."""
+"""The collective engine: one per core, ring all-reduce / reduce-scatter / all-gather, and the
+routed all-to-all and permute."""
 
 from amaranth.hdl import Array, Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, enum, fifo, memory, stream, wiring
@@ -10,8 +11,9 @@ from .params import check_int, check_one_of
 from .pipeline import delay
 
 __all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
-           "check_ranks", "check_link_width", "check_depth", "check_watchdog", "setup_cycles",
-           "DEFAULT_WATCHDOG_CYCLES", "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
+           "link_layout", "tag_layout", "ROUTED_OPS", "check_ranks", "check_link_width",
+           "check_depth", "check_watchdog", "setup_cycles", "DEFAULT_WATCHDOG_CYCLES",
+           "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
 
 #: Link widths (fp32 words per beat) the engine can be built for.
 LINK_WIDTHS = (1, 2, 4)
@@ -26,13 +28,19 @@ MIN_WATCHDOG_CYCLES = 16
 MAX_WATCHDOG_CYCLES = 1 << 30
 
 
-class CollectiveOp(enum.Enum, shape=2):
+class CollectiveOp(enum.Enum, shape=3):
     """The ``op`` field of a collective command (mirrored by ``golden.collective``)."""
 
     ALL_REDUCE = 0  #: reduce-scatter then all-gather: every rank ends with the sum
     REDUCE_SCATTER = 1  #: rank r ends with the reduced chunk r
     ALL_GATHER = 2  #: rank r contributes chunk r; every rank ends with all chunks
-    # 3 is reserved: an engine given it sets `error` and drops the command.
+    ALL_TO_ALL = 3  #: rank r's chunk j goes to slot r of rank j's destination
+    PERMUTE = 4  #: rank r's buffer goes to rank (r + shift) mod P's destination
+    # 5..7 are reserved: an engine given one sets `error` and drops the command.
+
+
+#: The operations that route tagged beats (the others run the ring schedule).
+ROUTED_OPS = (CollectiveOp.ALL_TO_ALL, CollectiveOp.PERMUTE)
 
 
 def check_ranks(ranks) -> int:
@@ -64,12 +72,29 @@ def setup_cycles(ranks: int, depth: int) -> int:
 
 
 def collective_command_layout(depth: int, link_width: int) -> data.StructLayout:
-    """One collective command: ``op`` over ``words`` fp32 words from row ``addr`` on."""
+    """One collective command: ``op`` over ``words`` fp32 words from row ``addr`` on; the
+    routed ops write rows from ``dst`` on, a permute to rank + ``shift``."""
     return data.StructLayout({
         "op": CollectiveOp,
         "addr": range(max(depth, 2)),  # first row (of link_width words) of the buffer
         "words": range(depth * link_width + 1),  # n, 1..; addr + ceil(n / W) <= depth
+        "dst": range(max(depth, 2)),  # ALL_TO_ALL, PERMUTE: first row of the destination
+        "shift": range(MAX_RANKS),  # PERMUTE: 1 .. ranks - 1
     })
+
+
+def tag_layout(ranks: int) -> data.StructLayout:
+    """The tag every beat carries beside its words (used by the routed ops; the ring ops send
+    zeros): its destination and origin ranks, ``last`` (the buffer's last row: its lanes
+    past n are not written) and ``end`` (the origin's end-of-command token, no data)."""
+    return data.StructLayout({"dest": range(ranks), "origin": range(ranks), "last": 1,
+                              "end": 1})
+
+
+def link_layout(ranks: int, link_width: int) -> data.StructLayout:
+    """One beat on a link: ``link_width`` fp32 words and a :func:`tag_layout` tag."""
+    return data.StructLayout({"data": data.ArrayLayout(32, link_width),
+                              "tag": tag_layout(ranks)})
 
 
 class _ChunkWalker:
@@ -127,14 +152,34 @@ class CollectiveEngine(wiring.Component):
     sends row i of step s as soon as the receiver has written row i of step s − 1 and the
     previous rows have gone; nothing waits for a whole chunk.
 
+    **Routed operations** (ALL_TO_ALL, PERMUTE; ``golden.collective``'s contract and
+    schedule): out of place, from the buffer at ``addr`` to the destination rows from ``dst``.
+    Every beat carries a :func:`tag_layout` tag (destination, origin, ``last``, ``end``). The
+    engine injects its own beats -- for an all-to-all the chunks for ranks r − 1, r − 2, …,
+    r + 1 (farthest first), for a permute the whole buffer to rank r + ``shift`` -- then an
+    ``end`` token that travels P − 1 hops; it copies its own chunk of an all-to-all to its own
+    slot locally (a third machine, through ``rx_rd``, in the cycles the receiver does not
+    write). A received beat for this rank is written to its origin's slot (slot o: rows
+    ``dst + o·b_r``, b_r the rows of chunk r; a permute: rows from ``dst``); any other beat goes
+    into a forward FIFO, whose beats leave before the engine injects another of its own. The
+    receiver closes after the P − 1 ``end`` tokens of the other ranks, which follow every beat
+    of theirs on every link (each origin's beats take one path, in order), so no beat of a
+    later command is taken for this one, and the engine finishes once it has sent its own
+    token and forwarded all others. A command with ``dst`` rows past the memory
+    (``P·⌈B/P⌉`` rows for an all-to-all, B for a permute) or meeting the source is found
+    after the setup's division: it sets ``error`` and moves nothing.
+
     Ports:
 
     * ``cmd`` (stream of :func:`collective_command_layout`): taken when the engine is idle.
-      A command with a reserved ``op``, ``words`` = 0 or a buffer past the memory is taken and
-      dropped, and sets the sticky ``error``.
-    * ``tx`` / ``rx`` (streams of W fp32 words): the ring links to rank + 1 and from rank − 1.
-      ``rx.ready`` never depends on ``tx``, so a ring of engines cannot deadlock; lanes past
-      ``n`` in the last beat are sent as +0 and ignored on receipt.
+      A command with a reserved ``op``, ``words`` = 0, a buffer past the memory or a permute's
+      ``shift`` outside 1..P − 1 is taken and dropped, and sets the sticky ``error``.
+    * ``tx`` / ``rx`` (streams of :func:`link_layout`: W fp32 words and a tag): the ring links
+      to rank + 1 and from rank − 1. In the ring ops ``rx.ready`` never depends on ``tx``; in
+      the routed ones a beat to forward waits for room in the forward FIFO, which drains into
+      ``tx`` before anything else, and a rank injects only from an empty forward FIFO, so the
+      ring never fills up (no deadlock); lanes past ``n`` in the last beat are sent as +0 and
+      ignored on receipt.
     * ``tx_rd``, ``rx_rd`` (two read ports, one-cycle latency, not transparent) and ``wr`` (a
       write port with a per-lane enable) of the local memory; rows of W words.
     * ``rank`` (input): this core's position in the ring, 0..ranks − 1, constant while busy.
@@ -188,6 +233,7 @@ class CollectiveEngine(wiring.Component):
     """
 
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
+    FWD_FIFO_DEPTH = 4  # routed ops: beats passing through
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
                  add_stages: int = 2, watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
@@ -201,11 +247,12 @@ class CollectiveEngine(wiring.Component):
         self.setup_cycles = setup_cycles(ranks, depth)
         self.cmd_layout = collective_command_layout(depth, link_width)
         row = data.ArrayLayout(32, link_width)
+        self.link_layout = link_layout(ranks, link_width)
         super().__init__({
             "cmd": In(stream.Signature(self.cmd_layout)),
             "rank": In(range(ranks)),
-            "tx": Out(stream.Signature(row)),
-            "rx": In(stream.Signature(row)),
+            "tx": Out(stream.Signature(self.link_layout)),
+            "rx": In(stream.Signature(self.link_layout)),
             "tx_rd": In(memory.ReadPort.Signature(addr_width=self.addr_width, shape=row)),
             "rx_rd": In(memory.ReadPort.Signature(addr_width=self.addr_width, shape=row)),
             "wr": In(memory.WritePort.Signature(addr_width=self.addr_width, shape=row,
@@ -245,6 +292,10 @@ class CollectiveEngine(wiring.Component):
         error = Signal()
         m.d.comb += [self.error.eq(error), self.busy.eq(running)]
         op = Signal(CollectiveOp)
+        routed = Signal()  # the command is ALL_TO_ALL or PERMUTE
+        permute = Signal()
+        dst = Signal(rows)
+        shift = Signal(range(MAX_RANKS))
         base = Signal(rows)
         last_row = Signal(rows)  # the buffer's last row (may be partial)
         last_mask = Signal(W)  # its valid lanes
@@ -258,7 +309,11 @@ class CollectiveEngine(wiring.Component):
         # an oversized n can never pass for a small one.
         new_beats = Signal(len(cmd.words) + 1)
         m.d.comb += new_beats.eq((cmd.words + (W - 1)) >> (W.bit_length() - 1))
-        legal = ((cmd.op.as_value() != 3) & (cmd.words != 0) & (cmd.addr + new_beats <= depth))
+        op_v = cmd.op.as_value()
+        shift_ok = (cmd.shift != 0) & (cmd.shift < P)
+        legal = ((op_v <= CollectiveOp.PERMUTE.value)
+                 & (cmd.words != 0) & (cmd.addr + new_beats <= depth)
+                 & ((op_v != CollectiveOp.PERMUTE.value) | shift_ok))
         # The link watchdog: `abort` in the T-th cycle in a row without a beat on tx or rx.
         abort = Signal()
         timeout = Signal()
@@ -285,6 +340,40 @@ class CollectiveEngine(wiring.Component):
         finished = Signal()  # RUN: both machines done, nothing in flight
         wr_any = Signal()  # RX has written a row in this command
 
+        # --- Routed ops' state (ALL_TO_ALL, PERMUTE). ----------------------------------------
+        beats = Signal(rows)  # B
+        m.d.comb += beats.eq(last_row + 1 - base)
+        # The region they write: P * ceil(B / P) rows (all-to-all) or B (permute); e = div_rem.
+        out_rows = Signal(range(depth + 2 * P + 1))
+        m.d.comb += out_rows.eq(Mux(permute | (div_rem == 0), beats, beats + P - div_rem))
+        route_ok = ((dst + out_rows <= depth)
+                    & ((base + beats <= dst) | (dst + out_rows <= base)))
+        wptr = Array(Signal(rows, name=f"slot_ptr{o}") for o in range(P))  # next row per origin
+        slot_c = Signal(range(P))
+        slot_acc = Signal(rows)
+        own_start = Signal(rows)
+        own_end = Signal(rows)
+        m.d.comb += [own_start.eq(starts[self.rank]), own_end.eq(starts[self.rank + 1])]
+        slot_rows = Mux(permute, 0, own_end - own_start)  # b_r
+        dest_perm = Signal(range(P))  # a permute's destination: rank + shift mod P
+        inj_chunk = Signal(range(P))
+        inj_left = Signal(range(P + 1))
+        inj_row = Signal(rows)
+        inj_end = Signal(rows)
+        inj_load = Signal()
+        inj_done = Signal(init=1)
+        inj_beat = Signal()
+        end_sent = Signal(init=1)
+        ends_seen = Signal(range(P))
+        cp_row = Signal(rows)
+        cp_end = Signal(rows)
+        cp_dst = Signal(rows)
+        cp_load = Signal()
+        cp_done = Signal(init=1)
+        cp_beat = Signal()
+        in_route = Signal()
+        route_finished = Signal()
+
         with m.FSM(name="phase") as phase:
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(1)
@@ -293,6 +382,10 @@ class CollectiveEngine(wiring.Component):
                     with m.If(legal):
                         m.d.sync += [
                             running.eq(1), cycles.eq(0), op.eq(cmd.op), base.eq(cmd.addr),
+                            routed.eq((op_v == CollectiveOp.ALL_TO_ALL.value)
+                                      | (op_v == CollectiveOp.PERMUTE.value)),
+                            permute.eq(op_v == CollectiveOp.PERMUTE.value),
+                            dst.eq(cmd.dst), shift.eq(cmd.shift),
                             last_row.eq(cmd.addr + new_beats - 1),
                             div_src.eq(new_beats), div_rem.eq(0), div_q.eq(0),
                             div_left.eq(nb),
@@ -318,13 +411,40 @@ class CollectiveEngine(wiring.Component):
                 with m.If(tab_c == P):
                     gather = op == CollectiveOp.ALL_GATHER
                     rank = self.rank
-                    m.d.sync += [
-                        steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
-                        *tx.start(Mux(gather, rank, dec(rank))),
-                        *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
-                    ]
-                    m.next = "RUN"
+                    with m.If(~routed):
+                        m.d.sync += [
+                            steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
+                            *tx.start(Mux(gather, rank, dec(rank))),
+                            *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
+                        ]
+                        m.next = "RUN"
+                    with m.Elif(route_ok):
+                        m.d.sync += [slot_c.eq(0), slot_acc.eq(dst)]
+                        m.next = "SLOTS"
+                    with m.Else():
+                        m.d.sync += [running.eq(0), error.eq(1)]
+                        m.next = "IDLE"
             # lab4 end: chunk_table
+            with m.State("SLOTS"):
+                # Slot o of the destination: rows dst + o * b_r (a permute: all at dst).
+                m.d.sync += [wptr[slot_c].eq(slot_acc), slot_acc.eq(slot_acc + slot_rows),
+                             slot_c.eq(slot_c + 1)]
+                with m.If(slot_c == P - 1):
+                    m.d.sync += [inj_chunk.eq(dec(self.rank)),
+                                 inj_left.eq(Mux(permute, 1, P - 1)), inj_load.eq(1),
+                                 inj_done.eq(0), end_sent.eq(0), ends_seen.eq(0),
+                                 cp_load.eq(~permute), cp_done.eq(permute),
+                                 dest_perm.eq(Mux(self.rank + shift >= P,
+                                                  self.rank + shift - P, self.rank + shift))]
+                    m.next = "ROUTE"
+            with m.State("ROUTE"):
+                m.d.comb += in_route.eq(1)
+                with m.If(route_finished):
+                    m.d.sync += running.eq(0)
+                    m.next = "IDLE"
+                with m.If(abort):
+                    m.d.sync += [running.eq(0), timeout.eq(1)]
+                    m.next = "IDLE"
             with m.State("RUN"):
                 with m.If(finished):
                     m.d.sync += [running.eq(0), wr_any.eq(0)]
@@ -334,28 +454,80 @@ class CollectiveEngine(wiring.Component):
                     m.next = "IDLE"
 
         # --- TX: read rows into the FIFO that feeds `tx`. ------------------------------------
-        tx_fifo = fifo.SyncFIFO(width=32 * W, depth=self.TX_FIFO_DEPTH)
+        # The ring ops' TX machine and the routed ops' injection share the read port and the
+        # FIFO (a beat and its tag; the ring ops send a zero tag).
+        link = self.link_layout
+        tag_shape = tag_layout(P)
+        tx_fifo = fifo.SyncFIFO(width=link.size, depth=self.TX_FIFO_DEPTH)
         m.submodules.tx_fifo = ResetInserter(abort)(tx_fifo)  # an abandoned command's beats
         rd_pending = Signal()  # a tx_rd read was issued last cycle
         rd_mask = Signal(W)
+        rd_tag = Signal(tag_shape)
         wr_step = Signal(range(2 * P))
         wr_row = Signal(rows)
         room = tx_fifo.level + rd_pending < self.TX_FIFO_DEPTH
         ready_row = (tx.step == 0) | (wr_any & ((wr_step >= tx.step) | (
             (wr_step + 1 == tx.step) & (wr_row >= tx.row))))
         tx.walk(m, base=base, starts=starts, steps=steps, dec=dec)
-        m.d.comb += [tx.move.eq(tx.beat & room & ready_row & ~abort),
-                     self.tx_rd.en.eq(tx.move), self.tx_rd.addr.eq(tx.row)]
-        m.d.sync += [rd_pending.eq(tx.move),
-                     rd_mask.eq(Mux(tx.row == last_row, last_mask, (1 << W) - 1))]
+        # (Each cycle at most one of the ring TX's read, an injected read and the end token
+        # enters the FIFO: `routed` keeps the two machines apart even from a state no command
+        # reaches, which the FIFO proofs' induction starts from.)
+        m.d.comb += tx.move.eq(tx.beat & room & ready_row & ~abort & ~routed)
+
+        # Injection (routed ops): the chunks for r - 1, r - 2, ..., r + 1, or (a permute) the
+        # whole buffer; then the end token.
+        inj_move = Signal()
+        with m.If(inj_load):
+            m.d.sync += [inj_row.eq(Mux(permute, base, base + starts[inj_chunk])),
+                         inj_end.eq(Mux(permute, last_row + 1, base + starts[inj_chunk + 1])),
+                         inj_load.eq(0)]
+        with m.Elif(~inj_done):
+            with m.If(inj_row == inj_end):
+                m.d.sync += [inj_left.eq(inj_left - 1), inj_chunk.eq(dec(inj_chunk))]
+                with m.If(inj_left == 1):
+                    m.d.sync += inj_done.eq(1)
+                with m.Else():
+                    m.d.sync += inj_load.eq(1)
+            with m.Else():
+                m.d.comb += inj_beat.eq(1)
+        m.d.comb += inj_move.eq(inj_beat & room & ~abort & routed)
+        with m.If(inj_move):
+            m.d.sync += inj_row.eq(inj_row + 1)
+        end_push = Signal()
+        m.d.comb += end_push.eq(inj_done & ~inj_load & ~end_sent & ~rd_pending & room & ~abort
+                                & routed)
+        with m.If(end_push):
+            m.d.sync += end_sent.eq(1)
+
+        rd_row = Mux(routed, inj_row, tx.row)
+        m.d.comb += [self.tx_rd.en.eq(tx.move | inj_move), self.tx_rd.addr.eq(rd_row)]
+        m.d.sync += [rd_pending.eq(tx.move | inj_move),
+                     rd_mask.eq(Mux(rd_row == last_row, last_mask, (1 << W) - 1)),
+                     rd_tag.eq(0)]
+        with m.If(routed):
+            m.d.sync += [rd_tag.dest.eq(Mux(permute, dest_perm, inj_chunk)),
+                         rd_tag.origin.eq(self.rank), rd_tag.last.eq(inj_row == last_row)]
         masked = Signal(row_shape)
         for j in range(W):
             m.d.comb += masked[j].eq(Mux(rd_mask[j], self.tx_rd.data[j], 0))
+        end_token = Signal(link)
+        m.d.comb += [end_token.tag.dest.eq(dec(self.rank)), end_token.tag.origin.eq(self.rank),
+                     end_token.tag.end.eq(1)]
+        m.d.comb += [tx_fifo.w_en.eq(rd_pending | end_push),
+                     tx_fifo.w_data.eq(Mux(rd_pending, Cat(masked, rd_tag), end_token))]
+
+        # The forward FIFO (routed ops): its beats go first. Once a beat is offered on `tx`,
+        # it stays offered until taken (`hold`), even if a forwarded beat arrives meanwhile.
+        fwd = fifo.SyncFIFO(width=link.size, depth=self.FWD_FIFO_DEPTH)
+        m.submodules.fwd_fifo = ResetInserter(abort)(fwd)
+        hold, hold_fwd = Signal(), Signal()
+        use_fwd = Mux(hold, hold_fwd, fwd.r_rdy)
         m.d.comb += [
-            tx_fifo.w_en.eq(rd_pending), tx_fifo.w_data.eq(masked),
-            self.tx.valid.eq(tx_fifo.r_rdy), self.tx.payload.eq(tx_fifo.r_data),
-            tx_fifo.r_en.eq(self.tx.ready),
+            self.tx.valid.eq(Mux(use_fwd, fwd.r_rdy, tx_fifo.r_rdy)),
+            self.tx.payload.eq(Mux(use_fwd, fwd.r_data, tx_fifo.r_data)),
+            fwd.r_en.eq(use_fwd & self.tx.ready), tx_fifo.r_en.eq(~use_fwd & self.tx.ready),
         ]
+        m.d.sync += [hold.eq(self.tx.valid & ~self.tx.ready & ~abort), hold_fwd.eq(use_fwd)]
 
         # --- RX: take a beat, read the local row, add (or not), write. -----------------------
         meta_layout = data.StructLayout({
@@ -364,14 +536,50 @@ class CollectiveEngine(wiring.Component):
         s1_data = Signal(row_shape)
         take = rx.move
         rx.walk(m, base=base, starts=starts, steps=steps, dec=dec)
-        m.d.comb += [self.rx.ready.eq(rx.beat), take.eq(rx.beat & self.rx.valid),
-                     self.rx_rd.en.eq(take), self.rx_rd.addr.eq(rx.row)]
+        m.d.comb += take.eq(rx.beat & self.rx.valid)
         m.d.sync += [
             s1.valid.eq(take), s1.row.eq(rx.row), s1.step.eq(rx.step),
             s1.mask.eq(Mux(rx.row == last_row, last_mask, (1 << W) - 1)),
             s1.reduce.eq((op != CollectiveOp.ALL_GATHER) & (rx.step < P - 1)),
-            s1_data.eq(self.rx.payload),
+            s1_data.eq(self.rx.payload.data),
         ]
+
+        # Routed ops: a beat for this rank is written to its origin's slot the next cycle;
+        # another goes on through the forward FIFO. The own chunk's copy (all-to-all) reads
+        # through rx_rd in the cycles no received beat will be written.
+        rb = self.rx.payload
+        mine = rb.tag.dest == self.rank
+        rx_open = in_route & (ends_seen != P - 1)
+        take_r = Signal()
+        m.d.comb += [take_r.eq(self.rx.valid & rx_open & (mine | fwd.w_rdy)),
+                     fwd.w_en.eq(take_r & ~mine), fwd.w_data.eq(rb),
+                     self.rx.ready.eq(rx.beat | (rx_open & (mine | fwd.w_rdy)))]
+        got = take_r & mine & ~rb.tag.end
+        with m.If(take_r & rb.tag.end):  # (P - 1 tokens reach every rank: all but its own)
+            m.d.sync += ends_seen.eq(ends_seen + 1)
+        rw = Signal(meta_layout)  # a received beat to write (row, mask) ...
+        rw_data = Signal(row_shape)
+        cw = Signal(meta_layout)  # ... or a copied row, its data on rx_rd.data
+        m.d.sync += [rw.valid.eq(got), rw.row.eq(wptr[rb.tag.origin]),
+                     rw.mask.eq(Mux(rb.tag.last, last_mask, (1 << W) - 1)),
+                     rw_data.eq(rb.data)]
+        with m.If(got):
+            m.d.sync += wptr[rb.tag.origin].eq(wptr[rb.tag.origin] + 1)
+        with m.If(cp_load):
+            m.d.sync += [cp_row.eq(base + own_start), cp_end.eq(base + own_end),
+                         cp_dst.eq(wptr[self.rank]), cp_load.eq(0)]
+        with m.Elif(~cp_done):
+            with m.If(cp_row == cp_end):
+                m.d.sync += cp_done.eq(1)
+            with m.Else():
+                m.d.comb += cp_beat.eq(1)
+        cp_move = cp_beat & ~got & ~abort
+        with m.If(cp_move):
+            m.d.sync += [cp_row.eq(cp_row + 1), cp_dst.eq(cp_dst + 1)]
+        m.d.sync += [cw.valid.eq(cp_move), cw.row.eq(cp_dst),
+                     cw.mask.eq(Mux(cp_row == last_row, last_mask, (1 << W) - 1))]
+        m.d.comb += [self.rx_rd.en.eq(take | cp_move),
+                     self.rx_rd.addr.eq(Mux(routed, cp_row, rx.row))]
         adders = []
         for j in range(W):
             add = shared(Fp32Adder(stages=L), "hdl.fp32_add:Fp32Adder", {"stages": L},
@@ -382,12 +590,22 @@ class CollectiveEngine(wiring.Component):
             adders.append(add)
         meta_w = delay(m, s1, L, name="meta")
         data_w = delay(m, s1_data, L, name="rx_data")
-        m.d.comb += self.wr.addr.eq(meta_w.row)
-        for j in range(W):
-            m.d.comb += [
-                self.wr.data[j].eq(Mux(meta_w.reduce, adders[j].result, data_w[j])),
-                self.wr.en[j].eq(meta_w.valid & meta_w.mask[j]),
-            ]
+        with m.If(rw.valid):
+            m.d.comb += self.wr.addr.eq(rw.row)
+            for j in range(W):
+                m.d.comb += [self.wr.data[j].eq(rw_data[j]), self.wr.en[j].eq(rw.mask[j])]
+        with m.Elif(cw.valid):
+            m.d.comb += self.wr.addr.eq(cw.row)
+            for j in range(W):
+                m.d.comb += [self.wr.data[j].eq(self.rx_rd.data[j]),
+                             self.wr.en[j].eq(cw.mask[j])]
+        with m.Else():
+            m.d.comb += self.wr.addr.eq(meta_w.row)
+            for j in range(W):
+                m.d.comb += [
+                    self.wr.data[j].eq(Mux(meta_w.reduce, adders[j].result, data_w[j])),
+                    self.wr.en[j].eq(meta_w.valid & meta_w.mask[j]),
+                ]
         with m.If(meta_w.valid):
             m.d.sync += [wr_any.eq(1), wr_step.eq(meta_w.step), wr_row.eq(meta_w.row)]
 
@@ -396,18 +614,25 @@ class CollectiveEngine(wiring.Component):
         m.d.sync += in_flight.eq(in_flight + take - meta_w.valid)
         m.d.comb += finished.eq(tx.done & rx.done & ~tx.load & ~rx.load & (in_flight == 0)
                                 & ~rd_pending & (tx_fifo.level == 0))
+        m.d.comb += route_finished.eq(inj_done & ~inj_load & end_sent & ~rd_pending
+                                      & (tx_fifo.level == 0) & (fwd.level == 0)
+                                      & (ends_seen == P - 1) & cp_done & ~cp_load
+                                      & ~rw.valid & ~cw.valid)
 
         # The watchdog counts the cycles of RUN since the last beat on either link.
         T = self.watchdog_cycles
         if T:
             quiet = Signal(range(T), name="wd_quiet")
             beat = (self.tx.valid & self.tx.ready) | (self.rx.valid & self.rx.ready)
-            in_run = running & phase.ongoing("RUN")
+            in_run = running & (phase.ongoing("RUN") | in_route)
             with m.If(~in_run | beat):
                 m.d.sync += quiet.eq(0)
             with m.Else():
                 m.d.sync += quiet.eq(quiet + 1)
-            m.d.comb += abort.eq(in_run & ~beat & ~finished & (quiet == T - 1))
+            done_now = Mux(in_route, route_finished, finished)
+            m.d.comb += abort.eq(in_run & ~beat & ~done_now & (quiet == T - 1))
             with m.If(abort):  # (after the walkers' own updates: this wins)
-                m.d.sync += [tx.done.eq(1), tx.load.eq(0), rx.done.eq(1), rx.load.eq(0)]
+                m.d.sync += [tx.done.eq(1), tx.load.eq(0), rx.done.eq(1), rx.load.eq(0),
+                             inj_done.eq(1), inj_load.eq(0), end_sent.eq(1), cp_done.eq(1),
+                             cp_load.eq(0)]
         return m

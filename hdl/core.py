@@ -790,6 +790,7 @@ class NeuronCore(wiring.Component):
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
+                              ranks=max(ranks, 2),
                               link_width=link_width, vector_engine=vector_engine,
                               sparse=sparse)
         self.vector_engine, self.sparse = vector_engine, sparse
@@ -807,9 +808,9 @@ class NeuronCore(wiring.Component):
         if ranks:
             self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words,
                                           watchdog_cycles=watchdog_cycles)
-            row = data.ArrayLayout(32, link_width)
-            ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(row)),
-                          "rx": In(stream.Signature(row)), "tx_flush": Out(1)})
+            beat = self._coll.link_layout
+            ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(beat)),
+                          "rx": In(stream.Signature(beat)), "tx_flush": Out(1)})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages,
                                 sparsity=tuple(SPARSITY_CODES) if sparse else ())
@@ -825,7 +826,7 @@ class NeuronCore(wiring.Component):
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
                           random_bits=self.random_bits, link_width=self.link_width,
                           data_width=self.data_width, vector_engine=self.vector_engine,
-                          sparse=self.sparse, **kwargs)
+                          sparse=self.sparse, ranks=self.ranks, **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -907,6 +908,8 @@ class NeuronCore(wiring.Component):
                          coll.cmd.payload.op.as_value().eq(cd.coll_op.as_value()),
                          coll.cmd.payload.addr.eq(cd.sbuf_addr),
                          coll.cmd.payload.words.eq(cd.cols * W),
+                         coll.cmd.payload.dst.eq(cd.dst_addr),
+                         coll.cmd.payload.shift.eq(cd.shift),
                          seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
                          # A soft reset abandons a running collective as the watchdog does:
                          # the link drops its beats too (none may reach a later collective).

@@ -76,7 +76,7 @@ DESCRIPTOR_LAYOUTS = {
                               "bias_addr": 16, "scale": 32, "dtype": Dtype, "mode": Rounding,
                               "saturate": 1, "dst_addr": 16}),
     Opcode.COLLECTIVE: _layout({"coll_op": CollectiveOp, "part": 8, "rows": 9,
-                                "sbuf_addr": 16, "cols": 16}),
+                                "sbuf_addr": 16, "cols": 16, "dst_addr": 16, "shift": 6}),
     Opcode.BARRIER: _layout({}),
     Opcode.SET_SEED: _layout({"seed": 64}),
     Opcode.TENSOR_TENSOR: _layout({"alu": AluOp, "part": 8, "rows": 9, "cols": 16, **_IN0,

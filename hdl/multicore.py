@@ -79,7 +79,8 @@ class CoreRing(wiring.Component):
             m.d.comb += [core.rank.eq(r), getattr(self, f"busy{r}").eq(core.busy),
                          getattr(self, f"error{r}").eq(core.error),
                          getattr(self, f"activity{r}").eq(core.activity)]
-            link = LinkModel(link_width=self.link_width, max_latency=self.max_latency, index=r)
+            link = LinkModel(link_width=self.link_width, ranks=self.ranks,
+                             max_latency=self.max_latency, index=r)
             m.submodules[f"link{r}"] = link
             m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
                          link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed)]

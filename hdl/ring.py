@@ -17,6 +17,7 @@ from .collective import (
     check_ranks,
     check_watchdog,
     collective_command_layout,
+    link_layout,
 )
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .instances import shared
@@ -58,6 +59,9 @@ class LinkModel(wiring.Component):
     ----------
     link_width : int
         fp32 words per beat: one of :data:`~hdl.collective.LINK_WIDTHS` (default 1).
+    ranks : int
+        The ring's size, 2 to 64 (default 2): a beat is a
+        :func:`~hdl.collective.link_layout` (its words and a tag of two ranks).
     max_latency : int
         The largest ``latency`` the link is built for, 1 to 256 (default
         :data:`MAX_LINK_LATENCY`).
@@ -67,21 +71,22 @@ class LinkModel(wiring.Component):
     Raises
     ------
     TypeError
-        If ``link_width``, ``max_latency`` or ``index`` is not an integer.
+        If a parameter is not an integer.
     ValueError
-        If ``link_width``, ``max_latency`` or ``index`` is out of range.
+        If a parameter is out of range.
     """
 
-    def __init__(self, *, link_width: int = 1, max_latency: int = MAX_LINK_LATENCY,
-                 index: int = 0):
+    def __init__(self, *, link_width: int = 1, ranks: int = 2,
+                 max_latency: int = MAX_LINK_LATENCY, index: int = 0):
         self.link_width = check_link_width(link_width)
+        self.ranks = check_ranks(ranks)
         self.max_latency = check_max_latency(max_latency)
         self.index = check_int("index", index, lo=0)
         self.capacity = max_latency + 2
-        row = data.ArrayLayout(32, link_width)
+        self.layout = link_layout(ranks, link_width)
         super().__init__({
-            "i": In(stream.Signature(row)),
-            "o": Out(stream.Signature(row)),
+            "i": In(stream.Signature(self.layout)),
+            "o": Out(stream.Signature(self.layout)),
             "latency": In(range(max_latency + 1), init=1),
             "stall_rate": In(8),
             "seed": In(32),
@@ -97,7 +102,7 @@ class LinkModel(wiring.Component):
         # FIFO and those still in the line against the FIFO's depth, so the line never has to
         # stop.
         m = Module()
-        width = 32 * self.link_width
+        width = self.layout.size
         buf = fifo.SyncFIFO(width=width, depth=self.capacity)
         m.submodules.buf = ResetInserter(self.flush)(buf)
 
@@ -229,7 +234,7 @@ class CollectiveRing(wiring.Component):
             eng = shared(CollectiveEngine(**params), "hdl.collective:CollectiveEngine", params)
             m.submodules[f"engine{r}"] = eng
             engines.append(eng)
-            link = LinkModel(link_width=W, max_latency=self.max_latency, index=r)
+            link = LinkModel(link_width=W, ranks=P, max_latency=self.max_latency, index=r)
             m.submodules[f"link{r}"] = link
             links.append(link)
             m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),

@@ -130,6 +130,9 @@ class Sequencer(wiring.Component):
         The DRAM the range checks allow, 1 to 2^32.
     ring : bool
         The core has a collective engine (default ``False``: COLLECTIVE is BAD_FIELD).
+    ranks : int
+        The ring's size P, 2 to 64 (default 2; with ``ring``): a PERMUTE's shift must be in
+        1..P − 1 and an all-to-all writes P·⌈cols/P⌉ words a partition.
     link_width : int
         The rows a COLLECTIVE must give, 1 to ``n`` (default 1).
     vector_engine : bool
@@ -149,13 +152,14 @@ class Sequencer(wiring.Component):
     """
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
-                 dram_bytes: int, ring: bool = False, link_width: int = 1,
+                 dram_bytes: int, ring: bool = False, ranks: int = 2, link_width: int = 1,
                  vector_engine: bool = True, sparse: bool = False):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
         self.link_width = check_int("link_width", link_width, lo=1, hi=n)
+        self.ranks = check_int("ranks", ranks, lo=2, hi=64)
         if not isinstance(vector_engine, bool):
             raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
         self.vector_engine = vector_engine
@@ -366,10 +370,29 @@ class Sequencer(wiring.Component):
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.COLLECTIVE):
                 f = v[Opcode.COLLECTIVE]
-                chain([(f.coll_op.as_value() <= int(max(_isa.CollectiveOp)), ErrorCode.BAD_FIELD),
+                P = self.ranks if self.ring else 0
+                cop = f.coll_op.as_value()
+                permute = cop == _isa.CollectiveOp.PERMUTE
+                routed = (cop == _isa.CollectiveOp.ALL_TO_ALL) | permute
+                # The words an all-to-all writes a partition: P * ceil(cols / P).
+                a2a_words = Signal(18)
+                if P & (P - 1) == 0 and P:
+                    k = P.bit_length() - 1
+                    m.d.comb += a2a_words.eq(((f.cols + P - 1) >> k) << k)
+                elif P:
+                    m.d.comb += a2a_words.eq(f.cols + (P - f.cols % P) % P)
+                out = Mux(permute, f.cols, a2a_words)
+                meet = (f.sbuf_addr < f.dst_addr + out) & (f.dst_addr < f.sbuf_addr + f.cols)
+                no_ring = Const(int(P == 0))  # (then BAD_FIELD below)
+                # (outside a ring a PERMUTE's shift is never right: P - 1 = -1)
+                shift_ok = (f.shift != 0) & (f.shift < P) if P else Const(0)
+                chain([((cop <= int(max(_isa.CollectiveOp))) & (~permute | shift_ok),
+                        ErrorCode.BAD_FIELD),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                        (f.rows == self.link_width, ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
+                       (~routed | (f.dst_addr + out <= words) | no_ring, ErrorCode.BAD_RANGE),
+                       (~routed | ~meet | no_ring, ErrorCode.BAD_RANGE),
                        (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
             with m.Case(Opcode.BARRIER, Opcode.SET_SEED):
                 pass

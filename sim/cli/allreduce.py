@@ -4,9 +4,10 @@ A ring of P :class:`~hdl.collective.CollectiveEngine` s (``hdl.ring:CollectiveRi
 all-reduces (or the other collectives) of the given sizes through ``sim/tb/ring.py``
 (test ``allreduce_runs``), which checks every word of every rank bit for bit against
 ``golden.collective``. Each run reports its cycles beside the bandwidth-optimal ring bound
-``2·(P − 1)/P · n / W`` (all-reduce; half of it for the others) as ``efficiency = bound /
-cycles``, and the result's error against the float64 sum of the inputs. Used by
-``nclite allreduce`` and the benchmarks.
+``2·(P − 1)/P · n / W`` (all-reduce; half of it for reduce-scatter and all-gather;
+``golden.collective.route_bound_cycles`` for all-to-all and permute: about (P − 1)/2 · n / W
+and s · n / W on a one-way ring) as ``efficiency = bound / cycles``, and an all-reduce's error
+against the float64 sum of the inputs. Used by ``nclite allreduce`` and the benchmarks.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ import math
 
 import numpy as np
 
-from golden.collective import CollectiveOp, ring_bound_cycles
+from golden.collective import (
+    ROUTED_OPS,
+    CollectiveOp,
+    check_shift,
+    out_rows,
+    ring_bound_cycles,
+    route_bound_cycles,
+)
 from hdl.collective import check_link_width, check_ranks, setup_cycles
 from sim import runner
 from sim.cli.gemm import error_vs_float64_text
@@ -57,20 +65,31 @@ def _check(ranks, link_width, sizes, latency, stall_rate, max_latency):
 def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
                     op: str = "ALL_REDUCE", simulator: str = "verilator", latency: int = 1,
                     stall_rate: int = 0, seed: int = 1, waves: bool = False,
-                    error_vs_float64: bool = True, max_latency: int = 16) -> dict:
+                    error_vs_float64: bool = True, max_latency: int = 16,
+                    shift: int = 1) -> dict:
     """Simulate collectives of each size in ``sizes`` on one ring (one build); return figures.
 
     Raises ``ValueError`` for bad input (ranks < 2, n < 1, an unsupported link width, ...)
     before anything is simulated, and :class:`runner.SimulationFailed` if a result differs
-    from golden or the ring hangs.
+    from golden or the ring hangs. ``shift``: a permute's (1 .. P - 1; the others ignore it).
+    An all-to-all or a permute reads the buffer at row 0 and writes from row ceil(n / W) on.
     """
     _check(ranks, link_width, sizes, latency, stall_rate, max_latency)
     op_code = CollectiveOp[op.upper()] if isinstance(op, str) else CollectiveOp(op)
-    params = ring_params(ranks, link_width, max(sizes), max_latency=max_latency)
-    tag = f"{op_code.name.lower()}-{'_'.join(map(str, sizes))[:60]}-l{latency}-s{stall_rate}-{seed}"
+    routed = op_code in ROUTED_OPS
+    if op_code == CollectiveOp.PERMUTE:
+        check_shift(shift, ranks)
+    else:
+        shift = 0
+    # A routed op's memory holds the buffer and its destination region.
+    words = max(n + out_rows(op_code, n, ranks, link_width) * link_width if routed else n
+                for n in sizes)
+    params = ring_params(ranks, link_width, words, max_latency=max_latency)
+    tag = (f"{op_code.name.lower()}{shift or ''}-{'_'.join(map(str, sizes))[:60]}"
+           f"-l{latency}-s{stall_rate}-{seed}")
     out = runner.result_file("allreduce", f"{simulator}-p{ranks}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate,
-            "op": op_code.name, "return_data": error_vs_float64}
+            "op": op_code.name, "shift": shift, "return_data": error_vs_float64}
     result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb.ring", simulator,
                         testcase="allreduce_runs", seed=seed, waves=waves, run_tag=tag,
                         quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
@@ -80,7 +99,8 @@ def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
     setup = setup_cycles(ranks, params["depth"])
     for run in r["runs"]:
         n = run["words"]
-        run["bound_cycles"] = ring_bound_cycles(op_code, n, ranks, link_width)
+        run["bound_cycles"] = (route_bound_cycles(op_code, n, ranks, link_width, shift)
+                               if routed else ring_bound_cycles(op_code, n, ranks, link_width))
         run["efficiency"] = run["bound_cycles"] / run["cycles"]
         run["overhead_cycles"] = run["cycles"] - run["bound_cycles"]
         inputs, res = run.pop("inputs"), run.pop("result")
@@ -113,7 +133,12 @@ def _error_vs_float64(inputs: np.ndarray, result: np.ndarray) -> dict:
 
 def format_collectives(r: dict) -> str:
     op = r["op"].replace("_", "-").lower()
-    bound = "2(P-1)/P*n/W" if op == "all-reduce" else "(P-1)/P*n/W"
+    bound = {"all-reduce": "2(P-1)/P*n/W", "reduce-scatter": "(P-1)/P*n/W",
+             "all-gather": "(P-1)/P*n/W",
+             "all-to-all": "(P-1)/2*n/W" if r["ranks"] > 2 else "n/W (the write port)",
+             "permute": "shift*n/W"}[op]
+    if op == "permute":
+        op = f"permute by {r['shift']}"
     lines = [f"nclite allreduce: {op} on a ring of {r['ranks']} engines, {r['link_width']} fp32 "
              f"word(s) per beat, link latency {r['latency']}, stall rate "
              f"{r['stall_rate']}/256 ({r['simulator']}, seed {r['seed']})"]
@@ -121,7 +146,7 @@ def format_collectives(r: dict) -> str:
         lines += [
             f"  n = {run['words']} words per rank",
             "    result      : every word of every rank bit-exact with golden, ranks identical"
-            if op != "reduce-scatter" else
+            if op in ("all-reduce", "all-gather") else
             "    result      : every word of every rank bit-exact with golden",
             f"    cycles      : {run['cycles']} (ring bound {bound} = "
             f"{run['bound_cycles']:.0f}; setup {r['setup_cycles']})",

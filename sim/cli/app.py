@@ -288,8 +288,11 @@ def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json)
                    "[default: 4096]")
 @click.option("--link-width", "-w", type=int, default=1, show_default=True,
               help="fp32 words per link beat: 1, 2 or 4.")
-@click.option("--op", type=click.Choice(["all-reduce", "reduce-scatter", "all-gather"]),
+@click.option("--op", type=click.Choice(["all-reduce", "reduce-scatter", "all-gather",
+                                        "all-to-all", "permute"]),
               default="all-reduce", show_default=True, help="The collective.")
+@click.option("--shift", type=int, default=1, show_default=True,
+              help="A permute's shift s: rank r sends to rank (r + s) mod P (1..P-1).")
 @click.option("--latency", type=int, default=1, show_default=True,
               help="Link latency in cycles (1..16).")
 @click.option("--stall-rate", type=int, default=0, show_default=True,
@@ -299,20 +302,21 @@ def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json)
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
 @_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def allreduce(ranks, sizes, link_width, op, latency, stall_rate, simulator, seed, waves,
+def allreduce(ranks, sizes, link_width, op, shift, latency, stall_rate, simulator, seed, waves,
               as_json):
-    """Run a ring all-reduce (or reduce-scatter / all-gather) on P simulated collective engines.
+    """Run a ring all-reduce (or reduce-scatter, all-gather, all-to-all, permute) on P
+    simulated collective engines.
 
     Every word of every rank is checked bit for bit against golden/collective.py; prints the
-    cycles beside the bandwidth-optimal ring bound 2(P-1)/P * n / W as an efficiency ratio,
-    and the error of the sum against float64.
+    cycles beside the bandwidth-optimal bound (all-reduce: the ring's 2(P-1)/P * n / W) as an
+    efficiency ratio, and an all-reduce's error against float64.
     """
     from sim.cli import allreduce as ar
 
     result = ar.run_collectives(ranks=ranks, sizes=list(sizes) or [4096],
                                 link_width=link_width, op=op.replace("-", "_"),
                                 simulator=simulator, latency=latency, stall_rate=stall_rate,
-                                seed=seed, waves=waves or None)
+                                seed=seed, waves=waves or None, shift=shift)
     click.echo(json.dumps(result, indent=2) if as_json else ar.format_collectives(result))
 
 

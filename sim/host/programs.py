@@ -80,7 +80,9 @@ class ProgramBuilder:
 def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
     """Programs whose last command fails, each with the error it must give (and one legal
     control, "ok"): every check of ``golden.iss.NeuronCoreISS.check``, for a core outside a
-    ring ("collective alone" is BAD_FIELD there). Needs n >= 3 and link_width < n."""
+    ring ("collective alone" is BAD_FIELD there; so are an all-to-all's destination cases,
+    which are BAD_RANGE on a core whose ``cfg.ranks`` is P >= 2). Needs n >= 3, link_width < n
+    and sbuf_words >= 8."""
     n = cfg.n
     ok = encode(Opcode.BARRIER)
     ls2 = encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=2, m=2, sbuf_addr=0, sparsity=0)
@@ -89,6 +91,11 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
     act = {"func": ActivationFunc.IDENTITY, "src_sbuf": 1, "part": 0, "rows": 1, "cols": 2,
            "src_bank": 0, "src_addr": 0, "bias_en": 0, "bias_addr": 0, "scale": _ONE,
            "dtype": FP32, "mode": Rounding.RNE, "saturate": 0, "dst_addr": 0}
+    coll = {"coll_op": CollectiveOp.ALL_REDUCE, "part": 0, "rows": cfg.link_width,
+            "sbuf_addr": 0, "cols": 1, "dst_addr": 0, "shift": 0}
+    a2a, permute = CollectiveOp.ALL_TO_ALL, CollectiveOp.PERMUTE
+    a2a_rows = max(cfg.ranks, 2)  # its destination's rows for cols = 1 (P x ceil(1 / P))
+    in_ring = ErrorCode.BAD_RANGE if cfg.ranks >= 2 else ErrorCode.BAD_FIELD
     cases = [
         ("opcode 0", np.zeros(8, np.uint32), ErrorCode.BAD_OPCODE),
         ("opcode 13", np.array([13, 0, 0, 0, 0, 0, 0, 0], np.uint32), ErrorCode.BAD_OPCODE),
@@ -124,11 +131,23 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
         ("act psum bank", encode(Opcode.ACTIVATE, **{**act, "src_sbuf": 0,
                                                        "src_bank": cfg.psum_banks}),
          ErrorCode.BAD_RANGE),
-        ("coll op 3", encode(Opcode.COLLECTIVE, coll_op=3, part=0, rows=cfg.link_width,
-                             sbuf_addr=0, cols=1), ErrorCode.BAD_FIELD),
-        ("collective alone", encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0,
-                                    rows=cfg.link_width, sbuf_addr=0, cols=1),
+        ("coll op 5", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": 5}), ErrorCode.BAD_FIELD),
+        ("collective alone", encode(Opcode.COLLECTIVE, **coll), ErrorCode.BAD_FIELD),
+        # Before the shape: a shift outside 1..P-1 (no P outside a ring: any shift).
+        ("permute shift 0", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": permute,
+                                                         "shift": 0, "cols": 0}),
          ErrorCode.BAD_FIELD),
+        ("permute shift P", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": permute,
+                                                         "shift": max(cfg.ranks, 1)}),
+         ErrorCode.BAD_FIELD),
+        # Checked against the destination only in a ring (else BAD_FIELD after the source).
+        ("all-to-all dst past SBUF", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": a2a,
+                                                                  "dst_addr": cfg.sbuf_words
+                                                                  - 1}), in_ring),
+        ("all-to-all dst meets src", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": a2a,
+                                                                  "sbuf_addr": a2a_rows,
+                                                                  "dst_addr": 1}),
+         in_ring),
         ("ls past SBUF", encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=n - 2, k=3, m=1,
                                 sbuf_addr=0, sparsity=0),
          ErrorCode.BAD_RANGE),
@@ -149,11 +168,16 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
                                                        "dram_stride": (1 << 32) - 4}),
          ErrorCode.BAD_RANGE),
         ("coll rows not the link width", encode(Opcode.COLLECTIVE,
-                                                coll_op=CollectiveOp.ALL_REDUCE, part=0,
-                                                rows=cfg.link_width + 1, sbuf_addr=0, cols=1),
+                                                **{**coll, "rows": cfg.link_width + 1}),
          ErrorCode.BAD_SHAPE),
-        ("coll past SBUF", encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0,
-                                  rows=cfg.link_width, sbuf_addr=cfg.sbuf_words - 4, cols=5),
+        ("coll past SBUF", encode(Opcode.COLLECTIVE, **{**coll, "sbuf_addr": cfg.sbuf_words - 4,
+                                                        "cols": 5}),
+         ErrorCode.BAD_RANGE),
+        # The source is checked first: BAD_RANGE in a ring or not.
+        ("all-to-all src past SBUF", encode(Opcode.COLLECTIVE,
+                                            **{**coll, "coll_op": a2a,
+                                               "sbuf_addr": cfg.sbuf_words - 4, "cols": 5,
+                                               "dst_addr": cfg.sbuf_words - 1}),
          ErrorCode.BAD_RANGE),
         ("two faults: field first", encode(Opcode.ACTIVATE, **{**act, "func": 2, "dtype": 7,
                                                                "rows": 0}),

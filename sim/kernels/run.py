@@ -168,23 +168,31 @@ def trace_kernel(module, *, cores: int | None = None, seed: int = 0,
 
 
 def _check_collectives(kernels: list[Kernel]) -> None:
-    """Every core issues the same collectives in the same order, of the same size (else the
-    hardware's outcome is not defined): a KernelError at the first core's line that differs
-    from core 0's. (A core that issues fewer is the links' timeout, which the ISS reports.)"""
+    """Every core issues the same collectives in the same order, of the same size and, for a
+    permute, the same shift (else the hardware's outcome is not defined; the addresses may
+    differ): a KernelError at the first core's line that differs from core 0's. (A core that
+    issues fewer is the links' timeout, which the ISS reports.)"""
     def collectives(k):
-        return [(decode(w)[1]["coll_op"], decode(w)[1]["rows"] * decode(w)[1]["cols"], line)
-                for w, line in zip(k.program, k.lines, strict=True)
-                if decode(w)[0] == Opcode.COLLECTIVE]
+        out = []
+        for w, line in zip(k.program, k.lines, strict=True):
+            op, f = decode(w)
+            if op == Opcode.COLLECTIVE:
+                shift = f["shift"] if f["coll_op"] == CollectiveOp.PERMUTE else 0
+                out.append(((f["coll_op"], f["rows"] * f["cols"], shift), line))
+        return out
+
+    def show(key):
+        op, size, shift = key
+        by = f" by {shift}" if op == CollectiveOp.PERMUTE else ""
+        return f"{CollectiveOp(op).name.lower()}{by} of {size} words"
 
     first = collectives(kernels[0])
     for r, k in enumerate(kernels[1:], start=1):
-        for i, ((op0, n0, _), (op, size, line)) in enumerate(zip(first, collectives(k),
-                                                                 strict=False)):
-            if (op, size) != (op0, n0):
+        for i, ((key0, _), (key, line)) in enumerate(zip(first, collectives(k), strict=False)):
+            if key != key0:
                 raise KernelError(
-                    f"core {r}'s collective {i} is {CollectiveOp(op).name.lower()} of {size} "
-                    f"words, core 0's {CollectiveOp(op0).name.lower()} of {n0}: every core "
-                    f"must issue the same collectives in the same order", line)
+                    f"core {r}'s collective {i} is {show(key)}, core 0's {show(key0)}: every "
+                    f"core must issue the same collectives in the same order", line)
 
 
 def read_tensor(dram: np.ndarray, t: Tensor) -> np.ndarray:

@@ -164,13 +164,36 @@ async def data_parallel(dut):
         t = pb.alloc(W, cols, FP32)
         tb.put(r, t, vectors.cast_inputs("bf16", rng, W * cols).astype(np.uint32))
         pb.load(t, 0, W, 0, cols, 5)
-        pb.emit(Opcode.COLLECTIVE, coll_op=1, part=0, rows=W, sbuf_addr=5, cols=cols)
-        pb.emit(Opcode.COLLECTIVE, coll_op=2, part=0, rows=W, sbuf_addr=5, cols=cols)
+        pb.emit(Opcode.COLLECTIVE, coll_op=1, part=0, rows=W, sbuf_addr=5, cols=cols,
+                dst_addr=0, shift=0)
+        pb.emit(Opcode.COLLECTIVE, coll_op=2, part=0, rows=W, sbuf_addr=5, cols=cols,
+                dst_addr=0, shift=0)
         # At partitions n - W ..: rotated lanes.
-        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=n - W, rows=W, sbuf_addr=5, cols=cols)
+        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=n - W, rows=W, sbuf_addr=5, cols=cols,
+                dst_addr=0, shift=0)
         pb.store(t, 0, W, 0, cols, 5)
         programs.append(pb.program)
     await tb.run(programs, "reduce-scatter + all-gather")
+
+    # An all-to-all of uneven chunks, then a permute of its result (bits moved, NaN payloads
+    # included), into words past the source: every memory against RingISS.
+    cols = 2 * tb.P + 1
+    a2a = tb.P * -(-cols // tb.P)
+    total = cols + a2a + a2a
+    shift = int(rng.integers(1, tb.P))
+    programs = []
+    for r in range(tb.P):
+        pb = ProgramBuilder(cfg)
+        t = pb.alloc(W, total, FP32)
+        tb.put(r, t, vectors.operands("fp32", rng, W * total, specials=0.1).astype(np.uint32))
+        pb.load(t, 0, W, 0, total, 2)
+        pb.emit(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_TO_ALL, part=0, rows=W,
+                sbuf_addr=2, cols=cols, dst_addr=2 + cols, shift=0)
+        pb.emit(Opcode.COLLECTIVE, coll_op=CollectiveOp.PERMUTE, part=n - W, rows=W,
+                sbuf_addr=2 + cols, cols=a2a, dst_addr=2 + cols + a2a, shift=shift)
+        pb.store(t, 0, W, 0, total, 2)
+        programs.append(pb.program)
+    await tb.run(programs, f"all-to-all + permute by {shift}")
 
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")  # a bus that stalls fails, never hangs
@@ -186,7 +209,7 @@ async def hung_collective(dut):
     W, P, T = tb.cfg.link_width, tb.P, tb.top.watchdog_cycles
     assert T > DEBUG_TIMEOUT + 1000, "the watchdog must outlast the debug read's timeout"
     coll = encode(Opcode.COLLECTIVE, coll_op=CollectiveOp.ALL_REDUCE, part=0, rows=W,
-                  sbuf_addr=0, cols=4)
+                  sbuf_addr=0, cols=4, dst_addr=0, shift=0)
     want = RingISS(tb.iss).run([[coll]] * (P - 1) + [[]])
     assert want == [ErrorCode.LINK_TIMEOUT] * (P - 1) + [ErrorCode.OK], want
     for r in range(P - 1):
@@ -236,7 +259,8 @@ async def hung_collective(dut):
         t, out = pb.alloc(W, cols, FP32), pb.alloc(W, cols, FP32)
         tb.put(r, t, vectors.operands("fp32", tb.rng, (W, cols), 0.05))
         pb.load(t, 0, W, 0, cols, 0)
-        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=cols)
+        pb.emit(Opcode.COLLECTIVE, coll_op=0, part=0, rows=W, sbuf_addr=0, cols=cols,
+                dst_addr=0, shift=0)
         pb.store(out, 0, W, 0, cols, 0)
         programs.append(pb.program)
     await tb.run(programs, "an all-reduce of every core after the link timeout",

@@ -57,7 +57,14 @@ from cocotb.triggers import (
 )
 from cocotb.utils import get_sim_time
 
-from golden.collective import CollectiveOp, chunk_words, run_collective
+from golden.collective import (
+    ROUTED_OPS,
+    CollectiveOp,
+    chunk_words,
+    out_rows,
+    route_collective,
+    run_collective,
+)
 from hdl.collective import DEFAULT_WATCHDOG_CYCLES, collective_command_layout, setup_cycles
 from sim.tb import streams, tbutil, vectors
 from sim.tb.streams import StreamSource
@@ -78,7 +85,8 @@ class RingTB:
         self.max_latency = p.get("max_latency", 16)
         self.rng = tbutil.rng(0xC011)
         layout = collective_command_layout(self.depth, self.W)
-        self._off = {name: layout[name].offset for name in ("op", "addr", "words")}
+        self._off = {name: layout[name].offset
+                     for name in ("op", "addr", "words", "dst", "shift")}
         # The model: every word of every rank's memory (None = never written: X in Icarus).
         self.mem = np.zeros((self.P, self.depth * self.W), dtype=np.uint32)
         self.known = np.zeros(self.depth, dtype=bool)
@@ -145,18 +153,21 @@ class RingTB:
                         out[r, (i - 1) * W + j] = (word >> (32 * (W * r + j))) & MASK32
         return out
 
-    def pack_cmd(self, op: int, addr: int, words: int) -> int:
+    def pack_cmd(self, op: int, addr: int, words: int, dst: int = 0, shift: int = 0) -> int:
         o = self._off
-        return op << o["op"] | addr << o["addr"] | words << o["words"]
+        return (op << o["op"] | addr << o["addr"] | words << o["words"] | dst << o["dst"]
+                | shift << o["shift"])
 
     def watchdog_cycles(self, words: int) -> int:
         beats = -(-max(words, 1) // self.W)
         slow = 1 + 8 * self.stall_rate / 256  # stalls on both sides of every link
-        return int(50 * self.P * self.max_latency + 100 + 4 * slow * 2 * beats) + 200
+        # (an all-to-all takes (P - 1)/2 B cycles, a permute up to (P - 1) B: below 2(P + 1) B)
+        return int(50 * self.P * self.max_latency + 100 + 4 * slow * (self.P + 1) * beats) + 200
 
-    async def issue(self, cmds: list[tuple[int, int, int]], *, skew: int = 0, what: str = "",
+    async def issue(self, cmds: list[tuple], *, skew: int = 0, what: str = "",
                     per_rank: list[list[int]] | None = None, limit: int | None = None) -> int:
-        """Give every rank the commands ``cmds`` ((op, addr, words) each), each rank its next
+        """Give every rank the commands ``cmds`` ((op, addr, words[, dst, shift]) each), each
+        rank its next
         one as soon as it took the previous (so a rank may start command k + 1 while its
         neighbours still finish command k), rank r starting after a random delay of up to
         ``skew`` cycles; wait until all are idle; return the largest ``cycles`` of the ranks
@@ -207,35 +218,62 @@ class RingTB:
         cycles = int(dut.cycles.value)
         return max((cycles >> (32 * r)) & MASK32 for r in range(P))
 
-    def describe(self, op: CollectiveOp, addr: int, words: int) -> str:
-        return f"{op.name} of {words} words at row {addr}"
+    def describe(self, op: CollectiveOp, addr: int, words: int, dst: int = 0,
+                 shift: int = 0) -> str:
+        to = ""
+        if op in ROUTED_OPS:
+            to = f" to row {dst}" + (f" shifted by {shift}" if op == CollectiveOp.PERMUTE else "")
+        return f"{op.name} of {words} words at row {addr}{to}"
 
-    async def collectives(self, batch: list[tuple[CollectiveOp, int, int]], *, skew: int = 0,
+    def touched(self, op: CollectiveOp, addr: int, words: int, dst: int = 0,
+                shift: int = 0) -> tuple[int, int]:
+        """The rows a command may write (its buffer, or a routed op's destination region)."""
+        if op in ROUTED_OPS:
+            return dst, dst + out_rows(op, words, self.P, self.W)
+        return addr, addr + -(-words // self.W)
+
+    def model(self, op: CollectiveOp, addr: int, words: int, dst: int = 0,
+              shift: int = 0) -> None:
+        """Run a command on the memory model (golden.collective)."""
+        P, W = self.P, self.W
+        lo, hi = addr * W, addr * W + words
+        src = [self.mem[r, lo:hi] for r in range(P)]
+        if op in ROUTED_OPS:
+            d0, d1 = self.touched(op, addr, words, dst, shift)
+            new = route_collective(op, src, [self.mem[r, d0 * W:d1 * W] for r in range(P)],
+                                   W, shift)
+            lo, hi = d0 * W, d1 * W
+        else:
+            new = run_collective(op, src, W)
+        for r, b in enumerate(new):
+            self.mem[r, lo:hi] = b
+
+    async def collectives(self, batch: list[tuple], *, skew: int = 0,
                           check: bool = True) -> int:
-        """Run ``batch`` ((op, addr, words) each) back to back, update the model, compare
-        every rank's rows touched (and a guard row each side); return the last one's
-        cycles."""
+        """Run ``batch`` ((op, addr, words[, dst, shift]) each) back to back, update the
+        model, compare every rank's rows touched (and a guard row each side); return the last
+        one's cycles."""
         P, W = self.P, self.W
         what = " then ".join(self.describe(*c) for c in batch) + (
             f" on {P} ranks x {W} words/beat")
-        cycles = await self.issue([(op.value, addr, n) for op, addr, n in batch], skew=skew,
-                                  what=what)
-        for op, addr, words in batch:
-            lo, hi = addr * W, addr * W + words
-            new = run_collective(op, [self.mem[r, lo:hi] for r in range(P)], W)
-            for r, b in enumerate(new):
-                self.mem[r, lo:hi] = b
+        cycles = await self.issue([(c[0].value, *c[1:]) for c in batch], skew=skew, what=what)
+        timeout = int(self.dut.timeout.value)
+        assert not timeout, (f"{what}: the link watchdog fired on ranks {timeout:0{P}b} "
+                             f"(seed {tbutil.seed()}, {tbutil.simulator()})")
+        for c in batch:
+            self.model(*c)
         if not check:
             return cycles
-        r0 = min(addr for _, addr, _ in batch)
-        r1 = max(addr + -(-n // W) for _, addr, n in batch)
+        spans = [self.touched(*c) for c in batch]
+        r0 = min(a for a, _ in spans)
+        r1 = max(b for _, b in spans)
         g0 = r0 - 1 if r0 > 0 and self.known[r0 - 1] else r0
         g1 = r1 + 1 if r1 < self.depth and self.known[r1] else r1
         got = await self.dump(g0, g1 - g0)
         want = self.mem[:, g0 * W:g1 * W]
         bad = np.argwhere(got != want)
         if bad.size:
-            op, addr, words = batch[-1]
+            op, addr, words = batch[-1][:3]
             lines = [f"rank {r} row {g0 + i // W} lane {i % W}: RTL 0x{int(got[r, i]):08x} "
                      f"golden 0x{int(want[r, i]):08x}" for r, i in bad[:8]]
             raise AssertionError(
@@ -243,17 +281,17 @@ class RingTB:
                 f"stall rate {self.stall_rate}/256, seed {tbutil.seed()}, "
                 f"{tbutil.simulator()}; chunk bounds of the last: "
                 f"{chunk_words(words, P, W)}):\n  " + "\n  ".join(lines))
-        op, addr, words = batch[-1]
-        if op != CollectiveOp.REDUCE_SCATTER:  # every rank the same bits
+        op, addr, words = batch[-1][:3]
+        if op in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER):  # every rank the same
             mine = got[:, addr * W - g0 * W:addr * W + words - g0 * W]
             for r in range(1, P):
                 assert np.array_equal(mine[r], mine[0]), f"{what}: ranks 0 and {r} differ"
         return cycles
 
-    async def collective(self, op: CollectiveOp, addr: int, words: int, *, skew: int = 0,
-                         check: bool = True) -> int:
+    async def collective(self, op: CollectiveOp, addr: int, words: int, dst: int = 0,
+                         shift: int = 0, *, skew: int = 0, check: bool = True) -> int:
         """One collective: :meth:`collectives` with a batch of one."""
-        return await self.collectives([(op, addr, words)], skew=skew, check=check)
+        return await self.collectives([(op, addr, words, dst, shift)], skew=skew, check=check)
 
     def data(self, words: int, rng: np.random.Generator, kind: str = "mixed") -> np.ndarray:
         """(P, words) fp32 test data. ``mixed``: either the contract's special values among
@@ -301,9 +339,22 @@ async def random_collectives(dut):
         k = 1 if i < 3 or rng.random() < 0.6 else int(rng.integers(2, 4))
         batch = []
         for words in sizes[i:i + k]:
-            op = ops[i % 3] if i < 3 else ops[int(rng.integers(0, 3))]
+            op = ops[i % len(ops)] if i < len(ops) else ops[int(rng.integers(0, len(ops)))]
+            dst = shift = 0
+            if op in ROUTED_OPS:  # a source and a destination apart
+                words = min(words, (tb.depth - tb.P) // 2 * tb.W)
+                rows = -(-words // tb.W)
+                orows = out_rows(op, words, tb.P, tb.W)
+                first, second = (rows, orows) if rng.random() < 0.5 else (orows, rows)
+                a0 = int(rng.integers(0, tb.depth - rows - orows + 1))
+                a1 = int(rng.integers(a0 + first, tb.depth - second + 1))
+                addr, dst = (a0, a1) if first == rows else (a1, a0)
+                shift = int(rng.integers(1, tb.P)) if op == CollectiveOp.PERMUTE else 0
+                if not tb.known[dst:dst + orows].all():
+                    await tb.load(dst, tb.data(orows * tb.W, rng))
             rows = -(-words // tb.W)
-            addr = int(rng.integers(0, tb.depth - rows + 1))
+            if op not in ROUTED_OPS:
+                addr = int(rng.integers(0, tb.depth - rows + 1))
             if not batch and (i == 0 or rng.random() < 0.6
                               or not tb.known[addr:addr + rows].all()):
                 g0, g1 = max(addr - 1, 0), min(addr + rows + 1, tb.depth)
@@ -315,7 +366,7 @@ async def random_collectives(dut):
                 await tb.load(g0, full)
             elif not tb.known[addr:addr + rows].all():
                 await tb.load(addr, tb.data(rows * tb.W, rng))
-            batch.append((op, addr, words))
+            batch.append((op, addr, words, dst, shift))
             done[op.name] += 1
             i += 1
         latency = int(rng.integers(1, tb.max_latency + 1))
@@ -340,21 +391,34 @@ async def illegal_commands(dut):
     P, W, depth = tb.P, tb.W, tb.depth
     words = min(3 * P * W + 1, depth * W)
     await tb.load(0, tb.data(depth * W, rng))
-    bad = [(3, 0, words, "reserved op"), (0, 0, 0, "n = 0")]
+    a2a, perm = CollectiveOp.ALL_TO_ALL.value, CollectiveOp.PERMUTE.value
+    rows = -(-words // W)
+    orows = out_rows(CollectiveOp.ALL_TO_ALL, words, P, W)
+    # (op, addr, words, dst, shift, why, found at intake: the engine does not start)
+    bad = [(5, 0, words, rows, 1, "reserved op 5", True),
+           (7, 0, words, rows, 1, "reserved op 7", True),
+           (0, 0, 0, 0, 0, "n = 0", True),
+           (perm, 0, words, rows, 0, "a permute's shift 0", True),
+           (perm, 0, words, rows, P, f"a permute's shift {P}", True),
+           (a2a, 0, words, depth - orows + 1, 0, "a destination past the memory", False),
+           (a2a, 0, words, rows - 1, 0, "a destination meeting the source", False),
+           (perm, rows, words, 1, 1, "a source meeting the destination", False)]
     if depth > 1:
-        bad.append((0, depth - 1, 2 * W, "buffer past the memory"))
+        bad.append((0, depth - 1, 2 * W, 0, 0, "buffer past the memory", True))
     field_max = (1 << collective_command_layout(depth, W)["words"].width) - 1
     if field_max > depth * W:
-        bad.append((1, 0, field_max, "n larger than the memory"))
-    for op, addr, n, why in bad:
+        bad.append((1, 0, field_max, 0, 0, "n larger than the memory", True))
+    for op, addr, n, dst, shift, why, at_intake in bad:
         assert int(dut.error.value) in (0, (1 << P) - 1)
         cycles_before = int(dut.cycles.value)
-        await tb.issue([(op, addr, n)], what=why)
+        await tb.issue([(op, addr, n, dst, shift)], what=why)
         assert int(dut.error.value) == (1 << P) - 1, f"{why}: error = {int(dut.error.value):b}"
-        assert int(dut.cycles.value) == cycles_before, f"{why}: an engine ran"
+        if at_intake:
+            assert int(dut.cycles.value) == cycles_before, f"{why}: an engine ran"
         got = await tb.dump(0, depth)
         assert np.array_equal(got, tb.mem), f"{why}: memory changed"
     await tb.collective(CollectiveOp.ALL_REDUCE, 0, words)
+    await tb.collective(CollectiveOp.ALL_TO_ALL, 0, words, rows)
 
 
 @cocotb.test(**tbutil.timeout(20))
@@ -394,14 +458,16 @@ async def allreduce_runs(dut):
     await tb.start()
     rng = tbutil.rng(3)
     op = CollectiveOp[spec.get("op", "ALL_REDUCE")]
+    shift = int(spec.get("shift", 0))
     await tb.configure(int(spec.get("latency", 1)), int(spec.get("stall_rate", 0)), seed=1)
     results = []
     for words in spec.get("sizes", [1024]):
         rows = -(-words // tb.W)
-        await tb.load(0, tb.data(rows * tb.W, rng, spec.get("data", "uniform")))
+        span = rows + (out_rows(op, words, tb.P, tb.W) if op in ROUTED_OPS else 0)
+        await tb.load(0, tb.data(span * tb.W, rng, spec.get("data", "uniform")))
         before = [tb.mem[r, :words].copy() for r in range(tb.P)]
         start = get_sim_time("ns")
-        cycles = await tb.collective(op, 0, words)
+        cycles = await tb.collective(op, 0, words, rows, shift)
         wall_cycles = int((get_sim_time("ns") - start) // PERIOD_NS)
         results.append({"words": words, "cycles": cycles, "issue_to_idle": wall_cycles,
                         "bit_exact": True,
@@ -414,7 +480,8 @@ async def allreduce_runs(dut):
     if out:
         with open(out, "w") as fh:
             json.dump({"ranks": tb.P, "link_width": tb.W, "latency": tb.latency,
-                       "stall_rate": tb.stall_rate, "op": op.name, "runs": results}, fh)
+                       "stall_rate": tb.stall_rate, "op": op.name, "shift": shift,
+                       "runs": results}, fh)
 
 
 class LinkWatch:
@@ -466,14 +533,26 @@ async def link_timeout(dut):
     rng = tbutil.rng(6)
     await tb.configure(int(rng.integers(1, tb.max_latency + 1)), int(rng.choice([0, 26, 77])))
     # Enough beats that the link into the absent rank fills up (its step-0 chunk alone).
-    words = min(P * W * (tb.max_latency + 6) + 1, tb.depth * W)
+    words = min(P * W * (tb.max_latency + 6) + 1, tb.depth * W // 3)
+    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_TO_ALL):
+        await _link_timeout(tb, op, words, rng, T)
+    assert not int(dut.timeout.value), "timeout still set after a collective completed"
+
+
+async def _link_timeout(tb: RingTB, op: CollectiveOp, words: int, rng, T: int) -> None:
+    """One rank never joins ``op``: the others time out; then fresh collectives work."""
+    dut, P, W = tb.dut, tb.P, tb.W
     rows = -(-words // W)
-    await tb.load(0, tb.data(rows * W, rng))
+    dst = rows
+    # (the all-to-all after the timeout writes from row `rows` on: load that region too)
+    span = rows + out_rows(CollectiveOp.ALL_TO_ALL, words, P, W)
+    await tb.load(0, tb.data(span * W, rng))
     absent = int(rng.integers(0, P))
     watch = LinkWatch(dut, P)
-    cmd = tb.pack_cmd(CollectiveOp.ALL_REDUCE.value, 0, words)
-    what = f"an all-reduce of {words} words without rank {absent}"
-    await tb.issue([(0, 0, words)], what=what, limit=T + 50 * tb.max_latency + 4 * rows + 500,
+    cmd = tb.pack_cmd(op.value, 0, words, dst)
+    what = f"an {op.name} of {words} words without rank {absent}"
+    await tb.issue([(op.value, 0, words, dst)], what=what,
+                   limit=T + 50 * tb.max_latency + 4 * P * rows + 500,
                    per_rank=[[] if r == absent else [cmd] for r in range(P)])
     await ClockCycles(dut.clk, 4)
     watch.task.cancel()
@@ -496,11 +575,10 @@ async def link_timeout(dut):
     dut._log.info("%s: ranks %s timed out %s cycles after their last beat (T = %d)", what,
                   [r for r in range(P) if r != absent],
                   [watch.rose[r] - watch.last_beat[r] for r in range(P) if r != absent], T)
-    # The abandoned buffers are undefined: fresh data, then an all-reduce of every rank.
-    await tb.load(0, tb.data(rows * W, rng))
-    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER):
-        await tb.collective(op, 0, words, skew=int(rng.choice([0, 20])))
-    assert not int(dut.timeout.value), "timeout still set after a collective completed"
+    # The abandoned buffers are undefined: fresh data, then collectives of every rank.
+    await tb.load(0, tb.data(span * W, rng))
+    for again in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_GATHER, CollectiveOp.ALL_TO_ALL):
+        await tb.collective(again, 0, words, rows, skew=int(rng.choice([0, 20])))
 
 
 @cocotb.test(**tbutil.timeout(20))
@@ -509,27 +587,30 @@ async def reset_mid_collective(dut):
     await tb.start()
     P, W = tb.P, tb.W
     rng = tbutil.rng(7)
-    await tb.configure(int(rng.integers(1, tb.max_latency + 1)), int(rng.choice([0, 77])))
-    words = min(P * W * 24 + 3, tb.depth * W)
+    words = min(P * W * 24 + 3, tb.depth * W // 3)
     rows = -(-words // W)
-    await tb.load(0, tb.data(rows * W, rng))
-    cmd = tb.pack_cmd(CollectiveOp.ALL_REDUCE.value, 0, words)
-    task = cocotb.start_soon(tb.issue([(0, 0, words)], what="all-reduce reset midway",
-                                      per_rank=[[cmd]] * P))
-    # Into the beats: past the setup, before the end (about 2(P-1)/P * rows beat cycles).
-    at = setup_cycles(P, tb.depth) + int(rng.integers(2, max(3, rows)))
-    await ClockCycles(dut.clk, at)
-    await FallingEdge(dut.clk)
-    assert int(dut.busy.value) == (1 << P) - 1, f"not mid-collective at cycle {at}"
-    task.cancel()
-    for src in tb.sources:
-        src.clear()
-    await tbutil.reset(dut)
-    await FallingEdge(dut.clk)
-    assert not int(dut.busy.value) and not int(dut.error.value) and \
-        not int(dut.timeout.value), "engines not idle and clean after reset"
-    dut._log.info("reset %d cycles into an all-reduce of %d words: engines idle", at, words)
-    # Memories keep their contents through reset; the buffer is undefined: reload it.
-    await tb.load(0, tb.data(rows * W, rng))
-    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER):
-        await tb.collective(op, 0, words, skew=int(rng.choice([0, 20])))
+    for op in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_TO_ALL):
+        await tb.configure(int(rng.integers(1, tb.max_latency + 1)), int(rng.choice([0, 77])))
+        span = 3 * rows  # the destination's rows too (memories outlive a test)
+        await tb.load(0, tb.data(span * W, rng))
+        cmd = tb.pack_cmd(op.value, 0, words, rows)
+        task = cocotb.start_soon(tb.issue([(op.value, 0, words, rows)],
+                                          what=f"{op.name} reset midway", per_rank=[[cmd]] * P))
+        # Into the beats: past the setup, before the end (at least (P - 1)/P rows cycles).
+        at = setup_cycles(P, tb.depth) + P + int(rng.integers(2, max(3, rows // 2)))
+        await ClockCycles(dut.clk, at)
+        await FallingEdge(dut.clk)
+        assert int(dut.busy.value) == (1 << P) - 1, f"not mid-{op.name} at cycle {at}"
+        task.cancel()
+        for src in tb.sources:
+            src.clear()
+        await tbutil.reset(dut)
+        await FallingEdge(dut.clk)
+        assert not int(dut.busy.value) and not int(dut.error.value) and \
+            not int(dut.timeout.value), "engines not idle and clean after reset"
+        dut._log.info("reset %d cycles into an %s of %d words: engines idle", at, op.name, words)
+        # Memories keep their contents through reset; the buffers are undefined: reload.
+        await tb.load(0, tb.data(span * W, rng))
+        for again in (CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER,
+                      CollectiveOp.PERMUTE):
+            await tb.collective(again, 0, words, rows, 1, skew=int(rng.choice([0, 20])))

@@ -21,7 +21,8 @@ The sections:
 * **collectives** - ring all-reduce on P simulated collective engines in Verilator
   (``sim.cli.allreduce.run_collectives``), per P, link width W and n: cycles beside the
   bandwidth-optimal ring bound 2·(P − 1)/P · n / W, as efficiency = bound / cycles, every
-  word of every rank checked bit-exact against golden.
+  word of every rank checked bit-exact against golden; then the routed all-to-all and
+  permute against their bounds (:mod:`sim.tools.bench_routed`).
 * **core** - the NeuronCore roofline: tiled GEMM programs on a whole NeuronCore
   (``sim.cli.demo.run_gemm_bench``, Verilator) at N = 4 and 8, bf16 and fp8, from 16x16x64
   up to 128³ and 256³ (:data:`ROOFLINE`); cycles from the core's busy counter, utilization of
@@ -156,8 +157,9 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
         sizes, dtypes = (GEMM_SIZES[:1], GEMM_DTYPES[:1]) if quick else (GEMM_SIZES, GEMM_DTYPES)
         runs += sum(len(gemm_shapes(n)) for n in sizes) * len(dtypes) + len(GEMM_SPEED_RUNS)
     if collectives:
+        from sim.tools.bench_routed import ROUTED_QUICK, ROUTED_RUNS
         ranks_list, widths, _ = AR_QUICK if quick else (AR_RANKS, AR_WIDTHS, AR_SIZES)
-        runs += len(ranks_list) * len(widths)
+        runs += len(ranks_list) * len(widths) + len(ROUTED_QUICK[0] if quick else ROUTED_RUNS)
     if sru:
         runs += len(SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS) + 1
     if training:
@@ -752,6 +754,10 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
                           "error": f"{type(exc).__name__}: {exc}"}]
                 _progress(f"  FAILED: {items[0]['error'].splitlines()[0]}")
             results["collectives"] += items
+    results["routed"] = None
+    if collectives:
+        from sim.tools.bench_routed import bench_routed
+        results["routed"] = bench_routed(quick, progress=_progress)
     results["training"] = None
     if training:
         from sim.tools.bench_training import bench_training
@@ -821,6 +827,7 @@ def render_md(results: dict) -> str:
         + (f"; **partial run** (only {', '.join(results['only'])})" if results.get("only")
            else ""),
         "- tools: " + ", ".join(f"{k} {v}" for k, v in tools.items()),
+        *([f"- {results['merged']}"] if results.get("merged") else []),
         *_render_speed(results.get("sim_speed_models")),
         "",
         "## Simulation speed of the PE chain",
@@ -909,6 +916,8 @@ def render_md(results: dict) -> str:
     lines += _render_sru(results.get("sru"))
     lines += _render_core(results.get("core"))
     lines += _render_collectives(results.get("collectives"))
+    from sim.tools.bench_routed import render_routed
+    lines += render_routed(results.get("routed"))
     from sim.tools.bench_training import render_training
     lines += render_training(results.get("training"))
     from sim.tools.bench_sparsity import render_sparsity
@@ -1225,6 +1234,8 @@ def failures(results: dict) -> list[str]:
     bad += training_failures(results.get("training"))
     from sim.tools.bench_sparsity import sparsity_failures
     bad += sparsity_failures(results.get("sparsity"))
+    from sim.tools.bench_routed import routed_failures
+    bad += routed_failures(results.get("routed"))
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "

@@ -90,7 +90,8 @@ def render(bench: dict, synth: dict) -> str:
     sp = bench.get("sparsity") or {}
     every = [*bench["gemm"], *bench["collectives"], *configs, *([mlp] if mlp else []),
              *bench["sim_speed"], *speed, *([training["rtl"]] if training else []),
-             *sp.get("tensor_engine", []), *sp.get("core", [])]
+             *sp.get("tensor_engine", []), *sp.get("core", []),
+             *(bench.get("routed") or [])]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -128,6 +129,8 @@ def render(bench: dict, synth: dict) -> str:
                      f"P = {', '.join(str(p) for p in sorted({a['ranks'] for a in sel}))}; "
                      f"W = {', '.join(str(w) for w in sorted({a['link_width'] for a in sel}))} "
                      "words per beat"))
+    from sim.tools.bench_routed import readme_rows as routed_rows
+    rows += routed_rows(bench.get("routed"))
     sru = bench["sru"]["throughput"]
     rows.append(("stochastic-rounding unit", f"{sru['elements_per_cycle']:.2f} elements/cycle",
                  f"{sru['lanes']} lanes, SR with fresh random bits every beat"))

@@ -50,6 +50,19 @@ def test_allreduce_json_and_text():
     assert "all-gather on a ring of 3 engines" in text and "efficiency" in text
 
 
+def test_permute_text_and_bad_shift():
+    args = ["allreduce", "--ranks", "3", "--n", "77", "-w", "2", "--op", "permute",
+            "--shift", "2", "--sim", "icarus"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "permute by 2 on a ring of 3 engines" in r.output
+    assert "(ring bound shift*n/W = 78;" in r.output  # 2 x 39 rows
+    bad = CliRunner().invoke(main, [*args[:-4], "--shift", "3"])
+    assert bad.exit_code != 0 and "Traceback" not in bad.output
+    assert bad.output.strip().splitlines() == [
+        "nclite: error: shift must be an integer in 1..2 (ranks - 1), not 3"]
+
+
 def _leaves(group, path=()):
     import click
 

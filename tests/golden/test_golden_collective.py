@@ -494,12 +494,17 @@ def test_validation():
     for rank in (-1, 4, 5):
         with pytest.raises(ValueError, match="rank must"):
             ring_steps(CollectiveOp.ALL_REDUCE, 4, rank)
-    for op in (3, -1, "ALL_REDUCE"):
+    for op in (5, 7, -1, "ALL_REDUCE"):
         with pytest.raises(ValueError, match="CollectiveOp"):
             run_collective(op, ok)
         with pytest.raises(ValueError, match="CollectiveOp"):
             ring_steps(op, 3, 0)
         with pytest.raises(ValueError, match="CollectiveOp"):
+            ring_bound_cycles(op, 100, 3, 1)
+    for op in (3, 4, CollectiveOp.ALL_TO_ALL, CollectiveOp.PERMUTE):  # routed, not ring steps
+        with pytest.raises(ValueError, match="not a ring-step collective"):
+            run_collective(op, ok)
+        with pytest.raises(ValueError, match="not a ring-step collective"):
             ring_bound_cycles(op, 100, 3, 1)
 
 

@@ -245,7 +245,8 @@ def test_errors_stop_the_queue_and_change_nothing(what, bad, code, seed):
 def test_mismatched_collectives_are_undefined():
     cfg = CoreConfig(n=4, sbuf_words=64, psum_banks=2, psum_words=8)
     cores = [NeuronCoreISS(cfg) for _ in range(2)]
-    progs = [[encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1, sbuf_addr=0, cols=c)]
+    progs = [[encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=1, sbuf_addr=0, cols=c,
+                     dst_addr=0, shift=0)]
              for c in (4, 5)]
     with pytest.raises(RuntimeError, match="mismatched"):
         RingISS(cores).run(progs)
@@ -264,7 +265,8 @@ def test_collective_a_core_never_joins_is_a_link_timeout(absent, seed):
     for c in cores:
         c.sbuf[:] = rng.integers(0, 1 << 32, c.sbuf.shape, dtype=np.uint64).astype(np.uint32)
     before = [c.sbuf.copy() for c in cores]
-    coll = encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=2, sbuf_addr=3, cols=5)
+    coll = encode(Opcode.COLLECTIVE, coll_op=0, part=0, rows=2, sbuf_addr=3, cols=5, dst_addr=0,
+                  shift=0)
     load = encode(Opcode.DMA_LOAD, dtype=FP32, part=0, rows=1, sbuf_addr=0, cols=2,
                   dram_addr=0, dram_stride=0)
     bad = encode(Opcode.DMA_LOAD, dtype=7, part=0, rows=1, sbuf_addr=0, cols=2, dram_addr=0,

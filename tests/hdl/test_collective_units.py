@@ -48,7 +48,10 @@ def _run_link(latency, beats, *, stall_rate=0, ready_p=1.0, max_latency=6, seed=
         cycle, pos, held = 0, 0, None
         while len(delivered) < len(beats):
             if pos < len(beats):
-                ctx.set(dut.i.payload, [beats[pos], ~beats[pos] & 0xFFFFFFFF])
+                k = pos & 15  # the tag goes along with its words
+                ctx.set(dut.i.payload, {"data": [beats[pos], ~beats[pos] & 0xFFFFFFFF],
+                                        "tag": {"dest": k & 1, "origin": k >> 1 & 1,
+                                                "last": k >> 2 & 1, "end": k >> 3}})
                 ctx.set(dut.i.valid, 1)
             else:
                 ctx.set(dut.i.valid, 0)
@@ -56,7 +59,8 @@ def _run_link(latency, beats, *, stall_rate=0, ready_p=1.0, max_latency=6, seed=
             ctx.set(dut.o.ready, ready)
             i_ready, o_valid, o_payload = ctx.get(dut.i.ready), ctx.get(dut.o.valid), None
             if o_valid:
-                o_payload = [int(v) for v in ctx.get(dut.o.payload)]
+                got = ctx.get(dut.o.payload)
+                o_payload = [*(int(v) for v in got.data), got.tag.as_value().value]
             if held is not None:
                 assert o_valid and o_payload == held, "o dropped or changed a beat on offer"
             if pos < len(beats) and i_ready:
@@ -64,6 +68,9 @@ def _run_link(latency, beats, *, stall_rate=0, ready_p=1.0, max_latency=6, seed=
                 pos += 1
             if o_valid and ready:
                 assert o_payload[1] == ~o_payload[0] & 0xFFFFFFFF
+                k = len(delivered) & 15
+                assert o_payload[2] == (k & 1 | (k >> 1 & 1) << 1 | (k >> 2 & 1) << 2
+                                        | (k >> 3) << 3), "the tag changed on the link"
                 delivered.append((cycle, o_payload[0]))
                 held = None
             elif o_valid:

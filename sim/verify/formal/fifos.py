@@ -16,7 +16,9 @@ DUT elaborates (:func:`~sim.verify.formal.harness.record_fifos`). Definitions, f
   on that stream pops the FIFO (``valid & ready -> r_en & r_rdy``) and ``valid`` is only
   offered with an entry (``valid -> r_rdy``), so nothing is delivered that was not stored
   and nothing is popped without being delivered, except the command queue's soft-reset
-  flush, which is meant to discard.
+  flush, which is meant to discard. Where two FIFOs feed the stream (the collective
+  engine's ``tx_fifo`` and ``fwd_fifo``): ``valid`` only with an entry in one of them, and a
+  handshake pops exactly one, nothing else any.
 
 Inputs are free, stream inputs follow the stream rules (assumed), run-time settings fixed.
 """
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Assert
+from amaranth.hdl import Assert, Cat
 
 from .harness import FormalTop
 
@@ -65,13 +67,24 @@ def fifo_top(dut, underflow: str, fixed=(), owner: str | None = None, waive=(),
             m.d.comb += Assert(~(f.w_en & ~f.w_rdy), f"{tag}: overflow (write while full)")
             if underflow == "r_en":
                 m.d.comb += Assert(~(f.r_en & ~f.r_rdy), f"{tag}: underflow (read while empty)")
-            else:
+            elif len(fifos) == 1:
                 port = getattr(dut, underflow)
                 m.d.comb += [
                     Assert(~port.valid | f.r_rdy, f"{tag}: {underflow}.valid while empty"),
                     Assert(~(port.valid & port.ready) | (f.r_en & f.r_rdy),
                            f"{tag}: {underflow} handshake without a pop"),
                 ]
+        if underflow != "r_en" and len(fifos) > 1:
+            # Several FIFOs feed one stream (the collective engine's own beats and the beats
+            # it forwards): a handshake pops exactly one of them, and nothing else pops one.
+            port = getattr(dut, underflow)
+            pops = sum((rec.fifo.r_en & rec.fifo.r_rdy) for rec in fifos)
+            m.d.comb += [
+                Assert(~port.valid | Cat(*(rec.fifo.r_rdy for rec in fifos)).any(),
+                       f"{underflow}.valid while every FIFO feeding it is empty"),
+                Assert(pops == (port.valid & port.ready),
+                       f"{underflow}: a handshake does not pop exactly one FIFO"),
+            ]
 
     return FormalTop(dut, build, rules=True, fixed=fixed, waive=waive)
 
