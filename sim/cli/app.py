@@ -133,8 +133,9 @@ def gemm(**kw):
 @click.option("--sim", "simulator", type=_SIMS, default="verilator", show_default=True,
               help="Simulator to run the RTL in.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed (data, SR).")
-@click.option("--only", type=click.Choice(["mlp", "ring"]), default=None,
-              help="Run only the one-core MLP or only the four-core all-reduce.")
+@click.option("--only", type=click.Choice(["mlp", "ring", "moe"]), default=None,
+              help="Run only the one-core MLP, the four-core all-reduce or the four-core "
+                   "mixture-of-experts layer.")
 @_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def demo(simulator, seed, only, waves, as_json):
@@ -144,6 +145,8 @@ def demo(simulator, seed, only, waves, as_json):
     AXI4-Lite, the DMA reads and writes DRAM over AXI4, the tensor engine multiplies, the
     activation engine adds the bias, applies relu and rounds (SR for the fp8 output).
     2. Four NeuronCores in a ring: each computes a partial product, an all-reduce sums them.
+    3. An expert-parallel mixture-of-experts layer on four NeuronCores: tokens go to their
+    expert's core by an all-to-all, through its MLP, and back by another all-to-all.
 
     After each program every byte of DRAM and every SBUF and PSUM word is compared with the
     golden instruction-level simulator; the per-engine busy cycles come from the core's
@@ -152,7 +155,7 @@ def demo(simulator, seed, only, waves, as_json):
     from sim.cli import demo as core_demo
     from sim.cli.progress import bar
 
-    mlp = ring = None
+    mlp = ring = moe = None
     with bar("nclite demo", None) as progress:
         if only in (None, "mlp"):
             progress.status(f"program 1: an MLP on one NeuronCore ({simulator}; the first run "
@@ -161,11 +164,15 @@ def demo(simulator, seed, only, waves, as_json):
         if only in (None, "ring"):
             progress.status(f"program 2: four NeuronCores in a ring ({simulator})")
             ring = core_demo.run_ring_demo(simulator=simulator, seed=seed, waves=waves or None)
+        if only in (None, "moe"):
+            progress.status(f"program 3: a mixture-of-experts layer on four NeuronCores "
+                            f"({simulator})")
+            moe = core_demo.run_moe_demo(simulator=simulator, seed=seed, waves=waves or None)
     if as_json:
-        click.echo(json.dumps({"mlp": mlp, "ring": ring}, indent=2))
+        click.echo(json.dumps({"mlp": mlp, "ring": ring, "moe": moe}, indent=2))
     else:
-        click.echo(core_demo.format_demo(mlp, ring))
-    if not all(r["bit_exact"] for r in (mlp, ring) if r is not None):
+        click.echo(core_demo.format_demo(mlp, ring, moe))
+    if not all(r["bit_exact"] for r in (mlp, ring, moe) if r is not None):
         sys.exit(1)
 
 

@@ -1,5 +1,6 @@
-"""``nclite demo``: a 2-layer MLP on one NeuronCore and a data-parallel all-reduce on four,
-in RTL simulation, every memory checked against the golden ISS.
+"""``nclite demo``: a 2-layer MLP on one NeuronCore, a data-parallel all-reduce on four and an
+expert-parallel mixture-of-experts layer on four, in RTL simulation, every memory checked
+against the golden ISS.
 
 The cocotb side is ``sim/tb/demo.py``; these functions build and run it and return its
 figures (a dict, also what ``--json`` prints). The cores' DRAM is RTL (``hdl.sim_top``: the
@@ -15,8 +16,8 @@ import json
 from hdl.sim_top import CoreWithDram, RingWithDram
 from sim import runner
 
-__all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_gemm_bench",
-           "format_demo"]
+__all__ = ["CORE_CONFIG", "RING_CONFIG", "run_mlp_demo", "run_ring_demo", "run_moe_demo",
+           "run_gemm_bench", "format_demo"]
 
 #: The single core of the demo (the same build as tests/hdl/test_core_rtl.py's programs on
 #: hdl.sim_top.CoreWithDram): 256 SBUF words a partition, so that the programs keep B's tiles
@@ -69,6 +70,34 @@ def run_ring_demo(*, simulator: str = "verilator", seed: int = 1, k: int | None 
                 RingWithDram.public_for(**RING_CONFIG))
 
 
+def run_moe_demo(*, simulator: str = "verilator", seed: int = 1,
+                 waves: bool = False) -> dict:
+    """``sim.kernels.moe`` (the kernel ``nclite kernel run sim/kernels/moe.py`` runs) on four
+    cores in RTL: its figures, with the tokens kept and dropped and each core's share of busy
+    cycles its collective engine was busy (the two all-to-alls)."""
+    import numpy as np
+
+    from sim.kernels import moe, run_kernel
+
+    r = run_kernel(moe, on=simulator, seed=seed, waves=waves)
+    rng = np.random.default_rng(seed)
+    ins = [moe.inputs(rng, rank) for rank in range(moe.CORES)]
+    dropped = 0
+    for core in ins:
+        experts, _ = moe.top1(core["x"].astype(np.float32).T @ core["router"])
+        dropped += sum(s is None for s in moe.slots(experts, moe.CORES, moe.capacity()))
+    fig = {"simulator": simulator, "seed": seed, "ranks": moe.CORES, "d": moe.D, "h": moe.H,
+           "tokens": moe.T, "capacity": moe.capacity(), "dropped": dropped,
+           "link_width": moe.CONFIG["link_width"], "commands": r["commands"],
+           "bit_exact": r["bit_exact"], "mismatch": r.get("mismatch", ""),
+           "waves": r.get("waves")}
+    if r["bit_exact"]:
+        fig.update(cycles=r["cycles"], perf=r["perf"],
+                   comm_share=[p["collective_busy"] / p["busy"] if p["busy"] else 0.0
+                               for p in r["perf"]])
+    return fig
+
+
 def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator",
                    params: dict | None = None) -> dict:
     """Tiled GEMMs (``(m, k, f)`` or ``(m, k, f, dtype code)``) on a core whose queue holds
@@ -88,7 +117,7 @@ def _engines(perf: dict) -> str:
             f"DMA {perf['dma_busy']}, collective {perf.get('collective_busy', 0)}")
 
 
-def format_demo(mlp: dict | None, ring: dict | None) -> str:
+def format_demo(mlp: dict | None, ring: dict | None, moe: dict | None = None) -> str:
     lines = []
     if mlp is not None:
         (d_in, d_h), (_, d_out) = mlp["layers"]
@@ -119,7 +148,23 @@ def format_demo(mlp: dict | None, ring: dict | None) -> str:
         for r, (cyc, p) in enumerate(zip(ring["cycles"], ring["perf"], strict=True)):
             lines.append(f"  core {r}      : {cyc} cycles from its first command pushed to idle; "
                          f"busy per engine: {_engines(p)}")
-    for fig in (mlp, ring):
+    if moe is not None:
+        verdict = "bit-exact with the golden ring ISS on every core" if moe["bit_exact"] \
+            else f"MISMATCH: {moe['mismatch']}"
+        lines += [
+            f"nclite demo 3: an expert-parallel MoE layer on {moe['ranks']} NeuronCores (link "
+            f"width {moe['link_width']}): {moe['tokens']} tokens of {moe['d']} features a core, "
+            f"top-1 routing, an all-to-all to the expert's core (capacity {moe['capacity']}, "
+            f"{moe['dropped']} dropped), the expert's MLP ({moe['d']} -> {moe['h']} relu -> "
+            f"{moe['d']}), an all-to-all back, in {moe['simulator']}",
+            f"  result      : {verdict} (seed {moe['seed']})",
+        ]
+        if moe["bit_exact"]:
+            for r, (cyc, p, share) in enumerate(zip(moe["cycles"], moe["perf"],
+                                                    moe["comm_share"], strict=True)):
+                lines.append(f"  core {r}      : {cyc} cycles, busy {p['busy']}; busy per "
+                             f"engine: {_engines(p)}; collective {100 * share:.1f} % of busy")
+    for fig in (mlp, ring, moe):
         if fig and fig.get("waves"):
             lines.append(f"  waveform    : {fig['waves']}")
     return "\n".join(lines)

@@ -58,7 +58,9 @@ def dispatches(events) -> list[tuple[int, int]]:
 
 _SHORT = {Opcode.DMA_LOAD: "load", Opcode.DMA_STORE: "store", Opcode.LOAD_STATIONARY: "ls",
           Opcode.MATMUL: "mm", Opcode.ACTIVATE: "act", Opcode.COLLECTIVE: "coll",
-          Opcode.BARRIER: "bar", Opcode.SET_SEED: "seed"}
+          Opcode.BARRIER: "bar", Opcode.SET_SEED: "seed", Opcode.TENSOR_TENSOR: "tt",
+          Opcode.TENSOR_SCALAR: "ts", Opcode.TENSOR_REDUCE: "red", Opcode.TRANSPOSE: "tr"}
+assert set(_SHORT) == set(Opcode), "every opcode needs a label in the profile"
 
 
 def _label(words, line) -> str:

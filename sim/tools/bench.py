@@ -160,6 +160,7 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
         from sim.tools.bench_routed import ROUTED_QUICK, ROUTED_RUNS
         ranks_list, widths, _ = AR_QUICK if quick else (AR_RANKS, AR_WIDTHS, AR_SIZES)
         runs += len(ranks_list) * len(widths) + len(ROUTED_QUICK[0] if quick else ROUTED_RUNS)
+        runs += 0 if quick else 1  # the MoE layer
     if sru:
         runs += len(SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS) + 1
     if training:
@@ -758,6 +759,10 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
     if collectives:
         from sim.tools.bench_routed import bench_routed
         results["routed"] = bench_routed(quick, progress=_progress)
+    results["moe"] = None
+    if collectives and not quick:
+        from sim.tools.bench_routed import bench_moe
+        results["moe"] = bench_moe(progress=_progress)
     results["training"] = None
     if training:
         from sim.tools.bench_training import bench_training
@@ -916,8 +921,9 @@ def render_md(results: dict) -> str:
     lines += _render_sru(results.get("sru"))
     lines += _render_core(results.get("core"))
     lines += _render_collectives(results.get("collectives"))
-    from sim.tools.bench_routed import render_routed
+    from sim.tools.bench_routed import render_moe, render_routed
     lines += render_routed(results.get("routed"))
+    lines += render_moe(results.get("moe"))
     from sim.tools.bench_training import render_training
     lines += render_training(results.get("training"))
     from sim.tools.bench_sparsity import render_sparsity
@@ -1234,8 +1240,9 @@ def failures(results: dict) -> list[str]:
     bad += training_failures(results.get("training"))
     from sim.tools.bench_sparsity import sparsity_failures
     bad += sparsity_failures(results.get("sparsity"))
-    from sim.tools.bench_routed import routed_failures
+    from sim.tools.bench_routed import moe_failures, routed_failures
     bad += routed_failures(results.get("routed"))
+    bad += moe_failures(results.get("moe"))
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:
             bad.append(f"gemm N={r['n']} {r['m']}x{r['k']}x{r['f']}: "

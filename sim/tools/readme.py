@@ -91,7 +91,7 @@ def render(bench: dict, synth: dict) -> str:
     every = [*bench["gemm"], *bench["collectives"], *configs, *([mlp] if mlp else []),
              *bench["sim_speed"], *speed, *([training["rtl"]] if training else []),
              *sp.get("tensor_engine", []), *sp.get("core", []),
-             *(bench.get("routed") or [])]
+             *(bench.get("routed") or []), *([bench["moe"]] if bench.get("moe") else [])]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -129,8 +129,10 @@ def render(bench: dict, synth: dict) -> str:
                      f"P = {', '.join(str(p) for p in sorted({a['ranks'] for a in sel}))}; "
                      f"W = {', '.join(str(w) for w in sorted({a['link_width'] for a in sel}))} "
                      "words per beat"))
+    from sim.tools.bench_routed import moe_rows
     from sim.tools.bench_routed import readme_rows as routed_rows
     rows += routed_rows(bench.get("routed"))
+    rows += moe_rows(bench.get("moe"))
     sru = bench["sru"]["throughput"]
     rows.append(("stochastic-rounding unit", f"{sru['elements_per_cycle']:.2f} elements/cycle",
                  f"{sru['lanes']} lanes, SR with fresh random bits every beat"))

@@ -20,6 +20,8 @@ def test_demo_is_bit_exact_and_counts_cycles(simulator, dtype):
 @pytest.mark.parametrize("only", [
     "mlp",  # make test (a data-parallel GEMM + all-reduce on the demo's four-core ring build
     #         runs in tests/hdl/test_multicore_rtl.py::test_core_ring[*-data_parallel])
+    pytest.param("moe", marks=pytest.mark.slow, id="moe"),  # (make test: the MoE kernel
+    #         runs in tests/kernels/test_kernel_rtl.py, the same build and program)
     pytest.param(None, marks=pytest.mark.slow, id="all")])
 def test_core_demo_cli(simulator, only):
     """`nclite demo`: the MLP on one core and the 4-core all-reduce, both bit-exact with the
@@ -36,7 +38,12 @@ def test_core_demo_cli(simulator, only):
                              + (["--only", only] if only else []))
     assert res.exit_code == 0, res.output
     fig = json.loads(res.stdout)  # (progress lines go to stderr)
-    mlp, ring = fig["mlp"], fig["ring"]
+    mlp, ring, moe = fig["mlp"], fig["ring"], fig["moe"]
+    if only == "moe":
+        assert mlp is None and ring is None and moe["bit_exact"], fig
+        assert all(0 < s < 1 for s in moe["comm_share"]) and moe["dropped"] >= 0
+        assert "nclite demo 3: an expert-parallel MoE layer" in format_demo(None, None, moe)
+        return
     assert mlp["bit_exact"], fig
     assert mlp["dram"] == "memory", "the demo's DRAM is cocotbext-axi's, not the RTL memory"
     if only == "mlp":
@@ -50,8 +57,9 @@ def test_core_demo_cli(simulator, only):
     assert mlp["utilization"] == pytest.approx(mlp["macs"] / (mlp["n"] ** 2 * p["busy"]))
     assert len(ring["perf"]) == ring["ranks"] == 4
     assert all(q["collective_busy"] > 0 for q in ring["perf"])
-    text = format_demo(mlp, ring)
+    text = format_demo(mlp, ring, moe)
     assert "bit-exact with the golden ISS" in text and "core 3" in text
+    assert moe["bit_exact"] and "collective" in text
 
 
 def test_gemm_bench(simulator):

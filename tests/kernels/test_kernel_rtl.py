@@ -28,7 +28,8 @@ def test_profile_engines_are_the_cores():
 
 
 @pytest.mark.parametrize("path", ["docs/kernels/matmul.py",
-                                  "docs/kernels/data_parallel_matmul.py"])
+                                  "docs/kernels/data_parallel_matmul.py",
+                                  "sim/kernels/moe.py"])
 def test_kernel_on_rtl(simulator, path, tmp_path):
     """Bit-exact with the ISS; the same outputs; the core's recorded activity agrees with its
     performance counters (every engine's busy cycles, one dispatch per command), and the

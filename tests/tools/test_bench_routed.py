@@ -39,3 +39,25 @@ def test_failures_and_below_target():
     assert "permute by 5 P=8 W=2: SimulationFailed: boom" in bad
     assert sum("not bit-exact" in b for b in bad) == 2 * len(br.ROUTED_RUNS)
     assert br.render_routed([]) == [] and br.readme_rows(None) == []
+
+
+def _moe(exact: bool = True) -> dict:
+    perf = {"busy": 3000, "tensor_busy": 840, "activation_busy": 600, "dma_busy": 1400,
+            "collective_busy": 330}
+    return {"seed": 1, "ranks": 4, "link_width": 4, "tokens": 16, "d": 8, "h": 16,
+            "capacity": 8, "dropped": 1, "bit_exact": exact, "mismatch": "" if exact else "x",
+            "cycles": [7448, 7300, 7448, 7448], "perf": [perf] * 4,
+            "comm_share": [0.11, 0.12, 0.105, 0.11]}
+
+
+def test_moe_rendering_and_rows():
+    md = "\n".join(br.render_moe(_moe()))
+    assert "| 0 | 7,448 | 3,000 | 840 | 600 | 1,400 | 330 | 11.0 % |" in md
+    assert br.moe_failures(_moe()) == []
+    ((name, value, detail),) = br.moe_rows(_moe())
+    assert name == "MoE layer, 4 cores (expert-parallel, two all-to-alls)"
+    assert value == "7 448 cycles (busy 3 000); collective engine 10.5 – 12.0 % of busy cycles"
+    assert br.moe_failures(_moe(False)) == ["MoE layer: not bit-exact: x"]
+    assert br.moe_rows(_moe(False)) == [] and br.render_moe(None) == []
+    assert br.moe_failures({"error": "SimulationFailed: boom"}) == [
+        "MoE layer: SimulationFailed: boom"]
