@@ -411,19 +411,12 @@ class CollectiveEngine(wiring.Component):
                 with m.If(tab_c == P):
                     gather = op == CollectiveOp.ALL_GATHER
                     rank = self.rank
-                    with m.If(~routed):
-                        m.d.sync += [
-                            steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
-                            *tx.start(Mux(gather, rank, dec(rank))),
-                            *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
-                        ]
-                        m.next = "RUN"
-                    with m.Elif(route_ok):
-                        m.d.sync += [slot_c.eq(0), slot_acc.eq(dst)]
-                        m.next = "SLOTS"
-                    with m.Else():
-                        m.d.sync += [running.eq(0), error.eq(1)]
-                        m.next = "IDLE"
+                    m.d.sync += [
+                        steps.eq(Mux(op == CollectiveOp.ALL_REDUCE, 2 * (P - 1), P - 1)),
+                        *tx.start(Mux(gather, rank, dec(rank))),
+                        *rx.start(Mux(gather, dec(rank), dec(dec(rank)))),
+                    ]
+                    m.next = "RUN"
             # lab4 end: chunk_table
             with m.State("SLOTS"):
                 # Slot o of the destination: rows dst + o * b_r (a permute: all at dst).
@@ -446,7 +439,18 @@ class CollectiveEngine(wiring.Component):
                     m.d.sync += [running.eq(0), timeout.eq(1)]
                     m.next = "IDLE"
             with m.State("RUN"):
-                with m.If(finished):
+                with m.If(routed):
+                    # A routed op leaves the ring ops' path here, in the cycle the walkers
+                    # look up their first chunks (they move no row: stopped now), so that the
+                    # chunk table above stays the ring ops' alone.
+                    m.d.sync += [tx.done.eq(1), tx.load.eq(0), rx.done.eq(1), rx.load.eq(0)]
+                    with m.If(route_ok):
+                        m.d.sync += [slot_c.eq(0), slot_acc.eq(dst)]
+                        m.next = "SLOTS"
+                    with m.Else():
+                        m.d.sync += [running.eq(0), error.eq(1)]
+                        m.next = "IDLE"
+                with m.Elif(finished):
                     m.d.sync += [running.eq(0), wr_any.eq(0)]
                     m.next = "IDLE"
                 with m.If(abort):
