@@ -177,9 +177,13 @@ class CollectiveEngine(wiring.Component):
     * ``tx`` / ``rx`` (streams of :func:`link_layout`: W fp32 words and a tag): the ring links
       to rank + 1 and from rank − 1. In the ring ops ``rx.ready`` never depends on ``tx``; in
       the routed ones a beat to forward waits for room in the forward FIFO, which drains into
-      ``tx`` before anything else, and a rank injects only from an empty forward FIFO, so the
-      ring never fills up (no deadlock); lanes past ``n`` in the last beat are sent as +0 and
-      ignored on receipt.
+      ``tx`` before anything else. No deadlock: a rank starts offering a beat of its own only
+      while its forward FIFO is empty, and holds at most one offered; the FIFO is P + 1 deep, so
+      after the last such offer anywhere at most P beats enter the ring and at least one slot
+      stays free, and a free slot always lets the beat behind it move (bursty link stalls can
+      otherwise fill every link and FIFO with beats for other ranks: found by review, with
+      ``tests/hdl/test_collective_routed_pysim.py``). Lanes past ``n`` in the last beat are
+      sent as +0 and ignored on receipt.
     * ``tx_rd``, ``rx_rd`` (two read ports, one-cycle latency, not transparent) and ``wr`` (a
       write port with a per-lane enable) of the local memory; rows of W words.
     * ``rank`` (input): this core's position in the ring, 0..ranks − 1, constant while busy.
@@ -191,7 +195,9 @@ class CollectiveEngine(wiring.Component):
       (the ring tops wire it to :class:`~hdl.ring.LinkModel`'s ``flush``).
 
     Link watchdog (``watchdog_cycles`` = T, 0: none): a running command (after its setup)
-    that sees no handshake on ``tx`` nor on ``rx`` for T consecutive cycles is abandoned at
+    that sees no handshake on ``tx`` nor on ``rx`` (nor, in an all-to-all, a row of its own
+    chunk copied: that copy may be all that is left of it) for T consecutive cycles is
+    abandoned at
     the end of the T-th: the engine returns to idle at once (``busy`` falls, ``timeout``
     rises, ``cycles`` counts setup + work + T), drops what it holds (the walkers stop, the tx
     FIFO and a read in flight are emptied; no received beat is in flight: T is above the
@@ -233,7 +239,6 @@ class CollectiveEngine(wiring.Component):
     """
 
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
-    FWD_FIFO_DEPTH = 4  # routed ops: beats passing through
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
                  add_stages: int = 2, watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
@@ -245,6 +250,8 @@ class CollectiveEngine(wiring.Component):
         self.addr_width = max(depth - 1, 1).bit_length()
         self.beat_bits = depth.bit_length()  # holds 0..depth
         self.setup_cycles = setup_cycles(ranks, depth)
+        #: The routed ops' forward FIFO: P + 1 beats (the no-deadlock argument, ``tx``).
+        self.fwd_fifo_depth = ranks + 1
         self.cmd_layout = collective_command_layout(depth, link_width)
         row = data.ArrayLayout(32, link_width)
         self.link_layout = link_layout(ranks, link_width)
@@ -522,7 +529,7 @@ class CollectiveEngine(wiring.Component):
 
         # The forward FIFO (routed ops): its beats go first. Once a beat is offered on `tx`,
         # it stays offered until taken (`hold`), even if a forwarded beat arrives meanwhile.
-        fwd = fifo.SyncFIFO(width=link.size, depth=self.FWD_FIFO_DEPTH)
+        fwd = fifo.SyncFIFO(width=link.size, depth=self.fwd_fifo_depth)
         m.submodules.fwd_fifo = ResetInserter(abort)(fwd)
         hold, hold_fwd = Signal(), Signal()
         use_fwd = Mux(hold, hold_fwd, fwd.r_rdy)
@@ -627,7 +634,9 @@ class CollectiveEngine(wiring.Component):
         T = self.watchdog_cycles
         if T:
             quiet = Signal(range(T), name="wd_quiet")
-            beat = (self.tx.valid & self.tx.ready) | (self.rx.valid & self.rx.ready)
+            # (the own chunk's copy is progress too: it may be all that is left of a command)
+            beat = ((self.tx.valid & self.tx.ready) | (self.rx.valid & self.rx.ready)
+                    | (cp_beat & ~got))
             in_run = running & (phase.ongoing("RUN") | in_route)
             with m.If(~in_run | beat):
                 m.d.sync += quiet.eq(0)

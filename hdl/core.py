@@ -715,7 +715,9 @@ class NeuronCore(wiring.Component):
     check error, with the index of the failing command; CTRL clears it (or soft-resets) and
     the core works on. In a ring, ``tx_flush`` (one cycle) tells the outgoing link to drop
     the beats of the abandoned collective (``hdl.multicore.CoreRing`` wires it); a soft reset
-    during a COLLECTIVE abandons it the same way and pulses ``tx_flush`` too.
+    during a COLLECTIVE abandons it the same way and pulses ``tx_flush`` too, and ``rx_flush``,
+    which tells the incoming link to drop what it holds (a neighbour that had finished the
+    collective never times out, so nothing else would remove its beats).
 
     Parameters
     ----------
@@ -810,7 +812,8 @@ class NeuronCore(wiring.Component):
                                           watchdog_cycles=watchdog_cycles)
             beat = self._coll.link_layout
             ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(beat)),
-                          "rx": In(stream.Signature(beat)), "tx_flush": Out(1)})
+                          "rx": In(stream.Signature(beat)), "tx_flush": Out(1),
+                          "rx_flush": Out(1)})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages,
                                 sparsity=tuple(SPARSITY_CODES) if sparse else ())
@@ -913,7 +916,11 @@ class NeuronCore(wiring.Component):
                          seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
                          # A soft reset abandons a running collective as the watchdog does:
                          # the link drops its beats too (none may reach a later collective).
-                         self.tx_flush.eq(coll.tx_flush | (eng_rst & coll.busy))]
+                         self.tx_flush.eq(coll.tx_flush | (eng_rst & coll.busy)),
+                         # ... and its incoming link too: a neighbour that finished the
+                         # collective never times out, so it would never flush what it sent
+                         # (found by review: the next collective took those beats).
+                         self.rx_flush.eq(eng_rst & coll.busy)]
             with m.If(seq.coll.valid & seq.coll.ready):
                 m.d.sync += coll_part.eq(cd.part)
             wiring.connect(m, coll.tx, wiring.flipped(self.tx))

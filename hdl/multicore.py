@@ -25,7 +25,7 @@ class CoreRing(wiring.Component):
     :class:`~hdl.core.NeuronCore` one (``link_width`` and ``watchdog_cycles`` included), the
     same for every core. A core's
     ``tx_flush`` (its collective engine's watchdog abandoned a COLLECTIVE) empties its
-    outgoing link.
+    outgoing link, its ``rx_flush`` (a soft reset during a COLLECTIVE) its incoming one.
 
     Parameters
     ----------
@@ -87,6 +87,7 @@ class CoreRing(wiring.Component):
             links.append(link)
         for r, core in enumerate(cores):
             wiring.connect(m, core.tx, links[r].i)
-            m.d.comb += links[r].flush.eq(core.tx_flush)
+            m.d.comb += links[r].flush.eq(core.tx_flush
+                                          | cores[(r + 1) % self.ranks].rx_flush)
             wiring.connect(m, links[r].o, cores[(r + 1) % self.ranks].rx)
         return m
