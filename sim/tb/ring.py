@@ -25,14 +25,14 @@ Tests (selected by the runner's ``testcase``):
   watchdog must turn that into an ``AssertionError`` naming the collective and the busy
   ranks (before the engines' own link watchdog, when that is longer, fires).
 * ``link_timeout`` — the engines' link watchdog (``watchdog_cycles`` = T): one rank never
-  joins an all-reduce (then an all-to-all), so the link into it stops taking beats (its ready never rises again
-  once the link is full) and the link out of it never offers one (valid never rises). Every
-  other rank must raise ``timeout`` exactly T + 1 cycles after the last beat on either of its
-  links (watched on the engines' ports; an all-to-all's copy of the rank's own chunk counts as
-  progress too, so up to that chunk's rows later), go idle and take no further beat; the
-  absent rank stays idle without ``timeout``. Then an all-reduce on every rank, of fresh data, must be
-  bit-exact: nothing of the abandoned one leaks into it (the stale beats in the links were
-  flushed) -- and ``timeout`` falls as each rank takes it.
+  joins an all-reduce (then an all-to-all), so the link into it stops taking beats (its ready
+  never rises again once the link is full) and the link out of it never offers one (valid
+  never rises). Every other rank must raise ``timeout`` exactly T + 1 cycles after the last
+  beat on either of its links (watched on the engines' ports; an all-to-all's copy of the
+  rank's own chunk counts as progress too, so up to that chunk's rows later), go idle and take
+  no further beat; the absent rank stays idle without ``timeout``. Then an all-reduce on every
+  rank, of fresh data, must be bit-exact: nothing of the abandoned one leaks into it (the
+  stale beats in the links were flushed) -- and ``timeout`` falls as each rank takes it.
 * ``reset_mid_collective`` — ``rst`` in the middle of an all-reduce (links full, beats in
   flight), at a random cycle: afterwards every engine is idle with no ``error`` or
   ``timeout``, and the next collectives (fresh data) are bit-exact.
