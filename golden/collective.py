@@ -120,20 +120,19 @@ def _check_rank(rank, ranks: int) -> int:
     return int(rank)
 
 
-def _ring_op(op) -> CollectiveOp:
+def _op_among(op, ops: tuple, kind: str, instead: str) -> CollectiveOp:
     op = CollectiveOp(op)
-    if op not in RING_OPS:
-        raise ValueError(f"{op.name} is not a ring-step collective (it is routed: "
-                         f"route_collective)")
+    if op not in ops:
+        raise ValueError(f"{op.name} is not a {kind} collective (it {instead})")
     return op
+
+
+def _ring_op(op) -> CollectiveOp:
+    return _op_among(op, RING_OPS, "ring-step", "is routed: route_collective")
 
 
 def _routed_op(op) -> CollectiveOp:
-    op = CollectiveOp(op)
-    if op not in ROUTED_OPS:
-        raise ValueError(f"{op.name} is not a routed collective (it runs the ring steps: "
-                         f"run_collective)")
-    return op
+    return _op_among(op, ROUTED_OPS, "routed", "runs the ring steps: run_collective")
 
 
 def _check_n(n) -> int:
@@ -198,13 +197,18 @@ def run_collective(op, buffers, link_width: int = 1) -> list[np.ndarray]:
     return bufs
 
 
-def _buffers(buffers, what: str = "buffers") -> list[np.ndarray]:
-    """P >= 2 uint32 copies of n >= 1 words each (bit patterns: unsigned integers)."""
+def _bit_patterns(buffers, what: str) -> list[np.ndarray]:
+    """uint32 copies of ``buffers``, flat (bit patterns: unsigned integers, else ValueError)."""
     for b in buffers:
         if np.asarray(b).dtype.kind not in "ui":
             raise ValueError(f"{what} must hold fp32 bit patterns (unsigned integers), not "
                              f"{np.asarray(b).dtype}")
-    bufs = [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in buffers]
+    return [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in buffers]
+
+
+def _buffers(buffers, what: str = "buffers") -> list[np.ndarray]:
+    """P >= 2 uint32 copies of n >= 1 words each (bit patterns: unsigned integers)."""
+    bufs = _bit_patterns(buffers, what)
     check_ranks(len(bufs))
     n = _check_n(bufs[0].size)
     if any(b.size != n for b in bufs):
@@ -345,11 +349,7 @@ def route_collective(op, src, dst, link_width: int = 1, shift: int = 0) -> list[
     ranks, n = len(bufs), bufs[0].size
     w = check_link_width(link_width)
     shift = _shift_for(op, shift, ranks)
-    for b in dst:
-        if np.asarray(b).dtype.kind not in "ui":
-            raise ValueError(f"dst must hold fp32 bit patterns (unsigned integers), not "
-                             f"{np.asarray(b).dtype}")
-    outs = [np.array(b, dtype=np.uint32, copy=True).reshape(-1) for b in dst]
+    outs = _bit_patterns(dst, "dst")
     if len(outs) != ranks:
         raise ValueError(f"dst: one region per rank ({ranks}), not {len(outs)}")
     need = out_rows(op, n, ranks, w) * w

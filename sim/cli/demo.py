@@ -84,8 +84,7 @@ def run_moe_demo(*, simulator: str = "verilator", seed: int = 1,
     ins = [moe.inputs(rng, rank) for rank in range(moe.CORES)]
     dropped = 0
     for core in ins:
-        experts, _ = moe.top1(core["x"].astype(np.float32).T @ core["router"])
-        dropped += sum(s is None for s in moe.slots(experts, moe.CORES, moe.capacity()))
+        dropped += sum(s is None for s in moe.routing(core["x"], core["router"], moe.CORES)[2])
     fig = {"simulator": simulator, "seed": seed, "ranks": moe.CORES, "d": moe.D, "h": moe.H,
            "tokens": moe.T, "capacity": moe.capacity(), "dropped": dropped,
            "link_width": moe.CONFIG["link_width"], "commands": r["commands"],

@@ -41,7 +41,8 @@ from sim.kernels.collectives import all_to_all
 from sim.kernels.library import SbufMatrix, Workspace, dense
 from sim.kernels.trace import KernelError, Tensor, current
 
-__all__ = ["top1", "slots", "moe_layer", "CORES", "CONFIG", "D", "H", "T", "inputs", "kernel"]
+__all__ = ["top1", "slots", "routing", "moe_layer", "CORES", "CONFIG", "D", "H", "T", "inputs",
+           "kernel"]
 
 
 def top1(logits) -> tuple[np.ndarray, np.ndarray]:
@@ -66,6 +67,14 @@ def slots(experts, ranks: int, capacity: int) -> list[tuple[int, int] | None]:
         out.append((e, used[e]) if used[e] < capacity else None)
         used[e] += 1
     return out
+
+
+def routing(x, router, ranks: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """The host's router on a core's tokens ``x`` (d x T) and ``router`` (d x P): each token's
+    expert and gate (:func:`top1` of the float32 logits ``x.T @ router``) and its slot
+    (:func:`slots`, capacity :func:`capacity` of T tokens)."""
+    experts, gates = top1(np.asarray(x).astype(np.float32).T @ router)
+    return experts, gates, slots(experts, ranks, capacity(np.asarray(x).shape[1], ranks))
 
 
 def _bands(m, cols: int, w: int, n: int):
@@ -176,11 +185,10 @@ def host_values(t: Tensor) -> np.ndarray:
 def kernel(x, router, w1, b1, w2, b2, zeros, pad):
     d, t_count = x.shape
     ranks = nl.num_programs(0)
-    logits = host_values(x).astype(np.float32).T @ host_values(router)
-    experts, gates = top1(logits)
+    _, gates, route = routing(host_values(x), host_values(router), ranks)
     cap = capacity(t_count, ranks)
     out = nl.ndarray((d, t_count), nl.float32, buffer=nl.shared_hbm)
-    moe_layer(Workspace(), x, slots(experts, ranks, cap), gates,
+    moe_layer(Workspace(), x, route, gates,
               {"w1": w1, "b1": b1, "w2": w2, "b2": b2}, out, capacity=cap, zeros=zeros,
               pad=pad)
     return out

@@ -1097,18 +1097,24 @@ def _render_collectives(items: list | None) -> list[str]:
         "| P | W | n (words per rank) | cycles | bound | efficiency | bit-exact |",
         "|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r in items:
-        if "error" in r:
-            lines.append(f"| {r['ranks']} | {r['link_width']} | {r['words']} | FAILED: "
-                         f"{r['error'].splitlines()[0][:100]} | | | |")
-            continue
-        eff = f"{r['efficiency']:.3f}"
-        if r["words"] >= AR_TARGET_N and r["efficiency"] < AR_TARGET:
-            eff = f"**{eff}** (below {AR_TARGET})"
-        lines.append(f"| {r['ranks']} | {r['link_width']} | {_fmt_int(r['words'])} | "
-                     f"{_fmt_int(r['cycles'])} | {_fmt_int(round(r['bound_cycles']))} | {eff} | "
-                     f"{'yes' if r['bit_exact'] else '**NO**'} |")
+    lines += [efficiency_row([r["ranks"], r["link_width"]], r, AR_TARGET, AR_TARGET_N)
+              for r in items]
     return lines
+
+
+def efficiency_row(lead: list, r: dict, target: float, target_n: int, fmt=None) -> str:
+    """A collectives table's row: the ``lead`` cells, then n, cycles, bound, efficiency (bold
+    below ``target`` for n >= ``target_n``) and bit-exact, integers written by ``fmt``
+    (default thin-spaced thousands); or FAILED with the run's error."""
+    fmt = fmt or _fmt_int
+    head = "| " + " | ".join(str(c) for c in lead) + " | "
+    if "error" in r:
+        return head + f"{r['words']} | FAILED: {r['error'].splitlines()[0][:100]} | | | |"
+    eff = f"{r['efficiency']:.3f}"
+    if r["words"] >= target_n and r["efficiency"] < target:
+        eff = f"**{eff}** (below {target})"
+    return head + (f"{fmt(r['words'])} | {fmt(r['cycles'])} | {fmt(round(r['bound_cycles']))} "
+                   f"| {eff} | {'yes' if r['bit_exact'] else '**NO**'} |")
 
 
 def _render_sru(sru: dict | None) -> list[str]:

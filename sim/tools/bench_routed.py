@@ -13,6 +13,7 @@ s · B); *efficiency* = bound / cycles.
 from __future__ import annotations
 
 from sim.cli.allreduce import run_collectives
+from sim.tools.bench import efficiency_row
 
 __all__ = ["ROUTED_RUNS", "ROUTED_QUICK", "TARGET", "TARGET_N", "bench_routed", "render_routed",
            "routed_failures", "readme_rows", "bench_moe", "render_moe", "moe_failures",
@@ -78,18 +79,8 @@ def render_routed(items: list | None) -> list[str]:
         "| op | P | W | n (words per rank) | cycles | bound | efficiency | bit-exact |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
-    for r in items:
-        if "error" in r:
-            lines.append(f"| {_name(r)} | {r['ranks']} | {r['link_width']} | {r['words']} | "
-                         f"FAILED: {r['error'].splitlines()[0][:100]} | | | |")
-            continue
-        eff = f"{r['efficiency']:.3f}"
-        if r["words"] >= TARGET_N and r["efficiency"] < TARGET:
-            eff = f"**{eff}** (below {TARGET})"
-        lines.append(f"| {_name(r)} | {r['ranks']} | {r['link_width']} | {r['words']:,} | "
-                     f"{r['cycles']:,} | {round(r['bound_cycles']):,} | {eff} | "
-                     f"{'yes' if r['bit_exact'] else '**NO**'} |")
-    return lines
+    return lines + [efficiency_row([_name(r), r["ranks"], r["link_width"]], r, TARGET,
+                                   TARGET_N, fmt=lambda v: f"{v:,}") for r in items]
 
 
 def routed_failures(items: list | None) -> list[str]:
