@@ -57,6 +57,30 @@ to r+1 otherwise; a forwarded beat has priority over an injection. A rank is don
 own beats are out, its local copy written and the P−1 other ranks' ``end`` tokens have
 arrived (an origin's token follows all its beats).
 
+**Torus** (:func:`torus_groups`, :func:`torus_schedule`, :func:`run_torus_schedule`). R x C
+cores, rank r = i·C + j (row i in 0..R−1, column j in 0..C−1); the row links go
+(i, j) -> (i, (j + 1) mod C), the column links (i, j) -> ((i + 1) mod R, j); a ring of P
+cores is the 1 x P torus. A COLLECTIVE names its dimension (``dim``,
+:class:`~golden.isa.CollectiveDim`) and runs as the ring op or routed op above within one
+*sub-ring*: ROW, the C cores of its row (sub-rank j); COLUMN, the R cores of its column
+(sub-rank i). A torus collective is a sequence of such sub-ring collectives, the same for
+every core, with W the link width and addresses in rows of W words:
+
+* ALL_REDUCE of n words (B = ⌈n / W⌉ rows at ``addr``): (1) REDUCE_SCATTER along the row
+  on all n words; (2) ALL_REDUCE along the column on chunk j of that row split
+  (:func:`chunk_words` (n, C, W): rows addr + start_j / W .., n_j = end_j − start_j words);
+  (3) ALL_GATHER along the row on all n words. A word of chunk j is therefore the column
+  ring's sum (order above, over the R cores of column j) of the row ring's sums (over the C
+  cores of each row): bits identical on every rank. When chunk j is empty (B < C) the cores
+  of column j skip step 2 (their programs are one COLLECTIVE shorter).
+* ALL_TO_ALL of n words, n a multiple of R·C·W (B = n / W rows, b = B / (R·C) a
+  destination's): (1) ALL_TO_ALL along the column from ``addr`` to ``tmp`` (block i' of rank
+  (i, j), its chunks for ranks (i', 0..C−1), goes to slot i of (i', j)); (2..R+1) for
+  g = 0..R−1, ALL_TO_ALL along the row of the B/R rows at tmp + g·B/R into dst + g·B/R.
+  Block g of (i', j) came from (g, j), and its chunk j'' lands in slot j of (i', j''): rows
+  dst + (g·C + j)·b, the source's global rank. So the result is exactly the flat all-to-all
+  over the R·C ranks (rank r's chunk k in slot r of rank k), with no transpose.
+
 Everything here works on uint32 bit patterns with numpy; it is the reference the RTL is
 compared with, bit for bit, in every word of every rank.
 """
@@ -68,13 +92,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .fp32 import fp32_add
-from .isa import CollectiveOp  # the operation codes: golden/isa.py, one source
+from .isa import CollectiveDim, CollectiveOp  # the codes: golden/isa.py, one source
 
-__all__ = ["CollectiveOp", "LINK_WIDTHS", "RING_OPS", "ROUTED_OPS", "Step", "chunk_beats",
-           "chunk_words", "ring_steps", "run_collective", "ring_all_reduce",
+__all__ = ["CollectiveOp", "CollectiveDim", "LINK_WIDTHS", "RING_OPS", "ROUTED_OPS", "Step",
+           "chunk_beats", "chunk_words", "ring_steps", "run_collective", "ring_all_reduce",
            "ring_reduce_scatter", "ring_all_gather", "check_ranks", "check_link_width",
            "check_shift", "ring_bound_cycles", "out_rows", "route_plan", "link_beats",
-           "route_bound_cycles", "all_to_all", "permute", "route_collective"]
+           "route_bound_cycles", "all_to_all", "permute", "route_collective", "TORUS_OPS",
+           "TorusStep", "torus_groups", "torus_schedule", "run_torus_schedule",
+           "torus_all_reduce", "torus_all_to_all", "torus_bound_cycles"]
 
 #: Link widths the hardware is built for: fp32 words per beat.
 LINK_WIDTHS = (1, 2, 4)
@@ -366,3 +392,290 @@ def route_collective(op, src, dst, link_width: int = 1, shift: int = 0) -> list[
         for i, words in enumerate(slots):
             outs[j][i * slot:i * slot + words.size] = words
     return outs
+
+
+# --- the 2-D torus -------------------------------------------------------------------------
+
+#: The collectives a torus runs as a schedule of sub-ring collectives (:func:`torus_schedule`).
+TORUS_OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_TO_ALL)
+
+
+@dataclass(frozen=True)
+class TorusStep:
+    """One sub-ring collective of a torus schedule, as a core issues it: ``op`` along ``dim``
+    on the ``words`` (n) words from row ``addr``; a routed op writes the rows from ``dst``
+    (a ring op works in place: its ``dst`` is its ``addr``). A row holds W = link_width words
+    (in the ISS, one SBUF word of the W partitions: ``sbuf_addr`` and ``dst_addr`` are rows,
+    ``cols`` = words / W)."""
+
+    op: CollectiveOp
+    dim: CollectiveDim
+    addr: int
+    words: int
+    dst: int
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, not {value!r}")
+    return int(value)
+
+
+def _check_torus(rows, cols) -> tuple[int, int]:
+    """R >= 1 rows of C >= 2 cores (R = 1: a ring)."""
+    return _check_int(rows, "rows", 1), _check_int(cols, "cols", 2)
+
+
+def _check_dim(dim) -> CollectiveDim:
+    if not isinstance(dim, bool) and isinstance(dim, int | np.integer) and dim in (0, 1):
+        return CollectiveDim(int(dim))
+    raise ValueError(f"dim must be a CollectiveDim (0 ROW, 1 COLUMN), not {dim!r}")
+
+
+def torus_groups(rows: int, cols: int, dim) -> list[list[int]]:
+    """The sub-rings of an R x C torus along ``dim``, each the list of its global ranks in
+    sub-rank (ring) order: ROW, R rows ``[i·C + j for j in 0..C−1]``; COLUMN (R >= 2),
+    C columns ``[i·C + j for i in 0..R−1]``."""
+    rows, cols = _check_torus(rows, cols)
+    dim = _check_dim(dim)
+    if dim == CollectiveDim.ROW:
+        return [[i * cols + j for j in range(cols)] for i in range(rows)]
+    if rows < 2:
+        raise ValueError(f"dim COLUMN needs a torus: rows must be >= 2, not {rows}")
+    return [[i * cols + j for i in range(rows)] for j in range(cols)]
+
+
+def _check_apart(a_name: str, a: int, a_rows: int, b_name: str, b: int, b_rows: int) -> None:
+    """Rows a .. a + a_rows − 1 and b .. b + b_rows − 1 must not meet."""
+    if a < b + b_rows and b < a + a_rows:
+        raise ValueError(f"{a_name}'s rows {a}..{a + a_rows - 1} must not meet {b_name}'s "
+                         f"{b}..{b + b_rows - 1}")
+
+
+def torus_schedule(op, words: int, rows: int, cols: int, link_width: int = 1, *,
+                   addr: int = 0, dst: int = 0, tmp: int = 0) -> list[list[TorusStep]]:
+    """The sub-ring collectives every rank of an R x C torus issues for ``op`` on its
+    ``words`` (n) words at row ``addr``, in program order: one list per rank (index = global
+    rank i·C + j). Addresses are rows of W = ``link_width`` words.
+
+    * ALL_REDUCE (in place; ``dst`` and ``tmp`` unused): REDUCE_SCATTER along ROW on
+      (addr, n); ALL_REDUCE along COLUMN on rank (i, j)'s chunk j of that row split
+      (:func:`chunk_words` (n, C, W): from row addr + start_j / W, n_j = end_j − start_j
+      words); ALL_GATHER along ROW on (addr, n). If chunk j is empty (B = ⌈n / W⌉ < C, for
+      j >= B) the ranks of column j have no COLUMN step: their lists are one shorter.
+    * ALL_TO_ALL (n a multiple of R·C·W, B = n / W rows): ALL_TO_ALL along COLUMN from
+      (addr, n) to ``tmp``, then for g = 0..R−1 ALL_TO_ALL along ROW of (tmp + g·B/R, n/R)
+      into dst + g·B/R. The B rows at ``tmp`` must meet neither the B rows at ``addr`` nor
+      the B rows at ``dst`` (``dst`` may be ``addr``). The result is the flat
+      :func:`all_to_all` over the R·C ranks (see the module docstring).
+
+    On R = 1 (a ring) either op is the ring's own: one ROW step (ALL_TO_ALL from addr to dst,
+    n still a multiple of C·W). The other ops raise :class:`ValueError`: a torus runs them
+    only as a dim's sub-ring op."""
+    op = CollectiveOp(op)
+    if op not in TORUS_OPS:
+        raise ValueError(f"{op.name}: the torus runs ALL_REDUCE and ALL_TO_ALL; use a dim's "
+                         f"sub-ring op for the others")
+    n = _check_int(words, "words", 1)
+    rows, cols = _check_torus(rows, cols)
+    w = check_link_width(link_width)
+    addr, dst, tmp = (_check_int(v, k, 0) for k, v in (("addr", addr), ("dst", dst),
+                                                        ("tmp", tmp)))
+    ranks, beats = rows * cols, -(-n // w)
+    row, col = CollectiveDim.ROW, CollectiveDim.COLUMN
+    if op == CollectiveOp.ALL_REDUCE:
+        if rows == 1:
+            return [[TorusStep(op, row, addr, n, addr)] for _ in range(ranks)]
+        bounds = chunk_words(n, cols, w)
+        out = []
+        for r in range(ranks):
+            lo, hi = bounds[r % cols], bounds[r % cols + 1]
+            steps = [TorusStep(CollectiveOp.REDUCE_SCATTER, row, addr, n, addr)]
+            if hi > lo:  # lo is a whole number of rows: only the buffer's last row is partial
+                steps.append(TorusStep(op, col, addr + lo // w, hi - lo, addr + lo // w))
+            steps.append(TorusStep(CollectiveOp.ALL_GATHER, row, addr, n, addr))
+            out.append(steps)
+        return out
+    if n % (ranks * w):
+        raise ValueError(f"words must be a multiple of rows·cols·link_width = {ranks * w} for "
+                         f"a torus all-to-all, not {n}")
+    if rows == 1:
+        _check_apart("dst", dst, beats, "addr", addr, beats)
+        return [[TorusStep(op, row, addr, n, dst)] for _ in range(ranks)]
+    _check_apart("tmp", tmp, beats, "addr", addr, beats)
+    _check_apart("tmp", tmp, beats, "dst", dst, beats)
+    block = beats // rows
+    steps = [TorusStep(op, col, addr, n, tmp)]
+    steps += [TorusStep(op, row, tmp + g * block, n // rows, dst + g * block)
+              for g in range(rows)]
+    return [list(steps) for _ in range(ranks)]
+
+
+def _torus_rounds(schedule, rows: int, cols: int) -> list[list[tuple[list[int], list]]]:
+    """The order a schedule runs in: each rank runs its steps in order; a sub-ring (a group of
+    :func:`torus_groups`) runs a step once each member's next step is along its dim. A round
+    is every sub-ring whose members are all ready (they are disjoint), as a list of (group,
+    its members' steps in group order). Members must agree on the op and the words, and
+    every step must run (else ValueError)."""
+    rows, cols = _check_torus(rows, cols)
+    ranks = rows * cols
+    if len(schedule) != ranks:
+        raise ValueError(f"schedule: one list of steps per rank ({ranks} = rows·cols), not "
+                         f"{len(schedule)}")
+    dims = (CollectiveDim.ROW,) + ((CollectiveDim.COLUMN,) if rows >= 2 else ())
+    for r, steps in enumerate(schedule):
+        for st in steps:
+            if not isinstance(st, TorusStep):
+                raise ValueError(f"schedule: rank {r} has {st!r}, not a TorusStep")
+            if st.dim not in dims:
+                raise ValueError(f"schedule: rank {r} has a step along {st.dim!r}: COLUMN "
+                                 f"needs a torus (rows >= 2)")
+    groups = [(d, g) for d in dims for g in torus_groups(rows, cols, d)]
+    pos, rounds = [0] * ranks, []
+    while True:
+        waiting = [r for r in range(ranks) if pos[r] < len(schedule[r])]
+        if not waiting:
+            return rounds
+        ready = []
+        for d, g in groups:
+            if all(pos[r] < len(schedule[r]) and schedule[r][pos[r]].dim == d for r in g):
+                steps = [schedule[r][pos[r]] for r in g]
+                kinds = {(CollectiveOp(s.op).name, s.words) for s in steps}
+                if len(kinds) != 1:
+                    raise ValueError(f"the {d.name} sub-ring of ranks {g}: its members' steps "
+                                     f"disagree on (op, words): {sorted(kinds)}")
+                ready.append((g, steps))
+        if not ready:
+            at = {r: CollectiveDim(schedule[r][pos[r]].dim).name for r in waiting}
+            raise ValueError(f"the schedule deadlocks: no sub-ring has all its members at a "
+                             f"step along its dim (rank: dim of its next step) {at}")
+        rounds.append(ready)
+        for g, _ in ready:
+            for r in g:
+                pos[r] += 1
+
+
+def run_torus_schedule(schedule, memories, rows: int, cols: int, link_width: int = 1,
+                       shift: int = 0) -> None:
+    """Execute ``schedule`` (:func:`torus_schedule`'s form: one list of :class:`TorusStep`
+    per rank) on ``memories``, R·C flat uint32 numpy arrays (rank r's memory: rows of W =
+    ``link_width`` words, word k of row a at a·W + k), in place.
+
+    Each rank runs its steps in order; a sub-ring (:func:`torus_groups` of the step's dim)
+    runs a step once every member has reached a step along that dim, and its members' steps
+    must agree on the op and the words (addresses may differ). A ring op runs
+    :func:`run_collective` in place on words addr·W .. addr·W + n of each member's memory; a
+    routed op :func:`route_collective` (``shift`` for a PERMUTE) from them into the
+    :func:`out_rows` (op, n, group size, W) rows from ``dst``, which must not meet the
+    source's rows. Everything is checked before anything runs: a :class:`ValueError`
+    (mismatched members, a step that can never run, a region past a memory) changes
+    nothing."""
+    w = check_link_width(link_width)
+    rounds = _torus_rounds(schedule, rows, cols)
+    mems = list(memories)
+    if len(mems) != len(schedule):
+        raise ValueError(f"memories: one per rank ({len(schedule)}), not {len(mems)}")
+    for m in mems:
+        if not isinstance(m, np.ndarray) or m.dtype != np.uint32 or m.ndim != 1:
+            raise ValueError("memories must be flat uint32 numpy arrays (changed in place)")
+    runs = []
+    for ready in rounds:
+        for group, steps in ready:
+            op, n, size = CollectiveOp(steps[0].op), steps[0].words, len(group)
+            _op_among(op, RING_OPS + ROUTED_OPS, "known", "is reserved")
+            if op == CollectiveOp.PERMUTE:
+                check_shift(shift, size)
+            out = out_rows(op, n, size, w) if op in ROUTED_OPS else 0
+            for r, st in zip(group, steps, strict=True):
+                a = _check_int(st.addr, "addr", 0)
+                end = a * w + n if out == 0 else (_check_int(st.dst, "dst", 0) + out) * w
+                if a * w + n > mems[r].size or end > mems[r].size:
+                    raise ValueError(f"rank {r}: {op.name} along {CollectiveDim(st.dim).name} "
+                                     f"reaches word {max(a * w + n, end) - 1} of a memory of "
+                                     f"{mems[r].size}")
+                if out:
+                    _check_apart(f"rank {r}: {op.name}'s destination", st.dst, out,
+                                 "its source", a, -(-n // w))
+            runs.append((group, steps, op, n, out))
+    for group, steps, op, n, out in runs:
+        src = [mems[r][st.addr * w:st.addr * w + n] for r, st in zip(group, steps, strict=True)]
+        if op in RING_OPS:
+            for view, new in zip(src, run_collective(op, src, w), strict=True):
+                view[:] = new
+            continue
+        dst = [mems[r][st.dst * w:(st.dst + out) * w] for r, st in zip(group, steps,
+                                                                       strict=True)]
+        for view, new in zip(dst, route_collective(op, src, dst, w, shift), strict=True):
+            view[:] = new
+
+
+def _torus_buffers(buffers, rows: int, cols: int) -> list[np.ndarray]:
+    bufs = _buffers(buffers)
+    rows, cols = _check_torus(rows, cols)
+    if len(bufs) != rows * cols:
+        raise ValueError(f"buffers: one per rank ({rows * cols} = rows·cols), not {len(bufs)}")
+    return bufs
+
+
+def torus_all_reduce(buffers, rows: int, cols: int, link_width: int = 1) -> list[np.ndarray]:
+    """The all-reduce of an R x C torus on ``buffers`` (R·C uint32 arrays of n words, rank
+    i·C + j's at index i·C + j): :func:`torus_schedule`'s steps (reduce-scatter along the
+    rows, all-reduce of chunk j along column j, all-gather along the rows). Returns new
+    arrays; every rank's holds identical bits."""
+    bufs = _torus_buffers(buffers, rows, cols)
+    sched = torus_schedule(CollectiveOp.ALL_REDUCE, bufs[0].size, rows, cols, link_width)
+    run_torus_schedule(sched, bufs, rows, cols, link_width)
+    return bufs
+
+
+def torus_all_to_all(buffers, rows: int, cols: int, link_width: int = 1) -> list[np.ndarray]:
+    """The all-to-all of an R x C torus on ``buffers`` (R·C uint32 arrays of n words, n a
+    multiple of R·C·W): :func:`torus_schedule`'s steps (along the columns into a scratch
+    region, then R all-to-alls along the rows). Returns each rank's destination, n words:
+    the flat :func:`all_to_all` over the R·C ranks, slot r (n / (R·C) words) of rank k
+    holding chunk k of rank r."""
+    bufs = _torus_buffers(buffers, rows, cols)
+    n = bufs[0].size
+    beats = -(-n // check_link_width(link_width))
+    sched = torus_schedule(CollectiveOp.ALL_TO_ALL, n, rows, cols, link_width, addr=0,
+                           tmp=beats, dst=2 * beats)
+    mems = [np.concatenate([b, np.zeros(2 * n, dtype=np.uint32)]) for b in bufs]
+    run_torus_schedule(sched, mems, rows, cols, link_width)
+    return [m[2 * n:].copy() for m in mems]
+
+
+def torus_bound_cycles(op, words: int, rows: int, cols: int, link_width: int = 1) -> float:
+    """The bandwidth bound in cycles of :func:`torus_schedule` on nclite's torus: a node has
+    one collective engine, which runs one sub-ring collective at a time on one link pair (the
+    out and in links of one dimension, one direction each). So the sub-ring collectives of a
+    round (:func:`run_torus_schedule`'s order) run side by side on disjoint links, and the
+    bound is the sum over the rounds of the largest bound among the round's sub-rings:
+    :func:`ring_bound_cycles` for a ring op, :func:`route_bound_cycles` for a routed op, with
+    P the sub-ring's size.
+
+    ALL_REDUCE (B = n / W rows, C | B): (C−1)/C·B for the row reduce-scatter, 2(R−1)/R·B/C
+    for the column all-reduce of a chunk, (C−1)/C·B for the row all-gather:
+    2(C−1)/C·B + 2(R−1)/R·B/C = 2(RC−1)/(RC)·B, the ring's bound over R·C cores (when C ∤ B
+    the largest chunk, ⌈B/C⌉ rows, sets the column term). One engine and one link pair per
+    node at a time gain the torus nothing in bandwidth, only in steps: 2(C−1) + 2(R−1)
+    instead of 2(RC−1), each of which costs the link latency and bookkeeping, so small n
+    gains. (A node with two engines running the two halves of the buffer in opposite
+    dimension orders on both link directions would divide the bound by up to 4: not built.)
+
+    ALL_TO_ALL (n a multiple of R·C·W): the column all-to-all of n words over R, then R row
+    all-to-alls of n/R words over C: every word crosses the memory twice (stored and
+    forwarded through ``tmp``), and the bound is route_bound(n over R) + R·route_bound(n/R
+    over C) = (max((R−1)/2, 1) + max((C−1)/2, 1))·B, against max((RC−1)/2, 1)·B on the flat
+    ring of R·C: 2x2 2·B vs 1.5·B (the torus is slower: P = 2's write port binds both
+    phases), 2x4 and 4x2 2.5·B vs 3.5·B, 4x4 3·B vs 7.5·B.
+
+    On R = 1 the bound is the ring op's."""
+    words = _check_int(words, "words", 1)
+    w = check_link_width(link_width)
+    beats = -(-words // w)
+    sched = torus_schedule(op, words, rows, cols, w, addr=0, tmp=beats, dst=2 * beats)
+    total = 0.0
+    for ready in _torus_rounds(sched, rows, cols):
+        total += max((ring_bound_cycles if st[0].op in RING_OPS else route_bound_cycles)(
+            st[0].op, st[0].words, len(g), w) for g, st in ready)
+    return total

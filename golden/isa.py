@@ -15,15 +15,17 @@ Conventions of the fields (the ISS, :mod:`golden.iss`, is their meaning):
 * ``dtype`` / ``fmt`` codes are :class:`Dtype`'s: 0 bf16, 1 fp8-e4m3, 2 fp8-e5m2, 3 fp16,
   4 fp32 (5..7 reserved). ``mode``: :class:`Rounding`. ``func``: :class:`ActivationFunc`.
   ``coll_op``: :class:`CollectiveOp`; a COLLECTIVE's ``dst_addr`` (the destination's first
-  word, same partitions) and ``shift`` (a PERMUTE's: to rank + shift) serve ops 3 and 4 only.
+  word, same partitions) and ``shift`` (a PERMUTE's: to rank + shift) serve ops 3 and 4 only;
+  its ``dim`` (:class:`CollectiveDim`, the last field) is the sub-ring of a torus it runs on
+  (ROW, 0, on a ring).
 * DRAM is byte-addressed, little-endian; an element of dtype d takes ``DTYPE_BYTES[d]``
   bytes.
 
 This module is the one source of every encoding the hardware and the software share: the
-opcodes, error codes, dtypes, rounding modes, activation functions and collective ops, and the
-register block (:data:`REGISTER_MAP`: offsets, access, fields; the :class:`Ctrl` and
-:class:`Status` bits; :data:`CORE_ID`). ``hdl/`` takes them from here or declares Amaranth
-enums that ``tests/golden/test_isa.py`` checks against them.
+opcodes, error codes, dtypes, rounding modes, activation functions, collective ops and
+dimensions, and the register block (:data:`REGISTER_MAP`: offsets, access, fields; the
+:class:`Ctrl` and :class:`Status` bits; :data:`CORE_ID`). ``hdl/`` takes them from here or
+declares Amaranth enums that ``tests/golden/test_isa.py`` checks against them.
 
 numpy only.
 """
@@ -37,10 +39,10 @@ import numpy as np
 
 __all__ = ["DESCRIPTOR_BITS", "DESCRIPTOR_WORDS", "OPCODE_BITS", "Opcode", "ErrorCode",
            "Dtype", "OPERAND_DTYPES", "FORMAT_CODES", "DTYPE_NAMES", "DTYPE_BYTES", "Rounding",
-           "ActivationFunc", "AluOp", "Sparsity", "CollectiveOp", "is_code", "CORE_ID", "Ctrl",
-           "Status",
+           "ActivationFunc", "AluOp", "Sparsity", "CollectiveOp", "CollectiveDim", "is_code",
+           "CORE_ID", "Ctrl", "Status",
            "DebugSpace", "Register", "REGISTER_MAP", "REGISTERS", "DEBUG_ADDR_FIELDS", "FIELDS",
-           "field_offsets", "encode", "decode"]
+           "FIELD_DEFAULTS", "field_offsets", "encode", "decode"]
 
 DESCRIPTOR_BITS = 256
 DESCRIPTOR_WORDS = DESCRIPTOR_BITS // 32
@@ -202,6 +204,17 @@ class CollectiveOp(enum.IntEnum):
     PERMUTE = 4
 
 
+class CollectiveDim(enum.IntEnum):
+    """COLLECTIVE's ``dim``: the sub-ring of an R x C torus a collective runs on
+    (``golden.collective.torus_groups``; rank r = i·C + j, i the row, j the column).
+
+    ROW on a ring is the ring itself (a ring of P cores is a 1 x P torus); COLUMN needs a
+    torus (R >= 2), else the command is BAD_FIELD."""
+
+    ROW = 0  #: the C cores of my row, sub-rank j; links (i, j) -> (i, (j + 1) mod C)
+    COLUMN = 1  #: the R cores of my column, sub-rank i; links (i, j) -> ((i + 1) mod R, j)
+
+
 def is_code(enum_cls, value: int) -> bool:
     """Whether ``value`` is a defined (not reserved) code of ``enum_cls``."""
     return int(value) in enum_cls._value2member_map_
@@ -328,7 +341,7 @@ FIELDS: dict[Opcode, list[tuple[str, int]]] = {
                       ("scale", 32), ("dtype", 3), ("mode", 2), ("saturate", 1),
                       ("dst_addr", 16)],
     Opcode.COLLECTIVE: [("coll_op", 3), ("part", 8), ("rows", 9), ("sbuf_addr", 16),
-                        ("cols", 16), ("dst_addr", 16), ("shift", 6)],
+                        ("cols", 16), ("dst_addr", 16), ("shift", 6), ("dim", 1)],
     Opcode.BARRIER: [],
     Opcode.SET_SEED: [("seed", 64)],
     Opcode.TENSOR_TENSOR: [("alu", 3), ("part", 8), ("rows", 9), ("cols", 16), *_IN0, *_IN1,
@@ -340,6 +353,12 @@ FIELDS: dict[Opcode, list[tuple[str, int]]] = {
     Opcode.TRANSPOSE: [("part", 8), ("rows", 9), ("cols", 16), ("src_addr", 16),
                        ("dst_part", 8), ("dst_addr", 16)],
 }
+
+
+#: Fields :func:`encode` fills with a value when they are not given: fields added after their
+#: opcode's format was in use, so that older programs encode the same bits (a COLLECTIVE
+#: without ``dim`` runs on ROW, the ring itself).
+FIELD_DEFAULTS: dict[Opcode, dict[str, int]] = {Opcode.COLLECTIVE: {"dim": 0}}
 
 
 def field_offsets(op: Opcode) -> dict[str, tuple[int, int]]:
@@ -355,9 +374,11 @@ def field_offsets(op: Opcode) -> dict[str, tuple[int, int]]:
 
 def encode(op, **fields) -> np.ndarray:
     """The eight uint32 words of a descriptor. Every field of ``op`` must be given (an
-    integer that fits its width); unknown fields raise :class:`ValueError`."""
+    integer that fits its width) but those of :data:`FIELD_DEFAULTS`, which default to
+    their value there; unknown fields raise :class:`ValueError`."""
     op = Opcode(op)
     layout = field_offsets(op)
+    fields = {**FIELD_DEFAULTS.get(op, {}), **fields}
     missing = set(layout) - {"op"} - set(fields)
     extra = set(fields) - set(layout)
     if missing or extra:

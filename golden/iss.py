@@ -5,8 +5,8 @@ and the stationary tile (:class:`golden.tensor_engine.TensorEngineModel`), the a
 PRNG lanes (:class:`golden.activation.ActivationModel`) and DRAM (bytes) -- and executes
 descriptors (:mod:`golden.isa`) one by one, in program order: the result of a program is the
 result of running its commands sequentially. (The hardware may overlap engines; it must end
-with the same bits.) :class:`RingISS` runs P cores whose programs meet at COLLECTIVE
-commands.
+with the same bits.) :class:`RingISS` runs P cores, a ring or an R x C torus, whose programs
+meet at COLLECTIVE commands.
 
 Semantics per opcode (fields as in ``golden.isa.FIELDS``):
 
@@ -36,7 +36,11 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   holds fp32 words (activations are computed in fp32; narrow data is widened by a MATMUL, not
   here) and may be the destination only exactly (``dst_addr == src_addr``).
 * ``COLLECTIVE`` - the rows x cols SBUF region is the buffer of a collective
-  (``golden.collective``) over all cores of the ring (``coll_op``: 0 all-reduce, 1
+  (``golden.collective``) over the cores of the sub-ring ``dim`` names
+  (``golden.isa.CollectiveDim``; ``golden.collective.torus_groups``): on a ring
+  (``CoreConfig.torus_rows`` 1) ROW is the whole ring; on an R x C torus ROW is the C cores
+  of the core's row and COLUMN the R cores of its column. P below is that sub-ring's size
+  (``CoreConfig.dim_ranks``). ``coll_op``: 0 all-reduce, 1
   reduce-scatter, 2 all-gather, in place; 3 all-to-all, 4 permute by ``shift``, out of place),
   flattened word by word: element i is partition ``part + i % rows``, word
   ``sbuf_addr + i // rows``. ``rows`` must be the ring's link width W (BAD_SHAPE otherwise), so
@@ -45,12 +49,13 @@ Semantics per opcode (fields as in ``golden.isa.FIELDS``):
   region of the same partitions from word ``dst_addr``, ``golden.collective.out_rows`` words
   (P x ceil(cols / P) for all-to-all, ``cols`` for permute; flattened alike), and leave the
   source as it was; the ring ops ignore ``dst_addr`` and ``shift``. The checks, in this order
-  (the sequencer's): BAD_FIELD if ``coll_op`` is reserved (5..7), or a PERMUTE's ``shift`` is
-  not in 1..P-1 (P = ``CoreConfig.ranks``: always, outside a ring); BAD_SHAPE if ``rows`` or
-  ``cols`` is 0, then if ``rows`` is not W; BAD_RANGE if the source is outside SBUF; then,
-  for all-to-all and permute on a core in a ring (``ranks`` >= 2), BAD_RANGE if ``dst_addr``
-  + out rows > ``sbuf_words``, then if the destination's words meet the source's. On a core
-  outside a ring a COLLECTIVE that passed them is BAD_FIELD.
+  (the sequencer's): BAD_FIELD if ``coll_op`` is reserved (5..7), or ``dim`` is COLUMN on a
+  core that is not in a torus (``torus_rows`` 1), or a PERMUTE's ``shift`` is not in 1..P-1
+  (P = 0 outside a ring: always); BAD_SHAPE if ``rows`` or ``cols`` is 0, then if ``rows``
+  is not W; BAD_RANGE if the source is outside SBUF; then, for all-to-all and permute on a
+  core in a ring (P >= 2), BAD_RANGE if ``dst_addr`` + out rows (of P) > ``sbuf_words``,
+  then if the destination's words meet the source's. On a core outside a ring a COLLECTIVE
+  that passed them is BAD_FIELD.
 * ``BARRIER`` - no effect on data. ``SET_SEED`` - reseed every PRNG lane with ``seed``.
 * ``TENSOR_TENSOR``, ``TENSOR_SCALAR``, ``TENSOR_REDUCE`` (the vector engine; BAD_OPCODE on a
   core without one) - operand ``in0`` (and ``in1``) is the rows x cols tile from partition
@@ -87,13 +92,14 @@ import numpy as np
 
 from . import sparse, vector
 from .activation import ActivationModel
-from .collective import ROUTED_OPS, out_rows, route_collective, run_collective
+from .collective import ROUTED_OPS, out_rows, route_collective, run_collective, torus_groups
 from .isa import (
     DTYPE_BYTES,
     DTYPE_NAMES,
     OPERAND_DTYPES,
     ActivationFunc,
     AluOp,
+    CollectiveDim,
     CollectiveOp,
     Dtype,
     ErrorCode,
@@ -136,7 +142,10 @@ class CoreConfig:
     BAD_OPCODE), whether its tensor engine has the sparse mode (``sparse``: without it, a
     LOAD_STATIONARY's sparsity other than DENSE is BAD_FIELD), and ``ranks``, the size P of
     the ring it is in (0: none; :class:`RingISS` sets it on cores that say 0), which a
-    PERMUTE's shift and an all-to-all's destination are checked against."""
+    PERMUTE's shift and an all-to-all's destination are checked against, and ``torus_rows``:
+    R, the ring's cores forming an R x (ranks / R) torus (rank i·C + j in row i, column j;
+    ``golden.collective.torus_groups``); 1, a ring. ``ranks`` must be a multiple of R and,
+    on a torus (R >= 2) in a ring (``ranks`` > 0), give rows of at least 2 cores."""
 
     n: int = 4
     sbuf_words: int = 256
@@ -149,6 +158,24 @@ class CoreConfig:
     vector_engine: bool = False
     sparse: bool = False
     ranks: int = 0
+    torus_rows: int = 1
+
+    def __post_init__(self):
+        r = self.torus_rows
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
+            raise ValueError(f"torus_rows must be an integer >= 1, not {r!r}")
+        if self.ranks % r:
+            raise ValueError(f"torus_rows ({r}) must divide ranks ({self.ranks})")
+        if r > 1 and self.ranks and self.ranks // r < 2:
+            raise ValueError(f"torus_rows ({r}) must leave rows of at least 2 cores: ranks "
+                             f"{self.ranks} / torus_rows {r} = {self.ranks // r}")
+
+    def dim_ranks(self, dim) -> int:
+        """P of a COLLECTIVE along ``dim`` (:class:`golden.isa.CollectiveDim`): the cores of
+        its sub-ring, ranks / torus_rows for ROW, torus_rows for COLUMN; 0 outside a ring."""
+        if not self.ranks:
+            return 0
+        return self.torus_rows if dim == CollectiveDim.COLUMN else self.ranks // self.torus_rows
 
 
 class CommandError(Exception):
@@ -272,16 +299,20 @@ class NeuronCoreISS:
         c = self.cfg
         _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
                f"collective op {f['coll_op']}")
-        _check(f["coll_op"] != CollectiveOp.PERMUTE or 1 <= f["shift"] <= c.ranks - 1,
-               ErrorCode.BAD_FIELD, f"a PERMUTE's shift must be in 1..P-1 = {c.ranks - 1} "
-                                    f"(ranks {c.ranks}), not {f['shift']}")
+        _check(f["dim"] != CollectiveDim.COLUMN or c.torus_rows > 1, ErrorCode.BAD_FIELD,
+               "dim COLUMN needs a torus (torus_rows > 1)")
+        P = c.dim_ranks(f["dim"])  # the sub-ring's cores
+        _check(f["coll_op"] != CollectiveOp.PERMUTE or 1 <= f["shift"] <= P - 1,
+               ErrorCode.BAD_FIELD, f"a PERMUTE's shift must be in 1..P-1 = {P - 1} "
+                                    f"({CollectiveDim(f['dim']).name}: P = {P}), not "
+                                    f"{f['shift']}")
         _check(f["rows"] >= 1 and f["cols"] >= 1, ErrorCode.BAD_SHAPE, "rows or cols is 0")
         _check(f["rows"] == c.link_width, ErrorCode.BAD_SHAPE,
                f"a COLLECTIVE moves {c.link_width} partitions (the link width), not "
                f"{f['rows']}")
         self._sbuf_range(f["part"], f["rows"], f["sbuf_addr"], f["cols"])
-        if f["coll_op"] in ROUTED_OPS and c.ranks >= 2:
-            out = _out_rows(f, c.ranks)
+        if f["coll_op"] in ROUTED_OPS and P >= 2:
+            out = _out_rows(f, P)
             _check(f["dst_addr"] + out <= c.sbuf_words, ErrorCode.BAD_RANGE,
                    f"{CollectiveOp(f['coll_op']).name}: destination words {f['dst_addr']}.."
                    f"{f['dst_addr'] + out - 1} outside {c.sbuf_words}")
@@ -490,19 +521,27 @@ class NeuronCoreISS:
 
 
 class RingISS:
-    """P cores in a ring; each runs its own program, and they meet at COLLECTIVE commands
-    (the k-th COLLECTIVE of every core is one collective; all must agree on its op, its buffer
-    size and, for a PERMUTE, its shift, else this raises :class:`RuntimeError`: the
-    hardware's outcome is not defined; the addresses may differ from core to core). A core
-    whose ``cfg.ranks`` is 0 is given P (its ``cfg`` replaced); any other value but P is a
-    :class:`ValueError`.
+    """P cores in a ring, or in an R x C torus (``CoreConfig.torus_rows`` R, the same on
+    every core; core r is rank r = i·C + j); each runs its own program, and they meet at
+    COLLECTIVE commands. A COLLECTIVE joins the sub-ring its ``dim`` names
+    (``golden.collective.torus_groups``: on a ring, ROW is every core): each core stops at
+    its next COLLECTIVE, and a sub-ring runs one once every member waits at a COLLECTIVE
+    along that dim (so on a ring the k-th COLLECTIVE of every core is one collective). The
+    members must agree on its op, its buffer size and, for a PERMUTE, its shift, else this
+    raises :class:`RuntimeError`: the hardware's outcome is not defined; the addresses may
+    differ from core to core. A core whose ``cfg.ranks`` is 0 is given P (its ``cfg``
+    replaced; it keeps its ``torus_rows``); any other value but P, ``torus_rows`` that differ,
+    or that do not split P into rows of at least 2 cores, is a :class:`ValueError`.
 
-    A COLLECTIVE that some cores reach while another core's program ends (or stops on an
-    error) before it is the hardware's link timeout: each core waiting at it fails with
+    When no sub-ring can run -- some of its cores' programs ended (or stopped on an error)
+    before joining, or wait at a COLLECTIVE along the other dim, so that no sub-ring ever
+    completes -- that is the hardware's link timeout: each core waiting fails with
     ``ErrorCode.LINK_TIMEOUT`` at its position, counted as executed (it was dispatched), and
     its buffer's contents become undefined -- here they are left as they were; the hardware
     may have reduced part of them, so a test reloads that region before comparing. The
-    cores' later commands are dropped (the queue stopped)."""
+    cores' later commands are dropped (the queue stopped). While any sub-ring can run, the
+    others wait (the ISS takes the link watchdog to outlast them; a program that relies on
+    a wait longer than ``watchdog_cycles`` times out on the hardware)."""
 
     def __init__(self, cores: list[NeuronCoreISS]):
         if len(cores) < 2:
@@ -511,10 +550,25 @@ class RingISS:
         if bad:
             raise ValueError(f"cores configured for rings of {bad} ranks in a ring of "
                              f"{len(cores)}")
+        rows = sorted({c.cfg.torus_rows for c in cores})
+        if len(rows) != 1:
+            raise ValueError(f"cores configured for tori of {rows} rows (torus_rows) in one "
+                             f"ring")
+        R = rows[0]
+        if len(cores) % R or (R > 1 and len(cores) // R < 2):
+            raise ValueError(f"torus_rows {R} does not split {len(cores)} cores into rows of "
+                             f"at least 2")
         for c in cores:
             if c.cfg.ranks == 0:
                 c.cfg = replace(c.cfg, ranks=len(cores))
         self.cores = cores
+        self.rows, self.cols = R, len(cores) // R
+        dims = (CollectiveDim.ROW,) + ((CollectiveDim.COLUMN,) if R > 1 else ())
+        self._groups = [(d, g) for d in dims for g in torus_groups(R, self.cols, d)]
+
+    def _group(self, r: int, dim: int) -> list[int]:
+        """The sub-ring of core ``r`` along ``dim``."""
+        return next(g for d, g in self._groups if d == dim and r in g)
 
     def run(self, programs: list) -> list[ErrorCode]:
         P = len(self.cores)
@@ -540,47 +594,56 @@ class RingISS:
                     pc[r] += 1
             if all(w is None for w in waiting):
                 return [c.error for c in self.cores]
-            if any(w is None for w in waiting):
-                # Cores that ended or failed never join: the others' watchdogs fire.
+            ready = [(g, [waiting[r] for r in g]) for d, g in self._groups
+                     if all(waiting[r] is not None and waiting[r]["dim"] == d for r in g)]
+            if not ready:
+                # Cores that ended, failed or wait along the other dim never join: the
+                # waiting cores' watchdogs fire.
+                absent = {r: [q for q in self._group(r, w["dim"])
+                              if waiting[q] is None or waiting[q]["dim"] != w["dim"]]
+                          for r, w in enumerate(waiting) if w is not None}
                 for r, core in enumerate(self.cores):
                     if waiting[r] is not None:
                         core.fail(pc[r], CommandError(
                             ErrorCode.LINK_TIMEOUT,
-                            f"cores {[q for q in range(P) if waiting[q] is None]} never joined "
-                            f"this COLLECTIVE"))
+                            f"cores {absent[r]} never joined this COLLECTIVE"))
                         core.executed += 1
                         pc[r] += 1
                         waiting[r] = None
                 continue
-            sizes = {(w["coll_op"], w["rows"] * w["cols"],
-                      w["shift"] if w["coll_op"] == CollectiveOp.PERMUTE else 0)
-                     for w in waiting}
-            if len(sizes) != 1:
-                raise RuntimeError(f"mismatched COLLECTIVE commands across cores (op, words, "
-                                   f"shift): {sorted(sizes)}")
-            self._collective(waiting)
-            for r, c in enumerate(self.cores):
-                c.executed += 1
-                pc[r] += 1
-                waiting[r] = None
+            for _, cmds in ready:
+                sizes = {(w["coll_op"], w["rows"] * w["cols"],
+                          w["shift"] if w["coll_op"] == CollectiveOp.PERMUTE else 0)
+                         for w in cmds}
+                if len(sizes) != 1:
+                    raise RuntimeError(f"mismatched COLLECTIVE commands across cores (op, "
+                                       f"words, shift): {sorted(sizes)}")
+            for group, cmds in ready:
+                self._collective([self.cores[r] for r in group], cmds)
+                for r in group:
+                    self.cores[r].executed += 1
+                    pc[r] += 1
+                    waiting[r] = None
 
-    def _collective(self, cmds: list[dict]) -> None:
-        """Run one COLLECTIVE (the cores' checked fields ``cmds``, which agree)."""
-        op, w = cmds[0]["coll_op"], self.cores[0].cfg.link_width
+    @staticmethod
+    def _collective(cores: list[NeuronCoreISS], cmds: list[dict]) -> None:
+        """Run one COLLECTIVE on the sub-ring ``cores`` (in ring order; P = their number),
+        given their checked fields ``cmds``, which agree."""
+        op, w = cmds[0]["coll_op"], cores[0].cfg.link_width
 
         def region(c, f, addr, cols):  # the cols x W words, word-major (a view)
             return c.sbuf[f["part"]:f["part"] + f["rows"], addr:addr + cols]
 
         src = [region(c, f, f["sbuf_addr"], f["cols"]).T.reshape(-1)
-               for c, f in zip(self.cores, cmds, strict=True)]
+               for c, f in zip(cores, cmds, strict=True)]
         if op in ROUTED_OPS:
-            out = _out_rows(cmds[0], len(self.cores))
+            out = _out_rows(cmds[0], len(cores))
             dst = [region(c, f, f["dst_addr"], out).T.reshape(-1)
-                   for c, f in zip(self.cores, cmds, strict=True)]
+                   for c, f in zip(cores, cmds, strict=True)]
             res = route_collective(op, src, dst, w, cmds[0]["shift"])
-            for c, f, r in zip(self.cores, cmds, res, strict=True):
+            for c, f, r in zip(cores, cmds, res, strict=True):
                 region(c, f, f["dst_addr"], out)[:] = r.reshape(out, f["rows"]).T
             return
         res = run_collective(op, src, w)
-        for c, f, r in zip(self.cores, cmds, res, strict=True):
+        for c, f, r in zip(cores, cmds, res, strict=True):
             region(c, f, f["sbuf_addr"], f["cols"])[:] = r.reshape(f["cols"], f["rows"]).T

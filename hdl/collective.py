@@ -10,10 +10,10 @@ from .instances import shared
 from .params import check_int, check_one_of
 from .pipeline import delay
 
-__all__ = ["CollectiveOp", "CollectiveEngine", "LINK_WIDTHS", "collective_command_layout",
-           "link_layout", "tag_layout", "ROUTED_OPS", "check_ranks", "check_link_width",
-           "check_depth", "check_watchdog", "setup_cycles", "DEFAULT_WATCHDOG_CYCLES",
-           "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
+__all__ = ["CollectiveOp", "CollectiveDim", "CollectiveEngine", "LINK_WIDTHS",
+           "collective_command_layout", "link_layout", "tag_layout", "ROUTED_OPS", "check_ranks",
+           "check_link_width", "check_depth", "check_watchdog", "setup_cycles",
+           "DEFAULT_WATCHDOG_CYCLES", "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
 
 #: Link widths (fp32 words per beat) the engine can be built for.
 LINK_WIDTHS = (1, 2, 4)
@@ -37,6 +37,14 @@ class CollectiveOp(enum.Enum, shape=3):
     ALL_TO_ALL = 3  #: rank r's chunk j goes to slot r of rank j's destination
     PERMUTE = 4  #: rank r's buffer goes to rank (r + shift) mod P's destination
     # 5..7 are reserved: an engine given one sets `error` and drops the command.
+
+
+class CollectiveDim(enum.Enum, shape=1):
+    """The ``dim`` field of a torus collective command (``hdl.torus``; mirrored by
+    ``golden.isa``)."""
+
+    ROW = 0  #: the ring of the node's row: C ranks (on a ring of cores: the ring itself)
+    COLUMN = 1  #: the ring of the node's column: R ranks
 
 
 #: The operations that route tagged beats (the others run the ring schedule).

@@ -26,6 +26,7 @@ from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ra
 from .sru import sru_layouts
 from .tensor_engine import Opcode as TeOpcode
 from .tensor_engine import TensorEngine, drain_request_layout
+from .torus import TorusNode, check_torus
 
 __all__ = ["NeuronCore", "PERF_COUNTERS", "ACTIVITY_ENGINES", "ActivityLayout"]
 
@@ -743,6 +744,11 @@ class NeuronCore(wiring.Component):
         The DMA's longest AXI burst, 1 to 256 beats (default 16).
     ranks : int
         0 (default): no ring; else the cores of the ring, 2 to 64.
+    torus_rows : int
+        R: the ring's cores form an R × (ranks / R) torus (default 1: a ring). The core then
+        holds a :class:`~hdl.torus.TorusNode` (a row and a column collective engine) and has
+        the column's links too (``col_tx``, ``col_rx``, ``col_tx_flush``, ``col_rx_flush``);
+        a COLLECTIVE's ``dim`` picks the ring (``golden.isa.CollectiveDim``).
     link_width : int
         fp32 words per ring beat (default 1): 1 to ``n``, and in a ring one of 1, 2 or 4.
     watchdog_cycles : int
@@ -777,7 +783,7 @@ class NeuronCore(wiring.Component):
                  te_add_stages: int = DEFAULT_ADD_STAGES, random_bits: int = 16,
                  max_burst: int = 16, ranks: int = 0, link_width: int = 1,
                  watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES, data_width: int = 32,
-                 vector_engine: bool = True, sparse: bool = False):
+                 vector_engine: bool = True, sparse: bool = False, torus_rows: int = 1):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
@@ -788,11 +794,16 @@ class NeuronCore(wiring.Component):
         check_int("te_add_stages", te_add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         check_int("ranks", ranks, lo=2, hi=MAX_RANKS, also=(0,), note="(0: no ring)")
         self.ranks, self.link_width = ranks, link_width
+        self.torus_rows = check_int("torus_rows", torus_rows, lo=1)
+        if torus_rows > 1:
+            check_torus(torus_rows, ranks // torus_rows)
+            if ranks % torus_rows:
+                raise ValueError(f"torus_rows must divide ranks ({ranks}), not {torus_rows!r}")
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                               psum_words=psum_words, dram_bytes=dram_bytes, ring=ranks != 0,
-                              ranks=max(ranks, 2),
+                              ranks=max(ranks, 2), torus_rows=torus_rows,
                               link_width=link_width, vector_engine=vector_engine,
                               sparse=sparse)
         self.vector_engine, self.sparse = vector_engine, sparse
@@ -808,12 +819,18 @@ class NeuronCore(wiring.Component):
                  # (hdl.activity.ActivityRecorder).
                  "activity": Out(ActivityLayout())}
         if ranks:
-            self._coll = CollectiveEngine(ranks=ranks, link_width=link_width, depth=sbuf_words,
-                                          watchdog_cycles=watchdog_cycles)
-            beat = self._coll.link_layout
-            ports.update({"rank": In(range(ranks)), "tx": Out(stream.Signature(beat)),
-                          "rx": In(stream.Signature(beat)), "tx_flush": Out(1),
-                          "rx_flush": Out(1)})
+            common = {"link_width": link_width, "depth": sbuf_words,
+                      "watchdog_cycles": watchdog_cycles}
+            if torus_rows > 1:
+                self._coll = TorusNode(rows=torus_rows, cols=ranks // torus_rows, **common)
+            else:
+                self._coll = CollectiveEngine(ranks=ranks, **common)
+            links = self._coll.signature.members
+            ports.update({"rank": In(range(ranks)), "tx": links["tx"], "rx": links["rx"],
+                          "tx_flush": Out(1), "rx_flush": Out(1)})
+            if torus_rows > 1:
+                ports.update({"col_tx": links["col_tx"], "col_rx": links["col_rx"],
+                              "col_tx_flush": Out(1), "col_rx_flush": Out(1)})
         self._te = TensorEngine(n=n, psum_banks=psum_banks, psum_words=psum_words,
                                 mul_stages=te_mul_stages, add_stages=te_add_stages,
                                 sparsity=tuple(SPARSITY_CODES) if sparse else ())
@@ -829,7 +846,8 @@ class NeuronCore(wiring.Component):
                           psum_words=self.psum_words, dram_bytes=self.dram_bytes,
                           random_bits=self.random_bits, link_width=self.link_width,
                           data_width=self.data_width, vector_engine=self.vector_engine,
-                          sparse=self.sparse, ranks=self.ranks, **kwargs)
+                          sparse=self.sparse, ranks=self.ranks, torus_rows=self.torus_rows,
+                          **kwargs)
 
     def elaborate(self, platform):
         m = Module()
@@ -913,6 +931,7 @@ class NeuronCore(wiring.Component):
                          coll.cmd.payload.words.eq(cd.cols * W),
                          coll.cmd.payload.dst.eq(cd.dst_addr),
                          coll.cmd.payload.shift.eq(cd.shift),
+                         *([coll.cmd.payload.dim.eq(cd.dim)] if self.torus_rows > 1 else []),
                          seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
                          # A soft reset abandons a running collective as the watchdog does:
                          # the link drops its beats too (none may reach a later collective).
@@ -925,6 +944,11 @@ class NeuronCore(wiring.Component):
                 m.d.sync += coll_part.eq(cd.part)
             wiring.connect(m, coll.tx, wiring.flipped(self.tx))
             wiring.connect(m, wiring.flipped(self.rx), coll.rx)
+            if self.torus_rows > 1:  # the column's links, flushed alike
+                wiring.connect(m, coll.col_tx, wiring.flipped(self.col_tx))
+                wiring.connect(m, wiring.flipped(self.col_rx), coll.col_rx)
+                m.d.comb += [self.col_tx_flush.eq(coll.col_tx_flush | (eng_rst & coll.busy)),
+                             self.col_rx_flush.eq(eng_rst & coll.busy)]
             rot0 = _rotate(m, coll_rd0, coll_part, n, "coll_rot0")
             rot1 = _rotate(m, coll_rd1, coll_part, n, "coll_rot1")
             for j in range(W):

@@ -16,7 +16,7 @@ from amaranth.lib import data, enum
 from golden import isa as _golden
 
 from .activation import ActivationFunc, AluOp
-from .collective import CollectiveOp
+from .collective import CollectiveDim, CollectiveOp
 from .formats import Dtype, Rounding
 
 __all__ = ["DESCRIPTOR_BITS", "Opcode", "ErrorCode", "Sparsity", "AluOp", "DESCRIPTOR_LAYOUTS",
@@ -76,7 +76,8 @@ DESCRIPTOR_LAYOUTS = {
                               "bias_addr": 16, "scale": 32, "dtype": Dtype, "mode": Rounding,
                               "saturate": 1, "dst_addr": 16}),
     Opcode.COLLECTIVE: _layout({"coll_op": CollectiveOp, "part": 8, "rows": 9,
-                                "sbuf_addr": 16, "cols": 16, "dst_addr": 16, "shift": 6}),
+                                "sbuf_addr": 16, "cols": 16, "dst_addr": 16, "shift": 6,
+                                "dim": CollectiveDim}),
     Opcode.BARRIER: _layout({}),
     Opcode.SET_SEED: _layout({"seed": 64}),
     Opcode.TENSOR_TENSOR: _layout({"alu": AluOp, "part": 8, "rows": 9, "cols": 16, **_IN0,

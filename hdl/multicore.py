@@ -1,4 +1,4 @@
-"""P NeuronCores in a ring: each with its own host registers and DRAM port."""
+"""P NeuronCores in a ring or an R x C torus: each with its own host registers and DRAM port."""
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
@@ -27,6 +27,10 @@ class CoreRing(wiring.Component):
     ``tx_flush`` (its collective engine's watchdog abandoned a COLLECTIVE) empties its
     outgoing link, its ``rx_flush`` (a soft reset during a COLLECTIVE) its incoming one.
 
+    With ``torus_rows`` R > 1 the cores form an R × C torus (C = ``ranks`` / R; core r = i·C +
+    j): the links above join each row (r to i·C + (j + 1) mod C) and column links
+    (``col_link<r>``) join each column (r to ((i + 1) mod R)·C + j), each flushed alike.
+
     Parameters
     ----------
     ranks : int
@@ -34,6 +38,8 @@ class CoreRing(wiring.Component):
     max_latency : int
         The links' largest latency, as :class:`~hdl.ring.LinkModel`'s: 1 to 256 (default
         :data:`~hdl.ring.MAX_LINK_LATENCY`).
+    torus_rows : int
+        R, 1 (default: a ring) or the rows of a torus (:class:`~hdl.core.NeuronCore`'s).
     **core
         :class:`~hdl.core.NeuronCore`'s other parameters, the same for every core.
 
@@ -52,6 +58,7 @@ class CoreRing(wiring.Component):
         self.max_latency = check_max_latency(max_latency)
         self._core_params = {"ranks": ranks, **core}
         self._cores = [NeuronCore(ranks=ranks, **core) for _ in range(ranks)]
+        self.torus_rows = self._cores[0].torus_rows
         self.link_width = self._cores[0].link_width
         self.watchdog_cycles = self._cores[0].watchdog_cycles
         ports = {}
@@ -69,7 +76,6 @@ class CoreRing(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        links = []
         # In simulation builds the cores are one Verilog module (hdl.instances).
         cores = [shared(core, "hdl.core:NeuronCore", self._core_params) for core in self._cores]
         for r, core in enumerate(cores):
@@ -79,15 +85,25 @@ class CoreRing(wiring.Component):
             m.d.comb += [core.rank.eq(r), getattr(self, f"busy{r}").eq(core.busy),
                          getattr(self, f"error{r}").eq(core.error),
                          getattr(self, f"activity{r}").eq(core.activity)]
-            link = LinkModel(link_width=self.link_width, ranks=self.ranks,
-                             max_latency=self.max_latency, index=r)
-            m.submodules[f"link{r}"] = link
-            m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
-                         link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed)]
-            links.append(link)
-        for r, core in enumerate(cores):
-            wiring.connect(m, core.tx, links[r].i)
-            m.d.comb += links[r].flush.eq(core.tx_flush
-                                          | cores[(r + 1) % self.ranks].rx_flush)
-            wiring.connect(m, links[r].o, cores[(r + 1) % self.ranks].rx)
+        R = self.torus_rows
+        C = self.ranks // R
+        # (name, ports, ring size, the core a core sends to): the rows (on a ring, the ring)
+        # and, on a torus, the columns.
+        kinds = [("link", ("tx", "rx", "tx_flush", "rx_flush"), C,
+                  lambda r: r - r % C + (r + 1) % C)]
+        if R > 1:
+            kinds.append(("col_link", ("col_tx", "col_rx", "col_tx_flush", "col_rx_flush"), R,
+                          lambda r: (r + C) % self.ranks))
+        for k, (name, (tx, rx, tx_flush, rx_flush), size, to) in enumerate(kinds):
+            for r, core in enumerate(cores):
+                link = LinkModel(link_width=self.link_width, ranks=size,
+                                 max_latency=self.max_latency, index=r + k * self.ranks)
+                m.submodules[f"{name}{r}"] = link
+                m.d.comb += [link.latency.eq(self.latency),
+                             link.stall_rate.eq(self.stall_rate),
+                             link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed)]
+                nxt = cores[to(r)]
+                wiring.connect(m, getattr(core, tx), link.i)
+                m.d.comb += link.flush.eq(getattr(core, tx_flush) | getattr(nxt, rx_flush))
+                wiring.connect(m, link.o, getattr(nxt, rx))
         return m

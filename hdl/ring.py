@@ -203,7 +203,7 @@ class CollectiveRing(wiring.Component):
         self.depth = check_depth(depth)
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.max_latency = check_max_latency(max_latency)
-        cmd_layout = collective_command_layout(depth, link_width)
+        cmd_layout = self._cmd_layout()
         bus = 32 * link_width * ranks
         super().__init__({
             "cmd": In(stream.Signature(cmd_layout)).array(ranks),
@@ -222,24 +222,41 @@ class CollectiveRing(wiring.Component):
             "cycles": Out(data.ArrayLayout(32, ranks)),
         })
 
+    def _cmd_layout(self) -> data.StructLayout:
+        return collective_command_layout(self.depth, self.link_width)
+
+    def _node(self):
+        """A node: in simulation builds the engines are one Verilog module (hdl.instances)."""
+        params = {"ranks": self.ranks, "link_width": self.link_width, "depth": self.depth,
+                  "add_stages": self.add_stages, "watchdog_cycles": self.watchdog_cycles}
+        return shared(CollectiveEngine(**params), "hdl.collective:CollectiveEngine", params)
+
+    def _link_settings(self, m, link, flush):
+        m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
+                     link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed),
+                     link.flush.eq(flush)]
+
+    def _links(self, m, nodes):
+        """Link r from node r to node r + 1."""
+        P = self.ranks
+        for r, node in enumerate(nodes):
+            link = LinkModel(link_width=self.link_width, ranks=P, max_latency=self.max_latency,
+                             index=r)
+            m.submodules[f"link{r}"] = link
+            self._link_settings(m, link, node.tx_flush)
+            wiring.connect(m, node.tx, link.i)
+            wiring.connect(m, link.o, nodes[(r + 1) % P].rx)
+
     def elaborate(self, platform):
         m = Module()
         P, W = self.ranks, self.link_width
         row = data.ArrayLayout(32, W)
-        engines, links = [], []
+        engines = []
         for r in range(P):
-            # In simulation builds the engines are one Verilog module (hdl.instances).
-            params = {"ranks": P, "link_width": W, "depth": self.depth,
-                      "add_stages": self.add_stages, "watchdog_cycles": self.watchdog_cycles}
-            eng = shared(CollectiveEngine(**params), "hdl.collective:CollectiveEngine", params)
+            eng = self._node()
             m.submodules[f"engine{r}"] = eng
             engines.append(eng)
-            link = LinkModel(link_width=W, ranks=P, max_latency=self.max_latency, index=r)
-            m.submodules[f"link{r}"] = link
-            links.append(link)
-            m.d.comb += [link.latency.eq(self.latency), link.stall_rate.eq(self.stall_rate),
-                         link.seed.eq(self.stall_seed), link.reseed.eq(self.stall_reseed),
-                         link.flush.eq(eng.tx_flush), eng.rank.eq(r)]
+            m.d.comb += eng.rank.eq(r)
             wiring.connect(m, wiring.flipped(self.cmd[r]), eng.cmd)
 
             mem = memory.Memory(shape=row, depth=self.depth, init=[])
@@ -261,9 +278,7 @@ class CollectiveRing(wiring.Component):
             m.d.comb += [self.busy[r].eq(eng.busy), self.error[r].eq(eng.error),
                          self.timeout[r].eq(eng.timeout),
                          self.cycles[r].eq(eng.cycles)]
-        for r in range(P):
-            wiring.connect(m, engines[r].tx, links[r].i)
-            wiring.connect(m, links[r].o, engines[(r + 1) % P].rx)
+        self._links(m, engines)
         m.d.comb += self.idle.eq(~self.busy.any())
         return m
 

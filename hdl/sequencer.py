@@ -133,6 +133,10 @@ class Sequencer(wiring.Component):
     ranks : int
         The ring's size P, 2 to 64 (default 2; with ``ring``): a PERMUTE's shift must be in
         1..P − 1 and an all-to-all writes P·⌈cols/P⌉ words a partition.
+    torus_rows : int
+        R: the ring's cores form an R × (P / R) torus (default 1: a ring). P is then the size
+        of the sub-ring a COLLECTIVE's ``dim`` names: P / R along a row, R along a column
+        (COLUMN on a ring is BAD_FIELD).
     link_width : int
         The rows a COLLECTIVE must give, 1 to ``n`` (default 1).
     vector_engine : bool
@@ -153,13 +157,16 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, n: int, sbuf_words: int, psum_banks: int, psum_words: int,
                  dram_bytes: int, ring: bool = False, ranks: int = 2, link_width: int = 1,
-                 vector_engine: bool = True, sparse: bool = False):
+                 vector_engine: bool = True, sparse: bool = False, torus_rows: int = 1):
         check_core_sizes(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,
                          psum_words=psum_words, dram_bytes=dram_bytes)
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
         self.link_width = check_int("link_width", link_width, lo=1, hi=n)
         self.ranks = check_int("ranks", ranks, lo=2, hi=64)
+        self.torus_rows = check_int("torus_rows", torus_rows, lo=1, hi=ranks // 2)
+        if ranks % torus_rows:
+            raise ValueError(f"torus_rows must divide ranks ({ranks}), not {torus_rows!r}")
         if not isinstance(vector_engine, bool):
             raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
         self.vector_engine = vector_engine
@@ -370,23 +377,33 @@ class Sequencer(wiring.Component):
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.COLLECTIVE):
                 f = v[Opcode.COLLECTIVE]
-                P = self.ranks if self.ring else 0
+                # P: the size of the sub-ring `dim` names (a ring's row is the ring).
+                R = self.torus_rows
+                P_row = self.ranks // R if self.ring else 0
+                P_col = R if self.ring and R > 1 else 0
+                on_col = f.dim.as_value() == _isa.CollectiveDim.COLUMN
                 cop = f.coll_op.as_value()
                 permute = cop == _isa.CollectiveOp.PERMUTE
                 routed = (cop == _isa.CollectiveOp.ALL_TO_ALL) | permute
-                # The words an all-to-all writes a partition: P * ceil(cols / P).
-                a2a_words = Signal(18)
-                if P & (P - 1) == 0 and P:
-                    k = P.bit_length() - 1
-                    m.d.comb += a2a_words.eq(((f.cols + P - 1) >> k) << k)
-                elif P:
-                    m.d.comb += a2a_words.eq(f.cols + (P - f.cols % P) % P)
-                out = Mux(permute, f.cols, a2a_words)
+
+                def a2a_words(P):  # the words an all-to-all writes a partition: P·⌈cols/P⌉
+                    if not P:
+                        return 0
+                    if P & (P - 1) == 0:
+                        k = P.bit_length() - 1
+                        return ((f.cols + P - 1) >> k) << k
+                    return f.cols + (P - f.cols % P) % P
+
+                a2a = Signal(18)
+                m.d.comb += a2a.eq(Mux(on_col, a2a_words(P_col), a2a_words(P_row)))
+                out = Mux(permute, f.cols, a2a)
                 meet = (f.sbuf_addr < f.dst_addr + out) & (f.dst_addr < f.sbuf_addr + f.cols)
-                no_ring = Const(int(P == 0))  # (then BAD_FIELD below)
-                # (outside a ring a PERMUTE's shift is never right: P - 1 = -1)
-                shift_ok = (f.shift != 0) & (f.shift < P) if P else Const(0)
-                chain([((cop <= int(max(_isa.CollectiveOp))) & (~permute | shift_ok),
+                no_ring = Const(int(P_row == 0))  # (then BAD_FIELD below)
+                # (outside a ring a PERMUTE's shift is never right: P - 1 = -1; COLUMN needs
+                # a torus)
+                shift_ok = (f.shift != 0) & Mux(on_col, f.shift < P_col, f.shift < P_row)
+                dim_ok = ~on_col | Const(int(P_col != 0))
+                chain([((cop <= int(max(_isa.CollectiveOp))) & dim_ok & (~permute | shift_ok),
                         ErrorCode.BAD_FIELD),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                        (f.rows == self.link_width, ErrorCode.BAD_SHAPE),

@@ -24,12 +24,14 @@ from golden.collective import (
     out_rows,
     ring_bound_cycles,
     route_bound_cycles,
+    torus_bound_cycles,
 )
 from hdl.collective import check_link_width, check_ranks, setup_cycles
+from hdl.torus import check_torus
 from sim import runner
 from sim.cli.gemm import error_vs_float64_text
 
-__all__ = ["MAX_WORDS", "ring_params", "run_collectives", "format_collectives"]
+__all__ = ["MAX_WORDS", "ring_params", "run_collectives", "run_torus", "format_collectives"]
 
 #: The largest n the driver builds a ring for (memories of 2^18 rows of W words).
 MAX_WORDS = 1 << 18
@@ -62,20 +64,29 @@ def _check(ranks, link_width, sizes, latency, stall_rate, max_latency):
                          f"not {stall_rate!r}")
 
 
-def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
+def run_collectives(*, ranks: int | None = None, sizes: list[int], link_width: int = 1,
                     op: str = "ALL_REDUCE", simulator: str = "verilator", latency: int = 1,
                     stall_rate: int = 0, seed: int = 1, waves: bool = False,
                     error_vs_float64: bool = True, max_latency: int = 16,
-                    shift: int = 1) -> dict:
+                    shift: int = 1, torus: tuple[int, int] | None = None) -> dict:
     """Simulate collectives of each size in ``sizes`` on one ring (one build); return figures.
 
     Raises ``ValueError`` for bad input (ranks < 2, n < 1, an unsupported link width, ...)
     before anything is simulated, and :class:`runner.SimulationFailed` if a result differs
     from golden or the ring hangs. ``shift``: a permute's (1 .. P - 1; the others ignore it).
     An all-to-all or a permute reads the buffer at row 0 and writes from row ceil(n / W) on.
+    ``torus`` = (R, C): an R x C torus of engines instead of a ring (``ranks``, if given, must
+    be R·C): its all-reduce or all-to-all (:func:`run_torus`).
     """
-    _check(ranks, link_width, sizes, latency, stall_rate, max_latency)
     op_code = CollectiveOp[op.upper()] if isinstance(op, str) else CollectiveOp(op)
+    if torus is not None:
+        return run_torus(torus=torus, ranks=ranks, sizes=sizes, link_width=link_width,
+                         op=op_code, simulator=simulator, latency=latency,
+                         stall_rate=stall_rate, seed=seed, waves=waves,
+                         error_vs_float64=error_vs_float64, max_latency=max_latency)
+    if ranks is None:
+        raise ValueError("ranks must be given for a ring (or torus for a torus)")
+    _check(ranks, link_width, sizes, latency, stall_rate, max_latency)
     routed = op_code in ROUTED_OPS
     if op_code == CollectiveOp.PERMUTE:
         check_shift(shift, ranks)
@@ -112,6 +123,62 @@ def run_collectives(*, ranks: int, sizes: list[int], link_width: int = 1,
     return r
 
 
+def run_torus(*, torus: tuple[int, int], sizes: list[int], ranks: int | None = None,
+              link_width: int = 1, op=CollectiveOp.ALL_REDUCE, simulator: str = "verilator",
+              latency: int = 1, stall_rate: int = 0, seed: int = 1, waves: bool = False,
+              error_vs_float64: bool = True, max_latency: int = 16) -> dict:
+    """Simulate torus collectives of each size on one R x C torus of engines
+    (``hdl.torus:CollectiveTorus``, ``sim/tb/torus.py``, test ``torus_runs``): an all-reduce
+    in place at row 0, or an all-to-all from row 0 through a scratch region to the rows after
+    it (n a multiple of R·C·W). Figures as :func:`run_collectives`', the bound being
+    ``golden.collective.torus_bound_cycles`` and the cycles those from the first command to
+    the last node's idle (every step of the schedule)."""
+    if not isinstance(torus, tuple | list) or len(torus) != 2:
+        raise ValueError(f"torus must be (rows, cols), not {torus!r}")
+    R, C = check_torus(*torus)
+    if ranks is not None and ranks != R * C:
+        raise ValueError(f"ranks must be rows * cols = {R * C} on a {R}x{C} torus, "
+                         f"not {ranks!r}")
+    _check(R * C, link_width, sizes, latency, stall_rate, max_latency)
+    if op not in (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_TO_ALL):
+        raise ValueError(f"a torus runs all-reduce and all-to-all, not "
+                         f"{op.name.lower().replace('_', '-')}")
+    routed = op == CollectiveOp.ALL_TO_ALL
+    if routed:
+        for n in sizes:
+            if n % (R * C * link_width):
+                raise ValueError(f"a torus all-to-all's n must be a multiple of rows * cols * "
+                                 f"link_width = {R * C * link_width}, not {n}")
+    params = ring_params(R * C, link_width, 3 * max(sizes) if routed else max(sizes),
+                         max_latency=max_latency)
+    params = {"rows": R, "cols": C, **{k: v for k, v in params.items() if k != "ranks"}}
+    tag = (f"{op.name.lower()}-{'_'.join(map(str, sizes))[:60]}-l{latency}-s{stall_rate}"
+           f"-{seed}")
+    out = runner.result_file("allreduce", f"{simulator}-t{R}x{C}-w{link_width}-{tag}")
+    spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate, "op": op.name,
+            "return_data": error_vs_float64}
+    result = runner.run("hdl.torus:CollectiveTorus", params, "sim.tb.torus", simulator,
+                        testcase="torus_runs", seed=seed, waves=waves, run_tag=tag,
+                        quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
+                                               "NCLITE_AR_OUT": str(out)})
+    r = json.loads(out.read_text())
+    out.unlink()
+    for run in r["runs"]:
+        n = run["words"]
+        run["bound_cycles"] = torus_bound_cycles(op, n, R, C, link_width)
+        run["efficiency"] = run["bound_cycles"] / run["cycles"]
+        run["overhead_cycles"] = run["cycles"] - run["bound_cycles"]
+        inputs, res = run.pop("inputs"), run.pop("result")
+        if error_vs_float64 and inputs is not None and not routed:
+            run.update(_error_vs_float64(np.array(inputs, dtype=np.uint32),
+                                         np.array(res, dtype=np.uint32)))
+    r.update({"ranks": R * C, "torus": [R, C], "shift": 0, "simulator": simulator,
+              "seed": seed, "depth": params["depth"],
+              "setup_cycles": setup_cycles(max(R, C), params["depth"]),
+              "waves": str(result.waves) if result.waves else None})
+    return r
+
+
 def _error_vs_float64(inputs: np.ndarray, result: np.ndarray) -> dict:
     """Largest error of the all-reduce against the exact sum, as a fraction of the bound
     gamma_{P-1} * sum|x| (u = 2^-24); non-finite sums are counted, not compared."""
@@ -137,9 +204,13 @@ def format_collectives(r: dict) -> str:
              "all-gather": "(P-1)/P*n/W",
              "all-to-all": "(P-1)/2*n/W" if r["ranks"] > 2 else "n/W (the write port)",
              "permute": "shift*n/W"}[op]
+    torus = r.get("torus")
+    if torus:
+        bound = "sum of its steps' ring bounds"
     if op == "permute":
         op = f"permute by {r['shift']}"
-    lines = [f"nclite allreduce: {op} on a ring of {r['ranks']} engines, {r['link_width']} fp32 "
+    where = f"a {torus[0]}x{torus[1]} torus of" if torus else "a ring of"
+    lines = [f"nclite allreduce: {op} on {where} {r['ranks']} engines, {r['link_width']} fp32 "
              f"word(s) per beat, link latency {r['latency']}, stall rate "
              f"{r['stall_rate']}/256 ({r['simulator']}, seed {r['seed']})"]
     for run in r["runs"]:
@@ -148,8 +219,11 @@ def format_collectives(r: dict) -> str:
             "    result      : every word of every rank bit-exact with golden, ranks identical"
             if op in ("all-reduce", "all-gather") else
             "    result      : every word of every rank bit-exact with golden",
-            f"    cycles      : {run['cycles']} (ring bound {bound} = "
-            f"{run['bound_cycles']:.0f}; setup {r['setup_cycles']})",
+            f"    cycles      : {run['cycles']} ({'torus' if torus else 'ring'} bound {bound}"
+            f" = {run['bound_cycles']:.0f}; setup {r['setup_cycles']}"
+            f"{' per step' if torus else ''})",
+            f"    efficiency  : {run['efficiency']:.3f} of the schedule's bandwidth bound "
+            "(one link pair per node at a time)" if torus else
             f"    efficiency  : {run['efficiency']:.3f} of the bandwidth-optimal ring"
             if op in ("all-reduce", "reduce-scatter", "all-gather") else
             f"    efficiency  : {run['efficiency']:.3f} of the bandwidth bound (links and write "

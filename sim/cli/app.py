@@ -288,8 +288,10 @@ def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json)
 
 
 @main.command()
-@click.option("--ranks", "-p", type=int, default=4, show_default=True,
-              help="P, cores in the ring (>= 2).")
+@click.option("--ranks", "-p", type=int, default=None,
+              help="P, cores in the ring (>= 2).  [default: 4]")
+@click.option("--torus", metavar="RxC", default=None,
+              help="An R x C torus of engines instead of a ring (all-reduce, all-to-all).")
 @click.option("--n", "sizes", type=int, multiple=True,
               help="Words per rank (fp32); repeat for several runs on one build. "
                    "[default: 4096]")
@@ -309,18 +311,28 @@ def train(steps, rounding, on, cores, lr, seed, eval_every, png, waves, as_json)
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed of the data.")
 @_waves_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def allreduce(ranks, sizes, link_width, op, shift, latency, stall_rate, simulator, seed, waves,
-              as_json):
+def allreduce(ranks, torus, sizes, link_width, op, shift, latency, stall_rate, simulator, seed,
+              waves, as_json):
     """Run a ring all-reduce (or reduce-scatter, all-gather, all-to-all, permute) on P
     simulated collective engines.
 
     Every word of every rank is checked bit for bit against golden/collective.py; prints the
     cycles beside the bandwidth-optimal bound (all-reduce: the ring's 2(P-1)/P * n / W) as an
-    efficiency ratio, and an all-reduce's error against float64.
+    efficiency ratio, and an all-reduce's error against float64. With --torus RxC, an R x C
+    torus of engines runs the torus all-reduce (rows, then columns, then rows) or all-to-all
+    (columns, then rows), against the sum of its steps' bounds.
     """
     from sim.cli import allreduce as ar
 
-    result = ar.run_collectives(ranks=ranks, sizes=list(sizes) or [4096],
+    shape = None
+    if torus is not None:
+        parts = torus.lower().split("x")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"torus must be RxC (rows x columns, e.g. 2x4), not {torus!r}")
+        shape = (int(parts[0]), int(parts[1]))
+    elif ranks is None:
+        ranks = 4
+    result = ar.run_collectives(ranks=ranks, torus=shape, sizes=list(sizes) or [4096],
                                 link_width=link_width, op=op.replace("-", "_"),
                                 simulator=simulator, latency=latency, stall_rate=stall_rate,
                                 seed=seed, waves=waves or None, shift=shift)

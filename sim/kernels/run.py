@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from golden.isa import DTYPE_BYTES, CollectiveOp, ErrorCode, Opcode, decode
+from golden.collective import torus_groups
+from golden.isa import DTYPE_BYTES, CollectiveDim, CollectiveOp, ErrorCode, Opcode, decode
 from golden.iss import NeuronCoreISS, RingISS
 
 from . import profile
@@ -168,15 +169,17 @@ def trace_kernel(module, *, cores: int | None = None, seed: int = 0,
 
 
 def _check_collectives(kernels: list[Kernel]) -> None:
-    """Every core issues the same collectives in the same order, of the same size and, for a
-    permute, the same shift (else the hardware's outcome is not defined; the addresses may
-    differ): a KernelError at the first core's line that differs from core 0's. (A core that
-    issues fewer is the links' timeout, which the ISS reports.)"""
-    def collectives(k):
+    """Every core of a sub-ring (the ring; on a torus, a row or a column:
+    ``golden.collective.torus_groups``) issues the same collectives along it in the same
+    order, of the same size and, for a permute, the same shift (else the hardware's outcome
+    is not defined; the addresses may differ): a KernelError at the first core's line that
+    differs from its sub-ring's first core's. (A core that issues fewer is the links' timeout,
+    which the ISS reports.)"""
+    def collectives(k, dim):
         out = []
         for w, line in zip(k.program, k.lines, strict=True):
             op, f = decode(w)
-            if op == Opcode.COLLECTIVE:
+            if op == Opcode.COLLECTIVE and f["dim"] == dim:
                 shift = f["shift"] if f["coll_op"] == CollectiveOp.PERMUTE else 0
                 out.append(((f["coll_op"], f["rows"] * f["cols"], shift), line))
         return out
@@ -186,13 +189,22 @@ def _check_collectives(kernels: list[Kernel]) -> None:
         by = f" by {shift}" if op == CollectiveOp.PERMUTE else ""
         return f"{CollectiveOp(op).name.lower()}{by} of {size} words"
 
-    first = collectives(kernels[0])
-    for r, k in enumerate(kernels[1:], start=1):
-        for i, ((key0, _), (key, line)) in enumerate(zip(first, collectives(k), strict=False)):
-            if key != key0:
-                raise KernelError(
-                    f"core {r}'s collective {i} is {show(key)}, core 0's {show(key0)}: every "
-                    f"core must issue the same collectives in the same order", line)
+    rows = kernels[0].cfg.torus_rows
+    if len(kernels) < 2 or len(kernels) % rows:
+        return  # (one core, or a torus the ISS rejects)
+    dims = [CollectiveDim.ROW] + ([CollectiveDim.COLUMN] if rows > 1 else [])
+    for dim in dims:
+        along = "" if rows == 1 else f" along its {dim.name.lower()}"
+        for group in torus_groups(rows, len(kernels) // rows, dim):
+            first = collectives(kernels[group[0]], dim)
+            for r in group[1:]:
+                for i, ((key0, _), (key, line)) in enumerate(
+                        zip(first, collectives(kernels[r], dim), strict=False)):
+                    if key != key0:
+                        raise KernelError(
+                            f"core {r}'s collective {i}{along} is {show(key)}, core "
+                            f"{group[0]}'s {show(key0)}: every core must issue the same "
+                            f"collectives in the same order", line)
 
 
 def read_tensor(dram: np.ndarray, t: Tensor) -> np.ndarray:

@@ -16,6 +16,11 @@ Tests:
   stores C; then a reduce-scatter and an all-gather of random fp32 data (special values
   included) loaded by DMA, and an all-reduce at the last W partitions (lanes rotated). The
   links run with random latency and stalls.
+* ``torus_collectives`` (a CoreRing of ``torus_rows`` 2: a 2 x C torus of cores) - a torus
+  all-reduce of fp32 data with special values (``golden.collective.torus_schedule``: rows,
+  columns, rows; uneven chunks), a torus all-to-all through a scratch region, then a permute
+  down the columns and an all-gather along the rows, each core's program its own schedule:
+  every memory against RingISS.
 * ``hung_collective`` - three cores enter a COLLECTIVE the fourth never joins: the three wait,
   their debug reads time out (0, STATUS bit 4) instead of stalling the bus, the fourth works;
   then their link watchdogs give up: ERROR = LINK_TIMEOUT at the COLLECTIVE's index, as
@@ -29,8 +34,10 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
+from golden.collective import TorusStep, torus_schedule
 from golden.isa import (
     DTYPE_NAMES,
+    CollectiveDim,
     CollectiveOp,
     DebugSpace,
     ErrorCode,
@@ -45,6 +52,7 @@ from hdl.multicore import CoreRing
 from sim.host.core import CoreHost
 from sim.host.programs import BF16, FP8_E4M3, FP32, ProgramBuilder
 from sim.kernels import library as lib
+from sim.kernels.collectives import step_fields
 from sim.tb import tbutil, vectors
 from sim.tb.memories import DEBUG_READ_EVERY, MemoryCheck
 
@@ -194,6 +202,46 @@ async def data_parallel(dut):
         pb.store(t, 0, W, 0, total, 2)
         programs.append(pb.program)
     await tb.run(programs, f"all-to-all + permute by {shift}")
+
+
+@cocotb.test(**tbutil.timeout(10))
+async def torus_collectives(dut):
+    tb = RingTB(dut)
+    assert tb.top.torus_rows >= 2, "torus_collectives runs on a torus (torus_rows >= 2)"
+    await tb.start()
+    cfg, rng = tb.cfg, tb.rng
+    R, W = tb.top.torus_rows, cfg.link_width
+    C = tb.P // R
+    # An all-reduce of 2C + 1 columns (uneven chunks along the rows); an all-to-all of P·2
+    # columns through a scratch region; a permute by 1 down the columns and an all-gather
+    # along the rows of 2C + 1 columns.
+    ar = 2 * C + 1
+    a2a = 2 * tb.P
+    base = 1
+    plans = [
+        ("torus all-reduce", ar,
+         torus_schedule(CollectiveOp.ALL_REDUCE, ar * W, R, C, W), 0),
+        ("torus all-to-all", 3 * a2a,
+         torus_schedule(CollectiveOp.ALL_TO_ALL, a2a * W, R, C, W, addr=0, tmp=a2a,
+                        dst=2 * a2a), 0),
+        ("permute down the columns, all-gather along the rows", 2 * ar,
+         [[TorusStep(CollectiveOp.PERMUTE, CollectiveDim.COLUMN, 0, ar * W, ar),
+           TorusStep(CollectiveOp.ALL_GATHER, CollectiveDim.ROW, ar, ar * W, 0)]] * tb.P, 1),
+    ]
+    for what, total, schedule, shift in plans:
+        programs = []
+        for r in range(tb.P):
+            pb = ProgramBuilder(cfg)
+            t = pb.alloc(W, total, FP32)
+            tb.put(r, t, vectors.operands("fp32", rng, W * total, specials=0.05)
+                   .astype(np.uint32))
+            pb.load(t, 0, W, 0, total, base)
+            for step in schedule[r]:
+                pb.emit(Opcode.COLLECTIVE, **step_fields(step, part=0, base=base,
+                                                         link_width=W, shift=shift))
+            pb.store(t, 0, W, 0, total, base)
+            programs.append(pb.program)
+        await tb.run(programs, f"{what} on a {R}x{C} torus")
 
 
 @cocotb.test(timeout_time=2, timeout_unit="ms")  # a bus that stalls fails, never hangs

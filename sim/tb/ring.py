@@ -80,20 +80,23 @@ class RingTB:
     def __init__(self, dut):
         self.dut = dut
         p = tbutil.params()
-        self.P = p["ranks"]
+        self.P = p["ranks"] if "ranks" in p else p["rows"] * p["cols"]
         self.W = p.get("link_width", 1)
         self.depth = p.get("depth", 1024)
         self.max_latency = p.get("max_latency", 16)
         self.rng = tbutil.rng(0xC011)
-        layout = collective_command_layout(self.depth, self.W)
-        self._off = {name: layout[name].offset
-                     for name in ("op", "addr", "words", "dst", "shift")}
+        layout = self.cmd_layout()
+        self._off = {name: layout[name].offset for name, _ in layout}
         # The model: every word of every rank's memory (None = never written: X in Icarus).
         self.mem = np.zeros((self.P, self.depth * self.W), dtype=np.uint32)
         self.known = np.zeros(self.depth, dtype=bool)
         #: Each rank's command stream (``cmd__<r>``), valid low until a command is sent.
         self.sources = [StreamSource(dut, f"cmd__{r}") for r in range(self.P)]
         self.latency, self.stall_rate = 1, 0
+
+    def cmd_layout(self):
+        """The layout of a rank's ``cmd`` payload."""
+        return collective_command_layout(self.depth, self.W)
 
     async def start(self):
         dut = self.dut

@@ -22,7 +22,8 @@ The sections:
   (``sim.cli.allreduce.run_collectives``), per P, link width W and n: cycles beside the
   bandwidth-optimal ring bound 2·(P − 1)/P · n / W, as efficiency = bound / cycles, every
   word of every rank checked bit-exact against golden; then the routed all-to-all and
-  permute against their bounds (:mod:`sim.tools.bench_routed`).
+  permute against their bounds (:mod:`sim.tools.bench_routed`), and the torus all-reduce and
+  all-to-all beside a ring's (:mod:`sim.tools.bench_torus`).
 * **core** - the NeuronCore roofline: tiled GEMM programs on a whole NeuronCore
   (``sim.cli.demo.run_gemm_bench``, Verilator) at N = 4 and 8, bf16 and fp8, from 16x16x64
   up to 128³ and 256³ (:data:`ROOFLINE`); cycles from the core's busy counter, utilization of
@@ -158,8 +159,10 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
         runs += sum(len(gemm_shapes(n)) for n in sizes) * len(dtypes) + len(GEMM_SPEED_RUNS)
     if collectives:
         from sim.tools.bench_routed import ROUTED_QUICK, ROUTED_RUNS
+        from sim.tools.bench_torus import TORUS_QUICK, TORUS_RUNS
         ranks_list, widths, _ = AR_QUICK if quick else (AR_RANKS, AR_WIDTHS, AR_SIZES)
         runs += len(ranks_list) * len(widths) + len(ROUTED_QUICK[0] if quick else ROUTED_RUNS)
+        runs += 2 * len(TORUS_QUICK[0] if quick else TORUS_RUNS)  # the torus and its ring
         runs += 0 if quick else 1  # the MoE layer
     if sru:
         runs += len(SRU_TARGETS[:1] + SRU_TARGETS[-1:] if quick else SRU_TARGETS) + 1
@@ -759,6 +762,10 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
     if collectives:
         from sim.tools.bench_routed import bench_routed
         results["routed"] = bench_routed(quick, progress=_progress)
+    results["torus"] = None
+    if collectives:
+        from sim.tools.bench_torus import bench_torus
+        results["torus"] = bench_torus(quick, progress=_progress)
     results["moe"] = None
     if collectives and not quick:
         from sim.tools.bench_routed import bench_moe
@@ -923,6 +930,8 @@ def render_md(results: dict) -> str:
     lines += _render_collectives(results.get("collectives"))
     from sim.tools.bench_routed import render_moe, render_routed
     lines += render_routed(results.get("routed"))
+    from sim.tools.bench_torus import render_torus
+    lines += render_torus(results.get("torus"))
     lines += render_moe(results.get("moe"))
     from sim.tools.bench_training import render_training
     lines += render_training(results.get("training"))
@@ -1248,6 +1257,8 @@ def failures(results: dict) -> list[str]:
     bad += sparsity_failures(results.get("sparsity"))
     from sim.tools.bench_routed import moe_failures, routed_failures
     bad += routed_failures(results.get("routed"))
+    from sim.tools.bench_torus import torus_failures
+    bad += torus_failures(results.get("torus"))
     bad += moe_failures(results.get("moe"))
     for r in (results.get("gemm") or []) + (results.get("gemm_speed") or []):
         if "error" in r:

@@ -91,7 +91,8 @@ def render(bench: dict, synth: dict) -> str:
     every = [*bench["gemm"], *bench["collectives"], *configs, *([mlp] if mlp else []),
              *bench["sim_speed"], *speed, *([training["rtl"]] if training else []),
              *sp.get("tensor_engine", []), *sp.get("core", []),
-             *(bench.get("routed") or []), *([bench["moe"]] if bench.get("moe") else [])]
+             *(bench.get("routed") or []), *(bench.get("torus") or []),
+             *([bench["moe"]] if bench.get("moe") else [])]
     runs = len(every)  # failed runs count: they are not bit-exact
     exact = sum(bool(x.get("bit_exact")) for x in every)
     gemms = [g for g in bench["gemm"] if "error" not in g]
@@ -132,6 +133,8 @@ def render(bench: dict, synth: dict) -> str:
     from sim.tools.bench_routed import moe_rows
     from sim.tools.bench_routed import readme_rows as routed_rows
     rows += routed_rows(bench.get("routed"))
+    from sim.tools.bench_torus import readme_rows as torus_rows
+    rows += torus_rows(bench.get("torus"))
     rows += moe_rows(bench.get("moe"))
     sru = bench["sru"]["throughput"]
     rows.append(("stochastic-rounding unit", f"{sru['elements_per_cycle']:.2f} elements/cycle",

@@ -63,6 +63,35 @@ def test_permute_text_and_bad_shift():
         "nclite: error: shift must be an integer in 1..2 (ranks - 1), not 3"]
 
 
+def test_torus_text_and_errors():
+    """--torus RxC: a small 2 x 2 torus of engines in Icarus, the all-to-all against the sum
+    of its steps' bounds; bad shapes and ops in one line."""
+    args = ["allreduce", "--torus", "2x2", "--n", "64", "-w", "2", "--op", "all-to-all",
+            "--sim", "icarus"]
+    r = CliRunner().invoke(main, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output[r.output.index("{"):])
+    assert out["torus"] == [2, 2] and out["ranks"] == 4 and out["op"] == "ALL_TO_ALL"
+    (run,) = out["runs"]
+    assert run["bound_cycles"] == 64 / 2 * 2  # 2 x 2: (max(1/2, 1) + max(1/2, 1)) * B
+    assert run["cycles"] >= run["bound_cycles"]
+    text = CliRunner().invoke(main, args).output
+    assert "all-to-all on a 2x2 torus of 4 engines" in text, text
+    for bad, msg in ((["--torus", "2by2"], "torus must be RxC (rows x columns, e.g. 2x4), "
+                                           "not '2by2'"),
+                     (["--torus", "1x4"], "rows must be an integer between 2 and 32, not 1"),
+                     (["--torus", "2x2", "--op", "permute"],
+                      "a torus runs all-reduce and all-to-all, not permute"),
+                     (["--torus", "2x2", "--n", "10", "--op", "all-to-all"],
+                      "a torus all-to-all's n must be a multiple of rows * cols * link_width "
+                      "= 4, not 10"),
+                     (["--torus", "2x2", "--ranks", "6"],
+                      "ranks must be rows * cols = 4 on a 2x2 torus, not 6")):
+        r = CliRunner().invoke(main, ["allreduce", *bad])
+        assert r.exit_code != 0 and r.output.strip().splitlines() == [f"nclite: error: {msg}"], \
+            r.output
+
+
 def _leaves(group, path=()):
     import click
 

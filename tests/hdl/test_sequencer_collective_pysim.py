@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """The sequencer's COLLECTIVE checks against the ISS's, in Amaranth's simulator: random
 descriptors (reserved ops, every shift, destinations past SBUF, meeting or touching the source)
-on cores in rings of 2 to 6 (the non-power-of-two P·⌈cols/P⌉ too) and outside a ring; the error
-code must be the ISS's, in the ISS's order. (The whole core runs the same checks on its error
+on cores in rings of 2 to 6 (the non-power-of-two P·⌈cols/P⌉ too), in tori of 2 x 2, 2 x 3 and
+3 x 2 (``dim`` at random: P is the sub-ring's) and outside a ring; the error code must be the
+ISS's, in the ISS's order. (The whole core runs the same checks on its error
 programs in cocotb; those cores are outside a ring or in a ring of 4.)"""
 
 from __future__ import annotations
@@ -29,19 +30,24 @@ def _cases(rng, w: int, count: int) -> list[dict]:
                     "dst_addr": int(rng.integers(0, WORDS + 2)) if rng.random() < 0.9
                     else int(rng.integers(0, 1 << 16)),
                     "shift": int(rng.integers(0, 8)) if rng.random() < 0.95
-                    else int(rng.integers(0, 64))})
+                    else int(rng.integers(0, 64)),
+                    "dim": int(rng.integers(0, 2)) if rng.random() < 0.5 else 0})
     return out
 
 
-@pytest.mark.parametrize("link_width, ranks", [(1, 3), (2, 4), (1, 5), (4, 6), (1, 2), (1, 0)])
-def test_collective_checks_match_the_iss(link_width, ranks):
-    seed = 100 + 7 * ranks + link_width
+@pytest.mark.parametrize("link_width, ranks, torus_rows",
+                         [(1, 3, 1), (2, 4, 1), (1, 5, 1), (4, 6, 1), (1, 2, 1), (1, 0, 1),
+                          (2, 4, 2), (1, 6, 2), (1, 6, 3)])
+def test_collective_checks_match_the_iss(link_width, ranks, torus_rows):
+    seed = 100 + 7 * ranks + link_width + 1000 * (torus_rows - 1)
     cases = _cases(np.random.default_rng(seed), link_width, 150)
     ring = ranks != 0
     seq = Sequencer(n=8, sbuf_words=WORDS, psum_banks=2, psum_words=16, dram_bytes=1 << 12,
-                    ring=ring, ranks=ranks if ring else 2, link_width=link_width)
+                    ring=ring, ranks=ranks if ring else 2, link_width=link_width,
+                    torus_rows=torus_rows)
     iss = NeuronCoreISS(CoreConfig(n=8, sbuf_words=WORDS, psum_banks=2, psum_words=16,
-                                   dram_bytes=1 << 12, link_width=link_width, ranks=ranks))
+                                   dram_bytes=1 << 12, link_width=link_width, ranks=ranks,
+                                   torus_rows=torus_rows))
     bad = []
 
     async def bench(ctx):
