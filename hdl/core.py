@@ -26,7 +26,7 @@ from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ra
 from .sru import sru_layouts
 from .tensor_engine import Opcode as TeOpcode
 from .tensor_engine import TensorEngine, drain_request_layout
-from .torus import TorusNode, check_torus
+from .torus import TorusNode, check_torus_rows
 
 __all__ = ["NeuronCore", "PERF_COUNTERS", "ACTIVITY_ENGINES", "ActivityLayout"]
 
@@ -794,11 +794,7 @@ class NeuronCore(wiring.Component):
         check_int("te_add_stages", te_add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         check_int("ranks", ranks, lo=2, hi=MAX_RANKS, also=(0,), note="(0: no ring)")
         self.ranks, self.link_width = ranks, link_width
-        self.torus_rows = check_int("torus_rows", torus_rows, lo=1)
-        if torus_rows > 1:
-            check_torus(torus_rows, ranks // torus_rows)
-            if ranks % torus_rows:
-                raise ValueError(f"torus_rows must divide ranks ({ranks}), not {torus_rows!r}")
+        self.torus_rows = check_torus_rows(torus_rows, ranks)
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self._cq = CommandQueue(depth=queue_depth, perf_counters=len(PERF_COUNTERS))
         self._seq = Sequencer(n=n, sbuf_words=sbuf_words, psum_banks=psum_banks,

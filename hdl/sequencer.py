@@ -12,6 +12,7 @@ from .dma import dma_command_layout
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, ErrorCode, Opcode
 from .params import check_int
 from .sparsity import MAX_RATIO, ceil_div, parse_sparsity, ratio_of, slots_of
+from .torus import check_torus_rows
 
 __all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
 
@@ -164,9 +165,7 @@ class Sequencer(wiring.Component):
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
         self.link_width = check_int("link_width", link_width, lo=1, hi=n)
         self.ranks = check_int("ranks", ranks, lo=2, hi=64)
-        self.torus_rows = check_int("torus_rows", torus_rows, lo=1, hi=ranks // 2)
-        if ranks % torus_rows:
-            raise ValueError(f"torus_rows must divide ranks ({ranks}), not {torus_rows!r}")
+        self.torus_rows = check_torus_rows(torus_rows, ranks)
         if not isinstance(vector_engine, bool):
             raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
         self.vector_engine = vector_engine
@@ -401,7 +400,10 @@ class Sequencer(wiring.Component):
                 no_ring = Const(int(P_row == 0))  # (then BAD_FIELD below)
                 # (outside a ring a PERMUTE's shift is never right: P - 1 = -1; COLUMN needs
                 # a torus)
-                shift_ok = (f.shift != 0) & Mux(on_col, f.shift < P_col, f.shift < P_row)
+                def below(P):  # (a constant 0 where there is no such ring)
+                    return f.shift < P if P else Const(0)
+
+                shift_ok = (f.shift != 0) & Mux(on_col, below(P_col), below(P_row))
                 dim_ok = ~on_col | Const(int(P_col != 0))
                 chain([((cop <= int(max(_isa.CollectiveOp))) & dim_ok & (~permute | shift_ok),
                         ErrorCode.BAD_FIELD),

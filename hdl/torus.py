@@ -31,8 +31,8 @@ from .instances import shared
 from .params import check_int
 from .ring import MAX_LINK_LATENCY, CollectiveRing, LinkModel
 
-__all__ = ["CollectiveDim", "torus_command_layout", "check_torus", "TorusNode",
-           "CollectiveTorus"]
+__all__ = ["CollectiveDim", "torus_command_layout", "check_torus", "check_torus_rows",
+           "TorusNode", "CollectiveTorus"]
 
 
 def check_torus(rows, cols) -> tuple[int, int]:
@@ -44,6 +44,18 @@ def check_torus(rows, cols) -> tuple[int, int]:
         raise ValueError(f"rows * cols must be at most {MAX_RANKS} nodes, not "
                          f"{rows} * {cols} = {rows * cols}")
     return rows, cols
+
+
+def check_torus_rows(torus_rows, ranks: int) -> int:
+    """``torus_rows`` R of a ring of ``ranks`` cores: 1 (a ring, or no ring at ``ranks`` 0),
+    or R >= 2 dividing ``ranks`` into rows of at least 2 cores (:func:`check_torus`)."""
+    R = check_int("torus_rows", torus_rows, lo=1, note="(1: a ring)")
+    if R > 1:
+        if not ranks or ranks % R or ranks // R < 2:
+            raise ValueError(f"torus_rows must divide ranks ({ranks}) into rows of at least 2 "
+                             f"cores, not {torus_rows!r}")
+        check_torus(R, ranks // R)
+    return R
 
 
 def torus_command_layout(depth: int, link_width: int) -> data.StructLayout:

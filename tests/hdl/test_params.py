@@ -35,6 +35,7 @@ from hdl.sim_top import AxiStalls, CoreWithDram, RingWithDram
 from hdl.sru import SRU_MAX_STAGES, StochasticRounder
 from hdl.systolic import SystolicArray
 from hdl.tensor_engine import TensorEngine
+from hdl.torus import CollectiveTorus, TorusNode
 from hdl.uart import UartRx, UartTx
 from hdl.uart_bridge import UartAxiLiteBridge
 from hdl.xorwow import XorwowSeeder
@@ -148,6 +149,11 @@ _BAD_COLLECTIVE = [
                                                          "watchdog_cycles"),
     ({"watchdog_cycles": MAX_WATCHDOG_CYCLES + 1}, V, "watchdog_cycles"),
 ]
+_BAD_TORUS = [
+    ({"rows": 2.0}, T, "rows"), ({"rows": 1}, V, "rows"), ({"cols": 33}, V, "cols"),
+    ({"cols": True}, T, "cols"), ({"rows": 8, "cols": 9}, V, r"rows \* cols"),
+    *[c for c in _BAD_COLLECTIVE if "ranks" not in c[0]],
+]
 _BAD_NEURON_CORE = [
     ({"n": 4.0}, T, "n"), ({"n": 0}, V, "n"), ({"n": 65}, V, "n"),
     ({"sbuf_words": "64"}, T, "sbuf_words"), ({"sbuf_words": 0}, V, "sbuf_words"),
@@ -158,6 +164,9 @@ _BAD_NEURON_CORE = [
     ({"dram_bytes": (1 << 32) + 1}, V, "dram_bytes"),
     ({"queue_depth": 8.0}, T, "queue_depth"), ({"queue_depth": 0}, V, "queue_depth"),
     ({"queue_depth": 257}, V, "queue_depth"),
+    ({"ranks": 4, "torus_rows": 2.0}, T, "torus_rows"), ({"torus_rows": 0}, V, "torus_rows"),
+    ({"torus_rows": 2}, V, "torus_rows"), ({"ranks": 6, "torus_rows": 4}, V, "torus_rows"),
+    ({"ranks": 6, "torus_rows": 6}, V, "torus_rows"),
     ({"data_width": 64.0}, T, "data_width"), ({"data_width": 16}, V, "data_width"),
     ({"te_mul_stages": "5"}, T, "te_mul_stages"), ({"te_mul_stages": -1}, V, "te_mul_stages"),
     ({"te_mul_stages": FP_MUL_MAX_CUTS + 1}, V, "te_mul_stages"),
@@ -256,6 +265,10 @@ COMPONENTS = [
         ({"max_latency": True}, T, "max_latency"), ({"max_latency": 0}, V, "max_latency"),
         ({"max_latency": 257}, V, "max_latency"),
         ({"index": 0.0}, T, "index"), ({"index": -1}, V, "index")]),
+    (TorusNode, {"rows": 2, "cols": 2}, _BAD_TORUS),
+    (CollectiveTorus, {"rows": 2, "cols": 3}, [
+        *_BAD_TORUS, ({"max_latency": 16.0}, T, "max_latency"),
+        ({"max_latency": 0}, V, "max_latency")]),
     (CollectiveRing, {"ranks": 2}, [
         *_BAD_COLLECTIVE,
         ({"max_latency": 16.0}, T, "max_latency"), ({"max_latency": 0}, V, "max_latency")]),
