@@ -658,9 +658,11 @@ def torus_bound_cycles(op, words: int, rows: int, cols: int, link_width: int = 1
     2(C−1)/C·B + 2(R−1)/R·B/C = 2(RC−1)/(RC)·B, the ring's bound over R·C cores (when C ∤ B
     the largest chunk, ⌈B/C⌉ rows, sets the column term). One engine and one link pair per
     node at a time gain the torus nothing in bandwidth, only in steps: 2(C−1) + 2(R−1)
-    instead of 2(RC−1), each of which costs the link latency and bookkeeping, so small n
-    gains. (A node with two engines running the two halves of the buffer in opposite
-    dimension orders on both link directions would divide the bound by up to 4: not built.)
+    instead of 2(RC−1), each of which costs the link latency and bookkeeping -- but three
+    commands instead of one, each with its setup, so small n gains only where the link
+    latency outweighs the extra setups. (A node with two engines running the two halves of
+    the buffer in opposite dimension orders on both link directions would divide the bound by
+    up to 4: not built.)
 
     ALL_TO_ALL (n a multiple of R·C·W): the column all-to-all of n words over R, then R row
     all-to-alls of n/R words over C: every word crosses the memory twice (stored and

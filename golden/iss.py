@@ -299,7 +299,8 @@ class NeuronCoreISS:
         c = self.cfg
         _check(is_code(CollectiveOp, f["coll_op"]), ErrorCode.BAD_FIELD,
                f"collective op {f['coll_op']}")
-        _check(f["dim"] != CollectiveDim.COLUMN or c.torus_rows > 1, ErrorCode.BAD_FIELD,
+        _check(f["dim"] != CollectiveDim.COLUMN or (c.ranks and c.torus_rows > 1),
+               ErrorCode.BAD_FIELD,
                "dim COLUMN needs a torus (torus_rows > 1)")
         P = c.dim_ranks(f["dim"])  # the sub-ring's cores
         _check(f["coll_op"] != CollectiveOp.PERMUTE or 1 <= f["shift"] <= P - 1,

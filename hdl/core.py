@@ -920,6 +920,7 @@ class NeuronCore(wiring.Component):
         else:
             m.submodules.coll = reset_by(eng_rst, coll)
             cd = data.View(DESCRIPTOR_LAYOUTS[Opcode.COLLECTIVE], seq.coll.payload)
+            row_busy = coll.row_busy if self.torus_rows > 1 else coll.busy
             m.d.comb += [coll.rank.eq(self.rank), coll.cmd.valid.eq(seq.coll.valid),
                          seq.coll.ready.eq(coll.cmd.ready),
                          coll.cmd.payload.op.as_value().eq(cd.coll_op.as_value()),
@@ -931,20 +932,22 @@ class NeuronCore(wiring.Component):
                          seq.coll_busy.eq(coll.busy), seq.coll_timeout.eq(coll.timeout),
                          # A soft reset abandons a running collective as the watchdog does:
                          # the link drops its beats too (none may reach a later collective).
-                         self.tx_flush.eq(coll.tx_flush | (eng_rst & coll.busy)),
+                         self.tx_flush.eq(coll.tx_flush | (eng_rst & row_busy)),
                          # ... and its incoming link too: a neighbour that finished the
                          # collective never times out, so it would never flush what it sent
                          # (found by review: the next collective took those beats).
-                         self.rx_flush.eq(eng_rst & coll.busy)]
+                         self.rx_flush.eq(eng_rst & row_busy)]
             with m.If(seq.coll.valid & seq.coll.ready):
                 m.d.sync += coll_part.eq(cd.part)
             wiring.connect(m, coll.tx, wiring.flipped(self.tx))
             wiring.connect(m, wiring.flipped(self.rx), coll.rx)
             if self.torus_rows > 1:  # the column's links, flushed alike
+                # (only the links of the engine that runs: the other dimension's may hold a
+                # neighbour's beats of a collective this core has finished, or of the next)
                 wiring.connect(m, coll.col_tx, wiring.flipped(self.col_tx))
                 wiring.connect(m, wiring.flipped(self.col_rx), coll.col_rx)
-                m.d.comb += [self.col_tx_flush.eq(coll.col_tx_flush | (eng_rst & coll.busy)),
-                             self.col_rx_flush.eq(eng_rst & coll.busy)]
+                m.d.comb += [self.col_tx_flush.eq(coll.col_tx_flush | (eng_rst & coll.col_busy)),
+                             self.col_rx_flush.eq(eng_rst & coll.col_busy)]
             rot0 = _rotate(m, coll_rd0, coll_part, n, "coll_rot0")
             rot1 = _rotate(m, coll_rd1, coll_part, n, "coll_rot1")
             for j in range(W):

@@ -165,7 +165,7 @@ class Sequencer(wiring.Component):
         self.psum_words, self.dram_bytes, self.ring = psum_words, dram_bytes, bool(ring)
         self.link_width = check_int("link_width", link_width, lo=1, hi=n)
         self.ranks = check_int("ranks", ranks, lo=2, hi=64)
-        self.torus_rows = check_torus_rows(torus_rows, ranks)
+        self.torus_rows = check_torus_rows(torus_rows, ranks if ring else 0)
         if not isinstance(vector_engine, bool):
             raise TypeError(f"vector_engine must be a bool, not {vector_engine!r}")
         self.vector_engine = vector_engine

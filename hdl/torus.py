@@ -81,7 +81,8 @@ class TorusNode(wiring.Component):
 
     Ports: those of :class:`~hdl.collective.CollectiveEngine` -- ``cmd`` (a
     :func:`torus_command_layout`), ``tx_rd``, ``rx_rd``, ``wr``, ``busy``, ``error`` (either
-    engine's, sticky), ``cycles`` and ``timeout`` (of the last command's engine) -- with
+    engine's, sticky), ``cycles`` and ``timeout`` (of the last command's engine) -- and
+    ``row_busy`` / ``col_busy`` (which engine runs: a soft reset flushes only its links), with
     ``tx`` / ``rx`` / ``tx_flush`` the row's links (to (i, j + 1), from (i, j − 1)) and
     ``col_tx`` / ``col_rx`` / ``col_tx_flush`` the column's (to (i + 1, j), from (i − 1, j)).
 
@@ -125,6 +126,8 @@ class TorusNode(wiring.Component):
             "rx_rd": eng["rx_rd"],
             "wr": eng["wr"],
             "busy": Out(1),
+            "row_busy": Out(1),
+            "col_busy": Out(1),
             "error": Out(1),
             "cycles": Out(32),
             "timeout": Out(1),
@@ -166,7 +169,8 @@ class TorusNode(wiring.Component):
         m.d.comb += [self.wr.addr.eq(Mux(active, col.wr.addr, row.wr.addr)),
                      self.wr.data.eq(Mux(active, col.wr.data, row.wr.data)),
                      self.wr.en.eq(Mux(active, col.wr.en, row.wr.en))]
-        m.d.comb += [self.busy.eq(~idle), self.error.eq(row.error | col.error),
+        m.d.comb += [self.busy.eq(~idle), self.row_busy.eq(row.busy),
+                     self.col_busy.eq(col.busy), self.error.eq(row.error | col.error),
                      self.cycles.eq(Mux(active, col.cycles, row.cycles)),
                      self.timeout.eq(Mux(active, col.timeout, row.timeout))]
         return m

@@ -133,6 +133,7 @@ def run_torus(*, torus: tuple[int, int], sizes: list[int], ranks: int | None = N
     it (n a multiple of R·C·W). Figures as :func:`run_collectives`', the bound being
     ``golden.collective.torus_bound_cycles`` and the cycles those from the first command to
     the last node's idle (every step of the schedule)."""
+    op = CollectiveOp[op.upper()] if isinstance(op, str) else CollectiveOp(op)
     if not isinstance(torus, tuple | list) or len(torus) != 2:
         raise ValueError(f"torus must be (rows, cols), not {torus!r}")
     R, C = check_torus(*torus)
@@ -156,7 +157,7 @@ def run_torus(*, torus: tuple[int, int], sizes: list[int], ranks: int | None = N
            f"-{seed}")
     out = runner.result_file("allreduce", f"{simulator}-t{R}x{C}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate, "op": op.name,
-            "return_data": error_vs_float64}
+            "return_data": error_vs_float64 and not routed}
     result = runner.run("hdl.torus:CollectiveTorus", params, "sim.tb.torus", simulator,
                         testcase="torus_runs", seed=seed, waves=waves, run_tag=tag,
                         quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),

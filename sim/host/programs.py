@@ -132,6 +132,9 @@ def error_programs(cfg: CoreConfig) -> list[tuple[str, list, ErrorCode]]:
                                                        "src_bank": cfg.psum_banks}),
          ErrorCode.BAD_RANGE),
         ("coll op 5", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": 5}), ErrorCode.BAD_FIELD),
+        # Along a column outside a torus (before the shape: cols 0).
+        ("coll dim column", encode(Opcode.COLLECTIVE, **{**coll, "dim": 1, "cols": 0}),
+         ErrorCode.BAD_FIELD if cfg.torus_rows < 2 else ErrorCode.BAD_SHAPE),
         ("collective alone", encode(Opcode.COLLECTIVE, **coll), ErrorCode.BAD_FIELD),
         # Before the shape: a shift outside 1..P-1 (no P outside a ring: any shift).
         ("permute shift 0", encode(Opcode.COLLECTIVE, **{**coll, "coll_op": permute,

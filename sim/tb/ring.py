@@ -204,7 +204,8 @@ class RingTB:
         except SimTimeoutError:
             pos = [src.count - n for src, n in zip(self.sources, taken, strict=True)]
             raise AssertionError(
-                f"collective hung: {what}: ranks took {pos} of {len(cmds)} commands in "
+                f"collective hung: {what}: ranks took {pos} of {[len(s) for s in seqs]} "
+                f"commands in "
                 f"{limit} cycles (latency {self.latency}, stall rate {self.stall_rate}/256, "
                 f"seed {tbutil.seed()}, {tbutil.simulator()})") from None
         try:

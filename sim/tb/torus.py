@@ -12,15 +12,20 @@ rows (and a guard row each side) is compared after each collective.
 
 Tests (selected by the runner's ``testcase``):
 
-* ``random_torus`` — ``NCLITE_COLLECTIVES`` (default 10) collectives without reset: torus
-  all-reduces (n from 1 up, uneven chunks, chunks left empty when n < C·W) and all-to-alls
-  (n a multiple of R·C·W; through a scratch region), and single sub-ring commands of all five
-  ops on either dim (a permute's shift below that ring's size); data with special values;
-  random link latency, stalls and skew.
+* ``random_torus`` — collectives without reset: torus all-reduces (n = 1, a row's last
+  chunk left empty, one row past C chunks), a torus all-to-all (n a multiple of R·C·W,
+  through a scratch region), a single sub-ring command of each of the five ops along each
+  dimension (a permute's shift below that ring's size), then ``NCLITE_COLLECTIVES`` (default
+  4) of any kind; random sizes up to ``NCLITE_MAX_WORDS`` (default 1200), data with special
+  values, random link latency, stalls and skew.
 * ``illegal_torus`` — per dimension, a reserved op and a permute's shift equal to the ring's
   size (legal on the other dimension when it is larger), and a column all-to-all whose
   destination is past the memory: each sets ``error`` on every node and changes no memory;
   after a reset a torus all-reduce still works.
+* ``link_timeout_torus`` — a column all-reduce that one node never joins: its column
+  neighbours' link watchdogs (``watchdog_cycles``) give up (``timeout``), the other columns
+  finish; then a torus all-reduce of fresh data on every node is bit-exact (the column links'
+  stale beats were flushed).
 * ``torus_runs`` — the torus collectives given by ``NCLITE_AR`` (JSON: ``sizes``, ``op``:
   ALL_REDUCE or ALL_TO_ALL, ``latency``, ``stall_rate``), each checked bit-exact; writes the
   cycles from the first command to the last node's idle to ``NCLITE_AR_OUT`` (``nclite
@@ -48,8 +53,6 @@ from golden.isa import CollectiveDim
 from hdl.torus import torus_command_layout
 from sim.tb import tbutil
 from sim.tb.ring import PERIOD_NS, RingTB
-
-TORUS_OPS = (CollectiveOp.ALL_REDUCE, CollectiveOp.ALL_TO_ALL)
 
 
 class TorusTB(RingTB):
@@ -161,32 +164,44 @@ def _regions(rng, depth: int, sizes: list[int]) -> list[int]:
     return out
 
 
-@cocotb.test(**tbutil.timeout(5 + 3 * int(os.environ.get("NCLITE_COLLECTIVES", "10"))))
+def _plan(rng, extra: int) -> list[tuple]:
+    """The cases of ``random_torus``: (kind, op, dim, edge) -- the all-reduce's edges (0, 1,
+    2; None: a random size), an all-to-all, one sub-ring command of every op along every
+    dimension, then ``extra`` of any kind."""
+    plan = [("all_reduce", None, None, e) for e in range(3)]
+    plan.append(("all_to_all", None, None, None))
+    plan += [("sub_ring", op, dim, None) for op in CollectiveOp for dim in CollectiveDim]
+    for _ in range(extra):
+        kind = str(rng.choice(["all_reduce", "all_to_all", "sub_ring"]))
+        plan.append((kind, CollectiveOp(int(rng.integers(0, 5))),
+                     CollectiveDim(int(rng.integers(0, 2))), None))
+    return plan
+
+
+@cocotb.test(**tbutil.timeout(20 + 3 * int(os.environ.get("NCLITE_COLLECTIVES", "4"))))
 async def random_torus(dut):
     tb = TorusTB(dut)
     await tb.start()
     rng = tbutil.rng(11)
     C, P, W, depth = tb.C, tb.P, tb.W, tb.depth
-    count = int(os.environ.get("NCLITE_COLLECTIVES", "10"))
-    max_words = min(depth * W // 3, 3000)
+    max_words = min(depth * W // 3, int(os.environ.get("NCLITE_MAX_WORDS", "1200")))
     unit = P * W  # an all-to-all's n is a multiple of R * C * W
     done: dict[str, int] = {}
-    for i in range(count):
-        # First the edges: all-reduces of 1 word, one row short of C rows (a row's last
-        # chunk empty) and one past; an all-to-all; then any of the three kinds.
-        kind = (0, 0, 0, 1, 2)[i] if i < 5 else int(rng.integers(0, 3))
+    for kind, op, dim, edge in _plan(rng, int(os.environ.get("NCLITE_COLLECTIVES", "4"))):
         latency = int(rng.integers(1, tb.max_latency + 1))
         await tb.configure(latency, int(rng.choice([0, 0, 26, 77, 128])))
         skew = int(rng.choice([0, 3, 40]))
-        if kind == 0:  # a torus all-reduce, some chunk of a row possibly empty
-            words = ([1, max((C - 1) * W - 1, 1), C * W + 1][i] if i < 3
-                     else int(rng.integers(1, max_words)))
+        if kind == "all_reduce":
+            # The edges first: one word; C - 1 rows less one word (a row's last chunk empty);
+            # one word past C rows. Then any size.
+            edges = [1, max((C - 1) * W - 1, 1), C * W + 1]
+            words = edges[edge] if edge is not None else int(rng.integers(1, max_words))
             rows = -(-words // W)
             (addr,) = _regions(rng, depth, [rows])
             await tb.load(addr, tb.data(rows * W, rng))
             cycles = await tb.torus(CollectiveOp.ALL_REDUCE, addr, words, skew=skew)
             name = "torus ALL_REDUCE"
-        elif kind == 1:  # a torus all-to-all through a scratch region
+        elif kind == "all_to_all":  # through a scratch region
             words = unit * int(rng.integers(1, max(max_words // unit, 1) + 1))
             rows = words // W
             addr, tmp, dst = _regions(rng, depth, [rows] * 3)
@@ -195,8 +210,6 @@ async def random_torus(dut):
                                     skew=skew)
             name = "torus ALL_TO_ALL"
         else:  # one sub-ring command on every node
-            op = CollectiveOp(int(rng.integers(0, 5)))
-            dim = CollectiveDim(int(rng.integers(0, 2)))
             words = int(rng.integers(1, max_words))
             rows = -(-words // W)
             shift = int(rng.integers(1, tb.size(dim))) if op == CollectiveOp.PERMUTE else 0
@@ -215,6 +228,7 @@ async def random_torus(dut):
         dut._log.info("%s of %d words: latency %d, skew %d: %d cycles, bit-exact", name, words,
                       latency, skew, cycles)
     assert not int(dut.error.value), "a node flagged an error on legal commands"
+    assert len([k for k in done if " along " in k]) == 2 * len(CollectiveOp), done
     dut._log.info("torus collectives done (seed %d): %s", tbutil.seed(), done)
 
 
@@ -251,6 +265,36 @@ async def illegal_torus(dut):
     await tb.reset()
     await tb.torus(CollectiveOp.ALL_REDUCE, 0, words)
     assert not int(dut.error.value)
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def link_timeout_torus(dut):
+    tb = TorusTB(dut)
+    T = tbutil.params().get("watchdog_cycles", 0)
+    assert T, "link_timeout_torus needs a build with a link watchdog"
+    await tb.start()
+    rng = tbutil.rng(14)
+    R, C, P, W = tb.R, tb.C, tb.P, tb.W
+    words = 8 * R * W
+    rows = words // W
+    await tb.load(0, tb.data(rows * W, rng))
+    await tb.configure(3, 0)
+    absent = int(rng.integers(0, P))  # never joins the column all-reduce
+    column = [i * C + absent % C for i in range(R)]
+    step = TorusStep(CollectiveOp.ALL_REDUCE, CollectiveDim.COLUMN, 0, words, 0)
+    per_rank = [[] if r == absent else [tb.pack_step(step)] for r in range(P)]
+    await tb.issue([], per_rank=per_rank, limit=4 * T + 2000,
+                   what=f"a column all-reduce node {absent} never joins")
+    timeout = int(dut.timeout.value)
+    want = sum(1 << r for r in column if r != absent)
+    assert timeout == want, (f"timeout = {timeout:0{P}b}, want {want:0{P}b} (node {absent}'s "
+                             f"column {column} gives up, the others finish; seed "
+                             f"{tbutil.seed()}, {tbutil.simulator()})")
+    # The other columns finished: their words are the column all-reduce's (the model runs
+    # those columns); the abandoned column's buffers are undefined: reload them all.
+    await tb.load(0, tb.data(rows * W, rng))
+    await tb.torus(CollectiveOp.ALL_REDUCE, 0, words)
+    assert not int(dut.timeout.value), "timeout still set after a torus all-reduce"
 
 
 def _runs_timeout_ms() -> float:

@@ -98,13 +98,16 @@ def test_field_enums_agree():
     descriptor field."""
     from golden import activation, collective, rounding, vector
     from hdl.activation import ActivationFunc
-    from hdl.collective import CollectiveOp
+    from hdl.collective import CollectiveDim, CollectiveOp
     from hdl.formats import Rounding
 
     assert _members(Rounding) == _members(g.Rounding) == {"RNE": 0, "RTZ": 1, "SR": 2}
     assert [m.golden_name for m in Rounding] == list(rounding.MODES) == ["rne", "rtz", "sr"]
     assert _members(ActivationFunc) == _members(g.ActivationFunc)
     assert _members(CollectiveOp) == _members(g.CollectiveOp)
+    assert _members(CollectiveDim) == _members(g.CollectiveDim) == {"ROW": 0, "COLUMN": 1}
+    assert len(g.CollectiveDim) <= 1 << dict(g.FIELDS[g.Opcode.COLLECTIVE])["dim"]
+    assert collective.CollectiveDim is g.CollectiveDim
     assert activation.ActivationFunc is g.ActivationFunc
     assert collective.CollectiveOp is g.CollectiveOp
     assert _members(h.AluOp) == _members(g.AluOp)
