@@ -25,7 +25,9 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("config", list(CONFIGS))
+@pytest.mark.parametrize("config", [
+    # The 2 x 4 torus runs in make test-full (and make bench): make test's budget.
+    pytest.param(c, marks=pytest.mark.slow) if c == "2x4-w1" else c for c in CONFIGS])
 def test_torus(simulator, config):
     runner.run(TORUS, CONFIGS[config], "sim.tb.torus", simulator,
                testcase="random_torus,illegal_torus,link_timeout_torus", run_tag=config,
