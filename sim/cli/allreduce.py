@@ -101,12 +101,8 @@ def run_collectives(*, ranks: int | None = None, sizes: list[int], link_width: i
     out = runner.result_file("allreduce", f"{simulator}-p{ranks}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate,
             "op": op_code.name, "shift": shift, "return_data": error_vs_float64}
-    result = runner.run("hdl.ring:CollectiveRing", params, "sim.tb.ring", simulator,
-                        testcase="allreduce_runs", seed=seed, waves=waves, run_tag=tag,
-                        quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
-                                               "NCLITE_AR_OUT": str(out)})
-    r = json.loads(out.read_text())
-    out.unlink()
+    r, result = _simulate("hdl.ring:CollectiveRing", params, "sim.tb.ring", "allreduce_runs",
+                          simulator, spec, out, tag, seed, waves)
     setup = setup_cycles(ranks, params["depth"])
     for run in r["runs"]:
         n = run["words"]
@@ -121,6 +117,16 @@ def run_collectives(*, ranks: int | None = None, sizes: list[int], link_width: i
     r.update({"simulator": simulator, "seed": seed, "depth": params["depth"],
               "setup_cycles": setup, "waves": str(result.waves) if result.waves else None})
     return r
+
+
+def _simulate(factory, params, tb, testcase, simulator, spec, out, tag, seed, waves):
+    """Run ``testcase`` of ``tb`` with the spec ``NCLITE_AR``; (its figures, the run)."""
+    result = runner.run(factory, params, tb, simulator, testcase=testcase, seed=seed,
+                        waves=waves, run_tag=tag, quiet=True,
+                        extra_env={"NCLITE_AR": json.dumps(spec), "NCLITE_AR_OUT": str(out)})
+    r = json.loads(out.read_text())
+    out.unlink()
+    return r, result
 
 
 def run_torus(*, torus: tuple[int, int], sizes: list[int], ranks: int | None = None,
@@ -158,12 +164,8 @@ def run_torus(*, torus: tuple[int, int], sizes: list[int], ranks: int | None = N
     out = runner.result_file("allreduce", f"{simulator}-t{R}x{C}-w{link_width}-{tag}")
     spec = {"sizes": list(sizes), "latency": latency, "stall_rate": stall_rate, "op": op.name,
             "return_data": error_vs_float64 and not routed}
-    result = runner.run("hdl.torus:CollectiveTorus", params, "sim.tb.torus", simulator,
-                        testcase="torus_runs", seed=seed, waves=waves, run_tag=tag,
-                        quiet=True, extra_env={"NCLITE_AR": json.dumps(spec),
-                                               "NCLITE_AR_OUT": str(out)})
-    r = json.loads(out.read_text())
-    out.unlink()
+    r, result = _simulate("hdl.torus:CollectiveTorus", params, "sim.tb.torus", "torus_runs",
+                          simulator, spec, out, tag, seed, waves)
     for run in r["runs"]:
         n = run["words"]
         run["bound_cycles"] = torus_bound_cycles(op, n, R, C, link_width)
