@@ -77,7 +77,7 @@ bench: setup
 	$(NCLITE) bench
 
 docs-check: setup
-	$(PYTEST) tests/tools/test_docs.py tests/tools/test_labs.py tests/tools/test_readme.py
+	NCLITE_FULL=1 $(PYTEST) tests/tools/test_docs.py tests/tools/test_labs.py tests/tools/test_readme.py
 
 readme: setup
 	$(PY) -m sim.tools.readme

@@ -1,6 +1,8 @@
 """pytest wiring shared by every test: the simulator parametrisation and the seed."""
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +26,85 @@ def pytest_generate_tests(metafunc):
 def seed() -> int:
     """The random seed of this run (NCLITE_SEED, default 1); failure messages include it."""
     return int(os.environ.get("NCLITE_SEED", "1"))
+
+
+# make test's budget: 15 minutes of wall time on the 2-core CI machine (README, "Tests"). The
+# tests below run in `make test-full` only (marked slow here, in one place, with the reason
+# each can go); the same subject stays in make test through a smaller or a sibling test, named
+# after the arrow. Patterns are pytest node ids, '*' standing for any text. Measured on a
+# fresh clone on 2026-11-27 (a 2-core machine on which make test took 35 minutes in all).
+FULL_ONLY: dict[str, str] = {
+    # Efficiency and cycle-count runs: long by design, and `make bench` measures them.
+    "tests/hdl/test_ring_rtl.py::test_*_efficiency[*]": "bench; -> test_ring's collectives",
+    "tests/hdl/test_torus_rtl.py::test_torus_efficiency[*]": "bench; -> test_torus",
+    "tests/hdl/test_tensor_engine_rtl.py::test_full_rate_*": "bench; -> test_tensor_engine",
+    # Whole systems whose parts and a smaller whole stay in make test.
+    "tests/hdl/test_multicore_rtl.py::test_core_torus[*]": "-> test_torus, test_core_ring",
+    "tests/hdl/test_multicore_rtl.py::test_core_ring[icarus-*]": "-> the Verilator runs",
+    "tests/kernels/test_kernel_rtl.py::test_kernel_on_rtl[*-sim/kernels/moe.py]":
+        "-> the MoE kernel on the ISS, all-to-all in test_ring",
+    "tests/kernels/test_kernel_fuzz.py::test_random_collectives_on_rtl[*]":
+        "-> test_random_collectives_mean_what_they_say, test_ring",
+    "tests/kernels/test_training.py::test_training_steps_on_rtl[*-sr]": "-> [*-fp32], test_sru",
+    "tests/cli/test_demo.py::test_demo_is_bit_exact_and_counts_cycles[*]": "-> test_core_demo_cli",
+    "tests/cli/test_demo.py::test_core_demo_cli[icarus-*]": "-> the Verilator run",
+    # The largest configurations of a component; the others stay.
+    "tests/hdl/test_ring_rtl.py::test_ring[*-p4-w1]": "-> p3-w2, p2-w4",
+    "tests/hdl/test_ring_rtl.py::test_ring[icarus-p2-w4]": "-> icarus-p3-w2, verilator-p2-w4",
+    "tests/hdl/test_core_rtl.py::test_core_program[*-random_commands]": "-> the named programs",
+    "tests/hdl/test_core_rtl.py::test_core_program[icarus-*]":
+        "-> the Verilator runs; Icarus runs the core in test_board, test_kernel_on_rtl",
+    "tests/hdl/test_core_rtl.py::test_sparse_core_program[*]":
+        "-> test_tensor_engine[*-n4-sparse]",
+    "tests/hdl/test_sru_rtl.py::test_sru[*-l4]": "-> l3, l2-fp8",
+    "tests/hdl/test_sru_rtl.py::test_sru[icarus-l3-s3-r32]": "-> icarus-l3-s0-r1, verilator",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[*-commands-n4]": "-> n4-sparse",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[icarus-commands-n4-sparse]":
+        "-> icarus n3, verilator n4-sparse",
+    "tests/hdl/test_activation_rtl.py::test_activation[*-l3-comb]": "-> l4, l2-deep-fp8",
+    "tests/hdl/test_board_rtl.py::test_board[*-bridge_errors_on_the_board]":
+        "-> test_uart_bridge's errors",
+    "tests/hdl/test_uart_bridge_rtl.py::test_uart_bridge_narrow_bus[*]": "-> test_uart_bridge",
+    "tests/hdl/test_pe_rtl.py::test_pe_column[*-2pe-max]": "-> 4pe, 5pe-deep-fp8 (deeper)",
+    "tests/hdl/test_pe_rtl.py::test_pe_column[*-3pe-default]": "-> 1pe (default), 3pe-comb",
+    # Icarus's run where the Verilator run of the same test stays (Icarus is the slower).
+    "tests/hdl/test_torus_rtl.py::test_torus[icarus-*]": "-> verilator",
+    "tests/kernels/test_training.py::test_training_steps_on_rtl[icarus-*]": "-> verilator",
+    "tests/kernels/test_kernel_board.py::test_kernel_over_the_boards_uart[icarus]": "-> verilator",
+    "tests/hdl/test_uart_bridge_rtl.py::test_uart_bridge[icarus]":
+        "-> verilator, test_board[icarus-gemm_over_uart]",
+    "tests/hdl/test_activation_rtl.py::test_activation[icarus-l4]": "-> icarus-l2-deep-fp8",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[icarus-commands-n3-deep]":
+        "-> icarus-commands-n2",
+    # Proofs, lint and tools: the longest of each kind.
+    "tests/verify/test_lint.py::test_lint_clean[collective_torus]": "-> collective_ring",
+    "tests/verify/test_formal.py::test_property[sequencer_liveness_small]":
+        "-> the sequencer's stream property",
+    "tests/verify/test_formal.py::test_property[fifo_link]": "-> the other FIFO properties",
+    "tests/verify/test_formal.py::test_property[stream_dma]": "-> the other stream properties",
+    "tests/verify/test_lint.py::test_lint_clean[ring_with_dram]": "-> ring, core_with_dram",
+    "tests/verify/test_lint.py::test_lint_clean[sparse_core_with_dram]": "-> core_with_dram",
+    "tests/tools/test_labs.py::test_reference_passes_in_a_copy_through_make":
+        "-> test_stub_fails_in_scratch_copy, make labN-check",
+    "tests/tools/test_labs.py::test_each_stub_alone_fails[*]": "-> test_stub_fails_in_scratch_copy",
+}
+FULL_ONLY.update({f"tests/hdl/test_fp32_add_pysim.py::test_matches_numpy[{stages}]":
+                  "-> stages 0, 1, 7 and the RTL's" for stages in range(2, 7)})
+_FULL_ONLY = {pattern: re.compile(re.escape(pattern).replace(r"\*", ".*")) for pattern in FULL_ONLY}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark FULL_ONLY's tests slow (before `-m` deselects); a pattern that names no test fails
+    a whole-suite collection (the table cannot rot)."""
+    used = set()
+    for item in items:
+        for pattern, rx in _FULL_ONLY.items():
+            if rx.fullmatch(item.nodeid):
+                item.add_marker(pytest.mark.slow)
+                used.add(pattern)
+    root = config.rootpath
+    if all(Path(arg).resolve() in (root, root / "tests") for arg in config.args):
+        unused = [p for p in FULL_ONLY if p not in used]
+        if unused:
+            raise pytest.UsageError(f"tests/conftest.py FULL_ONLY names no test: {unused}")

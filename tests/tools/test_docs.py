@@ -5,11 +5,18 @@ exceptions of sim/tools/docs_check.py's NOT_RUN (the suite itself, hours of synt
 viewers) and is checked statically: nclite's options parse, make's targets exist.
 """
 
+import os
+
 import pytest
 
 from sim.tools import docs_check as dc
 
 COMMANDS = dc.all_commands()
+#: make test's budget (tests/conftest.py): the training runs and the syntheses the docs show
+#: (15 to 45 s each) run in make test-full and make docs-check only, and so do the commands that
+#: show no output (make test checks that they parse).
+FULL_ONLY_COMMANDS = ("nclite train ", "nclite synth component ", "WAVES=1 ")
+FULL = bool(os.environ.get("NCLITE_FULL"))
 
 
 def test_docs_show_commands():
@@ -61,10 +68,13 @@ def test_static_check_catches_rot():
             dc.parse_check(dc.DocCommand("README.md", 1, text))
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
+@pytest.mark.parametrize("cmd", [
+    pytest.param(c, marks=[pytest.mark.slow] * c.text.startswith(FULL_ONLY_COMMANDS))
+    for c in COMMANDS], ids=[f"{c.file}:{c.line}" for c in COMMANDS])
 def test_doc_command(cmd):
     """Run the command as a reader would (from the repository root), or check it statically."""
-    reason = dc.not_run_reason(cmd)
+    reason = dc.not_run_reason(cmd) or (None if FULL or cmd.output else
+                                        "shows no output: run by make test-full, docs-check")
     if reason:
         dc.parse_check(cmd)
         print(f"not run ({reason}); parsed: {cmd.text}")
