@@ -38,6 +38,9 @@ FULL_ONLY: dict[str, str] = {
     "tests/hdl/test_ring_rtl.py::test_*_efficiency[*]": "bench; -> test_ring's collectives",
     "tests/hdl/test_torus_rtl.py::test_torus_efficiency[*]": "bench; -> test_torus",
     "tests/hdl/test_tensor_engine_rtl.py::test_full_rate_*": "bench; -> test_tensor_engine",
+    "tests/hdl/test_tensor_engine_rtl.py::test_played_gemm_takes_the_cycles_of_a_driven_one[*]":
+        "-> tests/tb/test_sim_batch_rtl.py's played streams",
+    "tests/hdl/test_sru_rtl.py::test_sru_throughput[*]": "bench; -> test_sru",
     # Whole systems whose parts and a smaller whole stay in make test.
     "tests/hdl/test_multicore_rtl.py::test_core_torus[*]": "-> test_torus, test_core_ring",
     "tests/hdl/test_multicore_rtl.py::test_core_ring[icarus-*]": "-> the Verilator runs",
@@ -45,7 +48,10 @@ FULL_ONLY: dict[str, str] = {
         "-> the MoE kernel on the ISS, all-to-all in test_ring",
     "tests/kernels/test_kernel_fuzz.py::test_random_collectives_on_rtl[*]":
         "-> test_random_collectives_mean_what_they_say, test_ring",
-    "tests/kernels/test_training.py::test_training_steps_on_rtl[*-sr]": "-> [*-fp32], test_sru",
+    "tests/kernels/test_training.py::test_training_steps_on_rtl[*]":
+        "-> the training steps on the ISS, test_sru, test_kernel_on_rtl",
+    "tests/kernels/test_kernel_rtl.py::test_kernel_on_rtl[*-docs/kernels/data_parallel_matmul.py]":
+        "-> test_core_ring[verilator-data_parallel]",
     "tests/cli/test_demo.py::test_demo_is_bit_exact_and_counts_cycles[*]": "-> test_core_demo_cli",
     "tests/cli/test_demo.py::test_core_demo_cli[icarus-*]": "-> the Verilator run",
     # The largest configurations of a component; the others stay.
@@ -76,8 +82,13 @@ FULL_ONLY: dict[str, str] = {
     "tests/hdl/test_activation_rtl.py::test_activation[icarus-l4]": "-> icarus-l2-deep-fp8",
     "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[icarus-commands-n3-deep]":
         "-> icarus-commands-n2",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[icarus-gemms-n4*]":
+        "-> icarus's n2 and n3 gemms, verilator's n4",
+    "tests/hdl/test_arith_rtl.py::test_fp_multiplier[icarus-comb-all]": "-> icarus-stages2-all",
+    "tests/hdl/test_arith_rtl.py::test_fp_multiplier[*-fp8-only]": "-> *-all, the exhaustive fp8",
     # Proofs, lint and tools: the longest of each kind.
     "tests/verify/test_lint.py::test_lint_clean[collective_torus]": "-> collective_ring",
+    "tests/synth/test_synth.py::test_smoke_ice40_flow": "-> test_bench's SRU area (Yosys)",
     "tests/verify/test_formal.py::test_property[sequencer_liveness_small]":
         "-> the sequencer's stream property",
     "tests/verify/test_formal.py::test_property[fifo_link]": "-> the other FIFO properties",

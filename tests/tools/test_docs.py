@@ -12,10 +12,13 @@ import pytest
 from sim.tools import docs_check as dc
 
 COMMANDS = dc.all_commands()
-#: make test's budget (tests/conftest.py): the training runs and the syntheses the docs show
-#: (15 to 45 s each) run in make test-full and make docs-check only, and so do the commands that
-#: show no output (make test checks that they parse).
-FULL_ONLY_COMMANDS = ("nclite train ", "nclite synth component ", "WAVES=1 ")
+#: make test's budget (tests/conftest.py): the training runs, the syntheses and the tour's
+#: largest runs the docs show (15 to 45 s each, most of it a model build no other test of make
+#: test needs) run in make test-full and make docs-check only, and so do the commands that show
+#: no output (make test checks that they parse).
+FULL_ONLY_COMMANDS = ("nclite train ", "nclite synth component ", "WAVES=1 ",
+                      "nclite allreduce --ranks 4 --n 16384 ",
+                      "nclite gemm --array 4 --m 8 --k 64 --n 64 --sparsity ")
 FULL = bool(os.environ.get("NCLITE_FULL"))
 
 
