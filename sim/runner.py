@@ -226,6 +226,35 @@ def elaborate(factory: str, params: dict | None = None, *, name: str | None = No
     return out
 
 
+#: A register's initial value in Yosys's Verilog: ``reg [4:0] in_flight = 5'h00;``.
+_INITIALISER = re.compile(
+    r"^(?P<decl>[ \t]*reg[ \t]+(?:signed[ \t]+)?(?:\[[^\]\n]*\][ \t]*)?)"
+    r"(?P<name>\\\S+[ \t]|[A-Za-z_][A-Za-z0-9_$]*)[ \t]*=[^;\n]*;", re.MULTILINE)
+
+
+def without_initialisers(verilog_file: Path) -> Path:
+    """A copy of an elaborated design (and of its Icarus variant) whose registers have no
+    initial values: only the reset defines a register, as on a flow that ignores them (the
+    X-safety tests). Memories keep their contents, and Yosys's time-zero trigger of its
+    combinational blocks (``reg \\$auto$verilog_backend...``) stays."""
+    out = verilog_file.parent / "noinit" / verilog_file.name
+
+    def strip(match: re.Match) -> str:
+        if match["name"].startswith("\\$auto$verilog_backend"):
+            return match[0]
+        return match["decl"] + match["name"] + ";"  # an escaped name keeps its space
+
+    with locked(verilog_file.parent / ".noinit.lock"):
+        if not out.exists():
+            out.parent.mkdir(exist_ok=True)
+            # The Icarus variant first: the .v's existence says the directory is complete.
+            for src in (verilog_file.with_suffix(".icarus.v"), verilog_file):
+                tmp = out.parent / (src.name + ".tmp")
+                tmp.write_text(_INITIALISER.sub(strip, src.read_text()))
+                tmp.replace(out.parent / src.name)
+    return out
+
+
 @contextlib.contextmanager
 def _timed(step: str, what: str):
     """With ``NCLITE_TIMING_LOG`` set to a file, append a JSON line per elaboration, build and
@@ -482,12 +511,14 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         name: str | None = None, testcase: str | None = None, seed: int | None = None,
         extra_env: dict[str, str] | None = None, waves: bool | None = None,
         run_tag: str | None = None, quiet: bool = False,
-        public: tuple[str, ...] | list[str] = ()) -> SimResult:
+        public: tuple[str, ...] | list[str] = (), initialisers: bool = True) -> SimResult:
     """Elaborate, build and run cocotb ``test_module`` against ``factory(**params)``.
 
-    ``public`` names the internal signals the testbench reads or writes (paths below the top,
-    ``"engine0.tx__valid"``): a Verilator model makes only the top module's signals and these
-    visible to cocotb (see :func:`public_control_file`); Icarus sees every signal anyway.
+    ``initialisers=False`` runs the design without its registers' initial values
+    (:func:`without_initialisers`). ``public`` names the internal signals the testbench reads
+    or writes (paths below the top, ``"engine0.tx__valid"``): a Verilator model makes only the
+    top module's signals and these visible to cocotb (see :func:`public_control_file`); Icarus
+    sees every signal anyway.
 
     Raises :class:`SimulationFailed` if any cocotb test fails or none ran. ``seed`` defaults to
     ``NCLITE_SEED`` from the environment, else 1; it is passed to the testbench and printed.
@@ -501,6 +532,8 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         seed = int(os.environ.get("NCLITE_SEED", "1"))
     params = dict(params or {})
     verilog_file = elaborate(factory, params, name=name)
+    if not initialisers:
+        verilog_file = without_initialisers(verilog_file)
     toplevel = verilog_file.stem
     coverage = coverage_enabled(simulator)
     runner, build_dir, wave_format = build(simulator, verilog_file, toplevel, waves, coverage,

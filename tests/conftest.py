@@ -73,6 +73,18 @@ FULL_ONLY: dict[str, str] = {
     "tests/hdl/test_uart_bridge_rtl.py::test_uart_bridge_narrow_bus[*]": "-> test_uart_bridge",
     "tests/hdl/test_pe_rtl.py::test_pe_column[*-2pe-max]": "-> 4pe, 5pe-deep-fp8 (deeper)",
     "tests/hdl/test_pe_rtl.py::test_pe_column[*-3pe-default]": "-> 1pe (default), 3pe-comb",
+    "tests/hdl/test_multicore_rtl.py::test_core_ring[verilator-*]":
+        "-> the ring of engines (test_ring, test_torus), the core's programs (a 77 s build)",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[verilator-gemms-n4]":
+        "-> n4-sparse, n2, n3-deep",
+    "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[*-commands-n2-comb]":
+        "-> *-gemms-n2-comb, *-commands-n2",
+    "tests/hdl/test_sru_rtl.py::test_sru[verilator-l3-s3-r32]": "-> verilator-l3-s0-r1",
+    "tests/hdl/test_activation_rtl.py::test_activation[verilator-l4]": "-> *-l2-deep-fp8",
+    "tests/hdl/test_ring_rtl.py::test_ring[verilator-p2-w4]": "-> verilator-p3-w2",
+    "tests/hdl/test_axi_mem_rtl.py::test_axi_memory_wide[*-256]": "-> *-64, test_axi_memory",
+    "tests/kernels/test_kernel_board.py::test_kernel_over_the_boards_uart[verilator]":
+        "-> test_board[*-gemm_over_uart]",
     # Icarus's run where the Verilator run of the same test stays (Icarus is the slower).
     "tests/hdl/test_torus_rtl.py::test_torus[icarus-*]": "-> verilator",
     "tests/kernels/test_training.py::test_training_steps_on_rtl[icarus-*]": "-> verilator",
@@ -93,6 +105,7 @@ FULL_ONLY: dict[str, str] = {
         "-> the sequencer's stream property",
     "tests/verify/test_formal.py::test_property[fifo_link]": "-> the other FIFO properties",
     "tests/verify/test_formal.py::test_property[stream_dma]": "-> the other stream properties",
+    "tests/verify/test_formal.py::test_property[*_cmdqueue]": "-> the other FIFO properties",
     "tests/verify/test_lint.py::test_lint_clean[ring_with_dram]": "-> ring, core_with_dram",
     "tests/verify/test_lint.py::test_lint_clean[sparse_core_with_dram]": "-> core_with_dram",
     "tests/tools/test_labs.py::test_reference_passes_in_a_copy_through_make":
