@@ -8,8 +8,9 @@ from time zero, every input at 0, four cycles of reset and sixteen idle cycles a
 defines a register, as on a flow that ignores them).
 
 The designs that still hold an X are expected to fail, strictly (a fix makes the test fail until
-the entry goes): the read data of memories nothing has written yet (SBUF, DRAM, the link FIFOs)
-and the sparse tensor engine's moving-data rows.
+the entry goes): the data registers of memory read ports nothing has enabled yet (SBUF, DRAM,
+the link FIFOs: Yosys emits them without an initial value, and they load only when enabled)
+and the sparse tensor engine's moving rows (bits with no driver in the emitted Verilog).
 """
 
 import json
@@ -32,8 +33,9 @@ STILL_X = {
     "collective_ring": "the link models' data registers",
     "collective_torus": "the link models' data registers",
     "axi_memory": "its memory's read data before any write",
-    "sparse_tensor_engine": "the array's moving rows (x_in, x_row fmt/swap), only as emitted:"
-                            " with the registers' initial values",
+    "sparse_tensor_engine": "bits 208-211 (fmt, swap, pad) of the array's comb x_row signals"
+                            " have no driver in the emitted Verilog (X as emitted; not without"
+                            " initial values)",
 }
 INITIALISED_ONLY = {"sparse_tensor_engine"}
 #: Longer in Icarus than make test's budget has room for: make test-full.
