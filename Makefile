@@ -63,6 +63,7 @@ demo: setup
 	$(NCLITE) demo
 
 # The suite includes docs-check's tests (tests/tools/test_docs.py, test_labs.py, test_readme.py).
+# It leaves out the runs tests/conftest.py's FULL_ONLY moves to make test-full (the time budget).
 test: setup
 	$(NCLITE) doctor --quiet
 	$(PY) -m ruff check .
