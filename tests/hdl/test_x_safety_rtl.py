@@ -9,8 +9,9 @@ defines a register, as on a flow that ignores them).
 
 The designs that still hold an X are expected to fail, strictly (a fix makes the test fail until
 the entry goes): the data registers of memory read ports nothing has enabled yet (SBUF, DRAM,
-the link FIFOs: Yosys emits them without an initial value, and they load only when enabled)
-and the sparse tensor engine's moving rows (bits with no driver in the emitted Verilog).
+the ring harness's memories: Yosys emits them without an initial value, and they load only
+when enabled) and the sparse tensor engine's moving rows (bits with no driver in the emitted
+Verilog).
 """
 
 import json
@@ -26,13 +27,13 @@ from sim.verify.lint import TOPS
 #: Top-levels that still hold an X after reset (measured 2026-11-28), and where.
 STILL_X = {
     "neuron_core": "SBUF read data (rd0__data) before any read",
-    "ring_with_dram": "the DRAM model's read data (axi__rdata) before any write",
-    "core_with_dram": "the DRAM model's read data (axi__rdata) before any write",
-    "sparse_core_with_dram": "the DRAM model's read data (axi__rdata) before any write",
-    "board_top": "the DRAM model's read data (axi__rdata) before any write",
-    "collective_ring": "the link models' data registers",
-    "collective_torus": "the link models' data registers",
-    "axi_memory": "its memory's read data before any write",
+    "ring_with_dram": "the DRAM model's read-port data (axi__rdata) before a read",
+    "core_with_dram": "the DRAM model's read-port data (axi__rdata) before a read",
+    "sparse_core_with_dram": "the DRAM model's read-port data (axi__rdata) before a read",
+    "board_top": "the DRAM model's read-port data (axi__rdata) before a read",
+    "collective_ring": "the harness memory's read-port data (tx_rd) before a read",
+    "collective_torus": "the harness memory's read-port data (tx_rd) before a read",
+    "axi_memory": "its memory's read-port data before a read",
     "sparse_tensor_engine": "bits 208-211 (fmt, swap, pad) of the array's comb x_row signals"
                             " have no driver in the emitted Verilog (X as emitted; not without"
                             " initial values)",
