@@ -29,12 +29,11 @@ def seed() -> int:
 
 
 # make test's budget: 15 minutes of wall time on the 2-core CI machine (README, "Icarus or
-# Verilator"). The
-# tests below run in `make test-full` only (marked slow here, in one place, with the reason
-# each can go); the same subject stays in make test through a smaller or a sibling test, named
-# after the arrow. Patterns are pytest node ids, '*' standing for any text. Chosen from the
-# durations of a fresh clone's make test on 2026-11-27/28 (a 2-core machine on which the whole
-# suite took 35 minutes).
+# Verilator"). The tests below run in `make test-full` only (marked slow here, with the reason
+# each can go; the older long regressions carry their own @pytest.mark.slow); the same subject
+# stays in make test through a smaller or a sibling test, named after the arrow. Patterns are
+# pytest node ids, '*' standing for any text. Chosen from the durations of a fresh clone's make
+# test on 2026-11-27/28 (a 2-core machine on which the whole suite took 35 minutes).
 FULL_ONLY: dict[str, str] = {
     # Efficiency and cycle-count runs: long by design, and `make bench` measures them.
     "tests/hdl/test_ring_rtl.py::test_*_efficiency[*]": "bench; -> test_ring's collectives",

@@ -205,9 +205,8 @@ class RingTB:
             pos = [src.count - n for src, n in zip(self.sources, taken, strict=True)]
             raise AssertionError(
                 f"collective hung: {what}: ranks took {pos} of {[len(s) for s in seqs]} "
-                f"commands in "
-                f"{limit} cycles (latency {self.latency}, stall rate {self.stall_rate}/256, "
-                f"seed {tbutil.seed()}, {tbutil.simulator()})") from None
+                f"commands in {limit} cycles (latency {self.latency}, stall rate "
+                f"{self.stall_rate}/256, seed {tbutil.seed()}, {tbutil.simulator()})") from None
         try:
             # Returns at the first clock edge that sees ``idle``: the one after the edge that
             # raised it, where ``cycles`` still reads what the engines counted.

@@ -34,10 +34,7 @@ def test_torus(simulator, config):
                extra_env={"NCLITE_COLLECTIVES": "2"})
 
 
-@pytest.mark.parametrize("op", [
-    "all_reduce",
-    # (the all-to-all's run, 3 x 16 K words a node, in make test-full and make bench)
-    pytest.param("all_to_all", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("op", ["all_reduce", "all_to_all"])  # test-full: conftest FULL_ONLY
 def test_torus_efficiency(simulator, op):
     """n = 16 K words on a 2 x 2 torus of 4-word links, latency 8: >= 0.9 of the schedule's
     bandwidth bound (the issue's target), bit-exact. (Icarus runs n = 4 K in make test: the
