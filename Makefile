@@ -9,7 +9,7 @@
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python, verilator --lint-only -Wall on every top-level
-#   make formal     every formal property (yowasp-sby + z3) -> build/formal/results.md
+#   make formal     every formal property (yowasp-sby + boolector) -> build/formal/results.md
 #   make coverage   Verilator line/toggle + functional coverage -> build/coverage/report.md
 #   make docs-check run every command shown in README.md and docs/ (part of make test)
 #   make readme     regenerate README.md's results table from bench/ and synth/ results

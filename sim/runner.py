@@ -63,8 +63,8 @@ from pathlib import Path
 from sim import toolchain
 from sim.icarus import icarus_verilog
 
-__all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "build_root", "locked",
-           "hdl_source_digest", "elaborate", "build", "run"]
+__all__ = ["SIMULATORS", "REPO_ROOT", "SimResult", "SimulationFailed", "build_root",
+           "shown_path", "link_waves", "locked", "hdl_source_digest", "elaborate", "build", "run"]
 
 SIMULATORS = ("icarus", "verilator")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +94,32 @@ class SimResult:
 
 def build_root() -> Path:
     return toolchain.build_dir()
+
+
+def shown_path(path: Path | str) -> str:
+    """A path as a reader should see it: relative to the working directory when under it."""
+    path = Path(path)
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def link_waves(dump: Path, toplevel: str) -> Path:
+    """A stable name for the latest dump of a design: ``build/waves/<toplevel>.<ext>``, a
+    relative symbolic link to ``dump`` (which sits in a directory named after the design's
+    hash and the run), replaced by each run that dumps the same design. Where no link can be
+    made, the dump itself."""
+    link = build_root() / "waves" / f"{toplevel}{dump.suffix}"
+    try:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        tmp = link.with_name(f".{link.name}.{os.getpid()}")
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(os.path.relpath(dump.resolve(), link.parent))
+        tmp.replace(link)  # atomic: a concurrent run's reader sees one dump or the other
+    except OSError:
+        return dump
+    return link
 
 
 @contextlib.contextmanager
@@ -607,7 +633,8 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 f"(simulator crashed?); seed {seed}; log: {log}") from exc
         if wave_file is not None:
             if wave_file.exists():
-                print(f"nclite: waveform written to {wave_file}", file=sys.stderr)
+                wave_file = link_waves(wave_file, toplevel)
+                print(f"nclite: waveform written to {shown_path(wave_file)}", file=sys.stderr)
             else:
                 print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)
                 wave_file = None

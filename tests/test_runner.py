@@ -123,7 +123,10 @@ def test_waves_written_and_path_reported(simulator, capfd):
     r = runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator,
                    waves=True, run_tag="waves")
     assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
-    assert str(r.waves) in capfd.readouterr().err
+    # Named by its stable link, build/waves/<top>.<ext>, into the run's directory.
+    assert r.waves == runner.build_root() / "waves" / f"initialised_comb{r.waves.suffix}"
+    assert r.waves.resolve().parent.parent.parent.parent == runner.build_root() / "sim"
+    assert runner.shown_path(r.waves) in capfd.readouterr().err
     # FST from both simulators (Verilator: VCD where liblz4-dev is missing), the ports by name.
     assert r.waves.suffix == "." + waves.wave_format(r.waves)
     assert "initialised_comb.y" in waves.signals(r.waves)

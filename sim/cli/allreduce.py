@@ -236,5 +236,5 @@ def format_collectives(r: dict) -> str:
             lines.append("    vs float64  : " + error_vs_float64_text(
                 run, "gamma_(P-1) * sum|x|", "sums"))
     if r.get("waves"):
-        lines.append(f"  waveform      : {r['waves']}")
+        lines.append(f"  waveform      : {runner.shown_path(r['waves'])}")
     return "\n".join(lines)

@@ -22,8 +22,20 @@ class _Group(click.Group):
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"nclite: error: {exc}", err=True)
+            _silence_unused_elaboratables()
+            from sim.tools.labs import stub_message
+
+            click.echo(f"nclite: error: {stub_message(exc) or exc}", err=True)
             sys.exit(1)
+
+
+def _silence_unused_elaboratables() -> None:
+    """After an error, no "created but never used" warning for each half-built component:
+    what Amaranth's own excepthook does when an exception is not caught (a wall of warnings
+    around the one line that matters, otherwise)."""
+    from amaranth._unused import MustUse
+
+    MustUse._MustUse__silence = True
 
 
 @click.group(cls=_Group)
@@ -531,19 +543,31 @@ _SIM_COMMANDS = ("gemm", "demo", "pe-chain", "sr-demo", "allreduce", "train")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def waves(ctx, command, args):
-    """Run COMMAND (gemm, demo, pe-chain, sr-demo, allreduce, lab check) with waveform dumps.
+    """Run COMMAND (gemm, demo, pe-chain, sr-demo, allreduce, lab check) with waveform dumps,
+    or read a dump: `nclite waves show DUMP SIGNAL...`, `nclite waves list DUMP`.
 
     \b
     nclite waves gemm --array 2 --m 2 --k 2 --n 4 --sim icarus
-    Every simulation of the run writes its waveform (FST) and prints the file's path; for the
-    tensor engine, open it with the save file that shows the systolic wavefront:
+    Every simulation of the run writes its waveform (FST), linked as build/waves/<top>.fst,
+    and prints that path; for the tensor engine, open it with the save file that shows the
+    systolic wavefront:
     gtkwave <dump> docs/waves/tensor_engine.gtkw   (or: surfer <dump>)
+    or read it as text, a row per cycle:
+    nclite waves show build/waves/tensor_engine.fst mover.meta.valid pe_*.psum_out
     Same as WAVES=1 in the environment, which also works for pytest and make.
     """
     import os
 
+    from sim.cli.waves import READERS
+
     if command is None or command in ("-h", "--help"):
         click.echo(ctx.get_help())
+        return
+    if command in READERS:
+        reader = READERS[command]
+        with reader.make_context(f"waves {command}", list(args),
+                                 parent=ctx.parent) as sub_ctx:
+            reader.invoke(sub_ctx)
         return
     if command == "lab":
         sub_args = list(args)
@@ -551,7 +575,8 @@ def waves(ctx, command, args):
         sub_args = [*args, "--waves"]
     else:
         raise click.UsageError(f"{command!r} runs no simulation; waveforms come from "
-                               + ", ".join(_SIM_COMMANDS) + " and `lab check`")
+                               + ", ".join(_SIM_COMMANDS) + " and `lab check`; "
+                               "`show` and `list` read a dump")
     cmd = main.get_command(ctx, command)
     saved = os.environ.get("WAVES")
     os.environ["WAVES"] = "1"  # for `lab check`'s pytest, and every simulation of the run

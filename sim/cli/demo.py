@@ -165,5 +165,5 @@ def format_demo(mlp: dict | None, ring: dict | None, moe: dict | None = None) ->
                              f"engine: {_engines(p)}; collective {100 * share:.1f} % of busy")
     for fig in (mlp, ring, moe):
         if fig and fig.get("waves"):
-            lines.append(f"  waveform    : {fig['waves']}")
+            lines.append(f"  waveform    : {runner.shown_path(fig['waves'])}")
     return "\n".join(lines)

@@ -173,7 +173,7 @@ def format_gemm(r: dict) -> str:
     if r.get("waves"):
         from sim.verify.waves import gtkwave_command
 
-        lines.append(f"  waveform      : {r['waves']}")
+        lines.append(f"  waveform      : {runner.shown_path(r['waves'])}")
         lines.append(f"  view with     : {gtkwave_command(r['waves'])}")
     return "\n".join(lines)
 

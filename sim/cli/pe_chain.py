@@ -57,5 +57,5 @@ def format_result(r: dict) -> str:
         f"  sim speed    : {r['sim_cycles_per_s']:.0f} simulated cycles per wall second",
     ]
     if r.get("waves"):
-        lines.append(f"  waveform     : {r['waves']}")
+        lines.append(f"  waveform     : {runner.shown_path(r['waves'])}")
     return "\n".join(lines)

@@ -407,7 +407,9 @@ def format_result(r: dict) -> str:
     if r.get("profile"):
         lines.append(f"  profile     : {r['profile']}")
     if r.get("waves"):
-        lines.append(f"  waveform    : {r['waves']}")
+        from sim.runner import shown_path
+
+        lines.append(f"  waveform    : {shown_path(r['waves'])}")
     return "\n".join(lines)
 
 

@@ -16,6 +16,7 @@ must exist (``make -n``), and each has the stated stand-in that does run in ``ma
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -62,7 +63,7 @@ NOT_RUN: list[tuple[str, str]] = [
 #: Output lines that differ from run to run or machine to machine (wall-clock speed, cache
 #: hits, the synthesis tools' figures: their wheels are bounded, not pinned): not compared.
 VOLATILE = [r"\s*sim speed\s*:", r"\s*(area|Fmax|critical path):", r"nclite: waveform",
-            r"\s*(waveform|view with)\s*:", r".*\bseconds?\b.*\bwall\b"]
+            r".*\bseconds?\b.*\bwall\b"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class DocCommand:
     line: int  # 1-based line of the command's first line
     text: str  # the command, continuation lines joined, comments removed
     output: tuple[str, ...] = ()  # the output a console block shows under the command
+    #: The commands before it in its block, run first when it reads what they write (a dump
+    #: in build/waves/, which the block's `--waves` run links there).
+    setup: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -113,6 +117,7 @@ def commands(path: Path, root: Path = REPO_ROOT) -> list[DocCommand]:
         if fence is None:
             if m:
                 fence, lang, block_start = m[2], m[3].lower(), no
+                block: list[str] = []
             continue
         if m and raw.strip().startswith(fence[0] * len(fence)) and not m[3]:
             fence = None
@@ -126,7 +131,7 @@ def commands(path: Path, root: Path = REPO_ROOT) -> list[DocCommand]:
                     if found and found[-1].file == rel and block_start < found[-1].line:
                         last = found[-1]
                         found[-1] = DocCommand(rel, last.line, last.text,
-                                               (*last.output, raw.rstrip()))
+                                               (*last.output, raw.rstrip()), last.setup)
                     continue
                 line = line[2:]
             line = _strip_comment(line)
@@ -140,8 +145,17 @@ def commands(path: Path, root: Path = REPO_ROOT) -> list[DocCommand]:
             pending = (start, text + line[:-1].rstrip() + " ")
             continue
         pending = None
-        found.append(DocCommand(rel, start, (text + line).strip()))
+        text = (text + line).strip()
+        found.append(DocCommand(rel, start, text,
+                                setup=tuple(block) if _WAVE_LINK in text else ()))
+        block.append(text)
     return found
+
+
+_WAVE_LINK = "build/waves/"  # sim.runner.link_waves: the latest dump of each design
+#: Commands that write or read build/waves/ run one at a time (two designs of one name, or
+#: a reader and another block's writer, would otherwise meet there).
+_WAVES = re.compile(r"--waves\b|\bWAVES=1\b|\bnclite waves\b|" + re.escape(_WAVE_LINK))
 
 
 def all_commands(root: Path = REPO_ROOT) -> list[DocCommand]:
@@ -302,7 +316,12 @@ def _parse_nclite(args: list[str], *, partial: bool = False) -> None:
                 return
             raise AssertionError(f"`nclite {' '.join(args)}` names no command")
         name, sub, rest = cmd.resolve_command(ctx, rest)
-        if name == "waves":  # nclite waves CMD ...: check CMD ... instead
+        if name == "waves":  # nclite waves show|list DUMP ... / nclite waves CMD ...
+            from sim.cli.waves import READERS
+
+            if rest and rest[0] in READERS:
+                READERS[rest[0]].make_context(f"waves {rest[0]}", rest[1:], parent=ctx)
+                return None
             return _parse_nclite([a for a in rest if a != "--waves"], partial=partial)
         cmd, ctx = sub, sub.make_context(name, rest, parent=ctx)
 
@@ -312,13 +331,23 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
     """Run one command from the repository root; raises AssertionError unless it exits 0."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="nclite-docs-") as tmp:
+    from sim.runner import build_root, locked
+
+    waves = bool(_WAVES.search(cmd.text)) or any(_WAVES.search(t) for t in cmd.setup)
+    with tempfile.TemporaryDirectory(prefix="nclite-docs-") as tmp, contextlib.ExitStack() as st:
+        if waves:
+            (build_root() / "waves").mkdir(parents=True, exist_ok=True)
+            st.enter_context(locked(build_root() / "waves" / ".docs-check.lock"))
         env = {**_env(), "NCLITE_LABS_DIR": tmp}  # `nclite lab start N` copies there
-        proc = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd.text], cwd=root,
-                              capture_output=True, text=True, env=env, timeout=timeout)
+        for text in (*cmd.setup, cmd.text):
+            proc = subprocess.run(["bash", "-c", "set -o pipefail; " + text], cwd=root,
+                                  capture_output=True, text=True, env=env, timeout=timeout)
+            if proc.returncode != 0:
+                break
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
-        raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}; last lines:\n{tail}")
+        ran = "" if text == cmd.text else f" (its block's earlier command `{text}`)"
+        raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}{ran}; last lines:\n{tail}")
     if cmd.output:
         printed = proc.stdout.replace(f"{root}/", "")  # the docs show paths from the root
         shown, got = _comparable(cmd.output), _comparable(printed.splitlines())

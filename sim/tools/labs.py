@@ -32,7 +32,7 @@ from pathlib import Path
 from sim.runner import REPO_ROOT
 
 __all__ = ["Exercise", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
-           "apply_stubs", "start", "check_args"]
+           "apply_stubs", "start", "check_args", "lab_copy", "stub_message"]
 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
@@ -224,6 +224,38 @@ def _git_init(dest: Path, number: int) -> None:
             subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError):
         pass
+
+
+def lab_copy(tree: Path = REPO_ROOT) -> tuple[int, Path] | None:
+    """(lab number, main tree) if ``tree`` is a scratch copy made by :func:`start`, else None."""
+    try:
+        text = (tree / MARKER).read_text()
+    except OSError:
+        return None
+    m = re.match(r"lab (\d+): made by .* from (.+)$", text.strip())
+    return (int(m[1]), Path(m[2])) if m else None
+
+
+#: What every stub raises: ``NotImplementedError("lab <N>: <what to write> (<the lab's text>)")``
+#: (tests/tools/test_labs.py checks that each stub does).
+_STUB = re.compile(r"lab (\d+): ")
+
+
+def stub_message(exc: BaseException, tree: Path = REPO_ROOT) -> str | None:
+    """One line for an exception a lab's stub raised, else None.
+
+    In a scratch copy whose exercise is not written yet, every command that reaches the stub
+    fails: the line says so and where the lab's tasks run instead (the main tree).
+    """
+    if not (isinstance(exc, NotImplementedError) and _STUB.match(str(exc))):
+        return None
+    copy = lab_copy(tree)
+    if copy is None:
+        return f"{exc}: a lab's stub is in this tree's code"
+    number, home = copy
+    return (f"{exc}: {tree} is lab {number}'s scratch copy and its exercise is not written "
+            f"yet; the lab's tasks run in the main tree ({home}), the exercise's check here "
+            f"(make lab{number}-check)")
 
 
 def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto") -> list[str]:

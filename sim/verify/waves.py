@@ -78,7 +78,7 @@ def open_dump(path: Path | str) -> pywellen.Waveform:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(path)
+        raise FileNotFoundError(f"no dump {path} (a run with --waves or WAVES=1 writes one)")
     try:
         return pywellen.Waveform(str(path))
     except RuntimeError as exc:  # pywellen's one error type
@@ -508,14 +508,10 @@ def gtkwave_command(dump_path: Path | str, save_file: Path | str | None = None) 
             save_file = save_file_for(dump_path)
         except (OSError, ValueError):
             save_file = None
+    from sim.runner import shown_path
+
     args = [dump_path] + ([Path(save_file)] if save_file is not None else [])
-    shown = []
-    for p in args:
-        try:
-            shown.append(str(p.resolve().relative_to(Path.cwd().resolve())))
-        except ValueError:
-            shown.append(str(p))
-    return shlex.join(["gtkwave", *shown])
+    return shlex.join(["gtkwave", *map(shown_path, args)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ nothing.
 """
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -155,4 +156,26 @@ def test_nclite_in_a_copy_runs_the_copys_code(tmp_path):
             "--sim", "icarus"]
     proc = subprocess.run(args, cwd=dest / "docs", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "lab 2" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    # One line (no "created but never used" warning per half-built component), saying where
+    # the lab's tasks run instead.
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("nclite: error: lab 2: ") and "Traceback" not in proc.stderr
+    assert "lab 2's scratch copy" in proc.stderr and f"main tree ({REPO_ROOT.resolve()})" in (
+        proc.stderr), proc.stderr
+
+
+@pytest.mark.parametrize("number", sorted(LABS))
+def test_each_task_says_where_it_runs(number):
+    """Every task of a lab's text says which tree it runs in, and a stub that raises raises the
+    NotImplementedError("lab N: ...") that commands in a copy turn into that one line."""
+    lab = LABS[number]
+    text = (REPO_ROOT / lab.path / "README.md").read_text()
+    tasks = text[text.index("## Tasks"):text.index("## Questions")]
+    heads = re.findall(r"^\*\*\d+\. [^*]+\*\*(.{0,16})", tasks, flags=re.M)
+    assert heads, f"lab {number}: no numbered tasks"
+    for tail in heads:
+        assert tail.startswith((" *(main tree)*", " *(your copy)*")), (number, tail)
+    for ex in lab.exercises:  # (a stub may instead be a placeholder that runs: lab 5's cuts)
+        stub = (REPO_ROOT / lab.path / ex.stub).read_text()
+        assert "NotImplementedError" not in stub or re.search(
+            rf'raise NotImplementedError\(\s*"lab {number}: ', stub), ex.stub
