@@ -427,6 +427,33 @@ def _tool_versions() -> dict[str, str]:
             "waivers": hashlib.sha256(VERILATOR_WAIVERS.read_bytes()).hexdigest()}
 
 
+class _NoRebuildNotice:
+    """Drops cocotb's "Skipping compilation of .../sim.vvp" warning: the runner rebuilds
+    only when the Verilog changed (:func:`build`), so a reused model is the normal case, not
+    news on every run."""
+
+    @staticmethod
+    def filter(record) -> bool:
+        return not str(record.msg).startswith("Skipping compilation")
+
+
+def _quiet_cocotb_runner() -> None:
+    import logging
+
+    from cocotb_tools import runner as cocotb_runner
+
+    for cls in (cocotb_runner.Icarus, cocotb_runner.Verilator):
+        log = logging.getLogger(cls.__qualname__)
+        if not any(isinstance(f, _NoRebuildNotice) for f in log.filters):
+            log.addFilter(_NoRebuildNotice())
+
+
+def quiet_builds() -> bool:
+    """No build announcements (``NCLITE_QUIET_BUILDS=1``: the benchmarks' and tests' own
+    output stays as it is)."""
+    return os.environ.get("NCLITE_QUIET_BUILDS", "0") not in ("", "0")
+
+
 def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
           coverage: bool = False, public: tuple[str, ...] = ()):
     """Build (or reuse) the simulator's model of ``verilog_file``; one directory per variant.
@@ -435,6 +462,7 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
     """
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
+    _quiet_cocotb_runner()
     runner = get_runner(simulator)
     wave_format = _wave_format(simulator) if waves else None
     # Verilator's FST and VCD models differ (VM_TRACE_FST): each has its own directory, and so
@@ -496,6 +524,12 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
             return runner, build_dir, wave_format  # another worker built it meanwhile
         stamp.unlink(missing_ok=True)
         product.unlink(missing_ok=True)  # perhaps left by a build that was killed
+        # A Verilator build takes seconds to a minute of g++: say so, not a silent pause.
+        announce = simulator == "verilator" and not quiet_builds()
+        if announce:
+            print(f"nclite: building the Verilator model of {toplevel} (once; later runs "
+                  "reuse it) ...", file=sys.stderr, flush=True)
+        started = time.monotonic()
         with _timed("build", build_dir.parent.name + "/" + build_dir.name):
             runner.build(
                 sources=sources,
@@ -506,6 +540,9 @@ def build(simulator: str, verilog_file: Path, toplevel: str, waves: bool,
                 waves=waves,
                 log_file=build_dir / "build.log",
             )
+        if announce:
+            print(f"nclite: built the Verilator model of {toplevel} in "
+                  f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
         tmp = stamp.with_suffix(".tmp")
         tmp.write_text(stamp_text)
         tmp.replace(stamp)

@@ -699,9 +699,15 @@ def lab_start(number, dest, force, as_json):
 @click.option("--fast", is_flag=True, help="Only the checks that need no simulator build.")
 @click.option("--jobs", "-n", default="auto", show_default=True,
               help="pytest-xdist workers.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="pytest's full output: every traceback, not the short summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
-def lab_check(number, tree, fast, jobs, as_json):
-    """Run lab NUMBER's tests (pytest, both simulators) against the code in --dir."""
+def lab_check(number, tree, fast, jobs, verbose, as_json):
+    """Run lab NUMBER's tests (pytest, both simulators) against the code in --dir.
+
+    A failure is summed up in a few lines: what differs (the checks' own diagnosis), the seed
+    and how to rerun one test; -v shows pytest's full tracebacks instead.
+    """
     import subprocess
     from pathlib import Path
 
@@ -711,17 +717,53 @@ def lab_check(number, tree, fast, jobs, as_json):
     if not (tree / "docs" / "labs").is_dir() or not (tree / "hdl").is_dir():
         raise click.ClickException(f"{tree} is not an nclite tree (run from the scratch copy "
                                    "that `nclite lab start` made, or give --dir)")
-    args = labs.check_args(number, tree, fast=fast, jobs=jobs)
-    proc = subprocess.run(args, cwd=tree, capture_output=as_json, text=True)
-    ok = proc.returncode == 0
+    junit = tree / "build" / "lab-check" / f"lab{number}.xml"
+    junit.parent.mkdir(parents=True, exist_ok=True)
+    junit.unlink(missing_ok=True)
+    args = labs.check_args(number, tree, fast=fast, jobs=jobs, verbose=verbose, junit=junit)
+    if as_json:
+        proc = subprocess.run(args, cwd=tree, capture_output=True, text=True)
+        returncode = proc.returncode
+    else:
+        returncode = _run_filtered(args, tree)
+    ok = returncode == 0
+    summary = [] if ok or verbose else labs.failure_summary(junit, number)
     if as_json:
         click.echo(json.dumps({"lab": number, "dir": str(tree), "passed": ok,
-                               "command": args, "returncode": proc.returncode,
-                               "output_tail": (proc.stdout or "").splitlines()[-20:]}, indent=2))
+                               "command": args, "returncode": returncode,
+                               "summary": summary}, indent=2))
     elif ok:
         click.echo(f"lab {number}: every check passes in {tree}")
+    else:
+        click.echo("\n".join(summary))
     if not ok:
-        raise click.ClickException(f"lab {number}: checks failed in {tree} (see above)")
+        raise click.ClickException(f"lab {number}: checks failed in {tree}")
+
+
+#: pytest-xdist's start-up line, once per worker at -q: noise in a lab check's output.
+_XDIST_NOISE = "bringing up nodes...\n"
+
+
+def _run_filtered(args, cwd) -> int:
+    """Run ``args``, passing its output through as it comes (pytest's progress dots), without
+    pytest-xdist's "bringing up nodes..." lines."""
+    import os
+    import subprocess
+
+    proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pending = ""
+    while chunk := os.read(proc.stdout.fileno(), 4096):
+        pending += chunk.decode(errors="replace")
+        pending = pending.replace(_XDIST_NOISE, "")
+        # Hold back only what may be the start of the noise line.
+        keep = next((len(pending) - i for i in range(len(pending))
+                     if _XDIST_NOISE.startswith(pending[i:])), 0)
+        out, pending = pending[:len(pending) - keep], pending[len(pending) - keep:]
+        sys.stdout.write(out)
+        sys.stdout.flush()
+    sys.stdout.write(pending)
+    proc.stdout.close()
+    return proc.wait()
 
 
 def _lab_copy_root():

@@ -32,7 +32,7 @@ from pathlib import Path
 from sim.runner import REPO_ROOT
 
 __all__ = ["Exercise", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
-           "apply_stubs", "start", "check_args", "lab_copy", "stub_message"]
+           "apply_stubs", "start", "check_args", "failure_summary", "lab_copy", "stub_message"]
 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
@@ -258,12 +258,77 @@ def stub_message(exc: BaseException, tree: Path = REPO_ROOT) -> str | None:
             f"(make lab{number}-check)")
 
 
-def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto") -> list[str]:
+def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto",
+               verbose: bool = False, junit: Path | None = None) -> list[str]:
     """The pytest command line of lab N's check, to run with ``tree`` as working directory.
 
     ``python -m pytest`` puts the working directory first on ``sys.path``, so the tree's own
-    ``hdl/``, ``golden/`` and ``sim/`` are tested, not the main tree's installed ones.
+    ``hdl/``, ``golden/`` and ``sim/`` are tested, not the main tree's installed ones. Without
+    ``verbose`` no tracebacks (``--tb=no``): :func:`failure_summary` reads the failures from
+    the ``junit`` XML instead.
     """
     lab = get(number, tree)
     tests = lab.fast if fast else lab.check
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", jobs, *tests]
+    out = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", jobs]
+    if not verbose:
+        out += ["--tb=no", "-rN"]  # no per-test summary lines: failure_summary says it
+    if junit is not None:
+        out += [f"--junitxml={junit}"]
+    return out + list(tests)
+
+
+def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6) -> list[str]:
+    """What failed in a lab check, short: the failures grouped by their message's first line
+    (numbers aside), each group's first test and the first lines of its message (the checks'
+    own diagnosis: the seed, which sums, the hint), then how to rerun one and see everything.
+
+    Returns no lines when nothing failed.
+    """
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError):
+        return [f"(no report in {junit}: see the output above)"]
+    cases = root.iter("testcase")
+    failed, total = [], 0
+    for case in cases:
+        total += 1
+        bad = case.find("failure")
+        if bad is None:
+            bad = case.find("error")
+        if bad is not None:
+            nodeid = case.get("classname", "").replace(".", "/") + ".py::" + case.get("name", "")
+            # The report's text holds the whole message (its "message" attribute is cut at a
+            # few lines): from the first line pytest marks with "E" to a traceback location.
+            report = (bad.text or "").splitlines()
+            first = next((i for i, line in enumerate(report) if line.startswith("E ")), None)
+            marked = []
+            for line in report[first:] if first is not None else ():
+                if re.match(r"[\w/.-]+\.py:\d+", line):
+                    break
+                marked.append(line[4:])  # pytest's "E   " or its 4 spaces
+            text = ("\n".join(marked) if marked else (bad.get("message") or "")).strip()
+            failed.append((nodeid, text))
+    if not failed:
+        return []
+    seed = os.environ.get("NCLITE_SEED", "1")
+    by_kind: dict[str, list[tuple[str, str]]] = {}
+    for nodeid, text in failed:
+        first = text.splitlines()[0] if text else "(no message)"
+        by_kind.setdefault(re.sub(r"0x[0-9a-f]+|\d+", "#", first), []).append((nodeid, text))
+    out = [f"lab {number}: {len(failed)} of {total} checks fail (seed {seed})"]
+    for kind in list(by_kind.values())[:groups]:
+        nodeid, text = kind[0]
+        more = f" (and {len(kind) - 1} more like it)" if len(kind) > 1 else ""
+        out.append(f"  {nodeid}{more}:")
+        body = text.splitlines() or ["(no message)"]
+        out += [f"    {line}" for line in body[:lines]]
+        if len(body) > lines:
+            out.append(f"    ... ({len(body) - lines} more lines)")
+    if len(by_kind) > groups:
+        out.append(f"  ... and {len(by_kind) - groups} other kinds of failure")
+    first = failed[0][0]
+    out += [f"rerun one    : python -m pytest -q '{first}'",
+            f"full traces : nclite lab check {number} -v   (another seed: NCLITE_SEED=2 ...)"]
+    return out

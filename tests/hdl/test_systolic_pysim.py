@@ -90,9 +90,16 @@ def schedule(tiles, delta: int, mode: str):
     return plan
 
 
-def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None):
+#: Enabled cycles the testbench runs on after the last expected sums, so that a diagnosis can
+#: find sums that come late.
+TAIL = 4
+
+
+def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None, probe=None):
     """Run ``tiles`` through ``dut`` (see the module docstring); return, per tile, the
-    ``result`` rows of its moving columns as a uint32 array of shape (n, F), and golden's."""
+    ``result`` rows of its moving columns as a uint32 array of shape (n, F), and golden's.
+    ``probe``, a dict, receives ``trace`` (``result`` after each enabled cycle) and ``issued``
+    (each enabled cycle's (tile, column) or None), for :func:`diagnose`."""
     n, latency = dut.n, dut.latency
     assert latency >= 1, "the testbench samples results after clock edges"
     pack_x = _packer(Moving, n)
@@ -120,10 +127,16 @@ def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None):
     async def testbench(ctx):
         step = 0  # enabled cycles so far
         issued = []  # per enabled edge: (tile, column), or None for a bubble
+        trace = []  # per enabled edge: result after it
+        if probe is not None:
+            probe.update(trace=trace, issued=issued)
         collected = 0
+        tail = TAIL if probe is not None else 0
         for _ in range(max_cycles):
             if collected == total:
-                return
+                if tail == 0:
+                    return
+                tail -= 1
             en = bool(rng.random() < en_prob)
             ctx.set(dut.en, en)
             if not en:  # junk everywhere, w_valid included
@@ -155,6 +168,8 @@ def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None):
             await ctx.tick()
             step += 1
             issued.append(this)
+            if probe is not None:
+                trace.append([ctx.get(dut.result[i]) for i in range(n)])
             if len(issued) >= latency and issued[-latency] is not None:
                 t, c = issued[-latency]
                 results[t][:, c] = [ctx.get(dut.result[i]) for i in range(n)]
@@ -168,8 +183,51 @@ def run_array(dut, tiles, *, en_prob=1.0, rng=None, mode="early", plan=None):
     return results, want
 
 
+def diagnose(probe, want, n: int, latency: int) -> str:
+    """What a wrong array most likely has wrong, from when each column's right sums appear.
+
+    For each column m, the delay d (0, ±1, ±2, …) at which ``result[m]`` shows golden's sum of
+    every moving column d enabled cycles after the array's ``latency``, if there is one.
+    """
+    trace, issued = probe["trace"], probe["issued"]
+    offsets = {}
+    for m in range(n):
+        for d in sorted(range(-latency, TAIL + 1), key=lambda d: (abs(d), d)):
+            seen = ok = 0
+            for i, this in enumerate(issued):
+                s = i + latency - 1 + d
+                if this is None or not 0 <= s < len(trace):
+                    continue
+                seen += 1
+                ok += trace[s][m] == want[this[0]][m, this[1]]
+            if seen and ok == seen:
+                offsets[m] = d
+                break
+    late = {m: d for m, d in offsets.items() if d}
+    lost = [m for m in range(n) if m not in offsets]
+    if not lost and len(set(offsets.values())) == 1 and late:
+        d = late[0]
+        return (f"every column's sums come {abs(d)} enabled cycle(s) "
+                f"{'late' if d > 0 else 'early'}: skew + PE chain + deskew add up to "
+                f"{latency + d}, not self.latency = {latency}")
+    if not lost and late:
+        return ("the columns' sums come at different times ("
+                + ", ".join(f"column {m}: {d:+d}" for m, d in sorted(offsets.items()))
+                + " cycles): look at the deskew")
+    if lost:
+        where = ", ".join(map(str, lost))
+        return (f"column(s) {where} never show the right sums, at any delay: operands meet "
+                "the wrong partial sums (some rows): look at the rows' skew and at how x "
+                "and psum chain through the PEs" + (
+                    f" (columns {', '.join(f'{m}: {d:+d}' for m, d in late.items())} are "
+                    "only late)" if late else ""))
+    return ("every column's timing is right, yet some sums differ: look at the weights "
+            "(w_in, w_shift) and the swap")
+
+
 def check(dut, tiles, **kwargs):
-    got, want = run_array(dut, tiles, **kwargs)
+    probe = {}
+    got, want = run_array(dut, tiles, probe=probe, **kwargs)
     for t, (g, w) in enumerate(zip(got, want, strict=True)):
         bad = np.argwhere(g != w)
         if len(bad):
@@ -178,7 +236,8 @@ def check(dut, tiles, **kwargs):
                      f" got 0x{g[m, f]:08x}, want 0x{w[m, f]:08x}" for m, f in bad[:8]]
             pytest.fail(f"seed={SEED} n={dut.n} mul_stages={dut.mul_stages} "
                         f"add_stages={dut.add_stages}: {len(bad)}/{g.size} sums differ from "
-                        f"golden.tensor_engine.matmul_tile\n" + "\n".join(lines))
+                        f"golden.tensor_engine.matmul_tile\n  likely: "
+                        f"{diagnose(probe, want, dut.n, dut.latency)}\n" + "\n".join(lines))
 
 
 CONFIGS = {
