@@ -330,3 +330,29 @@ def test_latency_attribute():
         dut = SystolicArray(**kw)
         n = dut.n
         assert dut.latency == n * dut.add_stages + dut.mul_stages + n - 1
+
+
+def test_diagnosis_names_the_fault():
+    """The `likely:` line of a failure (lab 2's self-check): from synthetic traces of a 2-column
+    array whose sums come at the right time, late, column by column late, or never."""
+    latency, n = 5, 2
+    want = [np.array([[10, 11, 12], [20, 21, 22]], dtype=np.uint32)]
+    issued = [(0, 0), (0, 1), (0, 2)] + [None] * (latency + TAIL)
+
+    def trace(delays):
+        out = [[0] * n for _ in issued]
+        for i, this in enumerate(issued):
+            for m, d in enumerate(delays):
+                s = i + latency - 1 + (d or 0)
+                if this and 0 <= s < len(out):
+                    out[s][m] = int(want[0][m, this[1]]) + (0 if d is not None else 99)
+        return {"trace": out, "issued": issued}
+
+    assert "timing is right" in diagnose(trace([0, 0]), want, n, latency)
+    assert diagnose(trace([2, 2]), want, n, latency).startswith(
+        "every column's sums come 2 enabled cycle(s) late: skew + PE chain + deskew add up to 7")
+    assert "1 enabled cycle(s) early" in diagnose(trace([-1, -1]), want, n, latency)
+    assert "column 0: +0, column 1: +1 cycles): look at the deskew" in diagnose(
+        trace([0, 1]), want, n, latency)
+    assert diagnose(trace([None, 1]), want, n, latency).startswith(
+        "column(s) 0 never show the right sums")

@@ -9,6 +9,7 @@ nothing.
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -179,3 +180,37 @@ def test_each_task_says_where_it_runs(number):
         stub = (REPO_ROOT / lab.path / ex.stub).read_text()
         assert "NotImplementedError" not in stub or re.search(
             rf'raise NotImplementedError\(\s*"lab {number}: ', stub), ex.stub
+
+
+def test_failure_summary_is_short(tmp_path):
+    """A lab check's failures, summed up from pytest's junit report: one entry per kind of
+    failure (numbers aside) with its whole message cut to a few lines, the seed, a rerun."""
+    case = ('<testcase classname="tests.hdl.test_x" name="test_a[{p}]"><failure message="cut">'
+            "E   Failed: seed=1 n={p}: 5/5 sums differ\n      likely: every column late\n"
+            "      tile 0: got 0x0, want 0x1\ntests/hdl/test_x.py:9: Failed</failure></testcase>")
+    junit = tmp_path / "r.xml"
+    junit.write_text('<testsuites><testsuite>' + case.format(p=1) + case.format(p=2)
+                     + '<testcase classname="tests.hdl.test_x" name="test_b" />'
+                     + '<testcase classname="tests.hdl.test_x" name="test_c"><error message='
+                     '"boom">E   RuntimeError: boom</error></testcase></testsuite></testsuites>')
+    out = labs.failure_summary(junit, 2)
+    assert out[0] == "lab 2: 3 of 4 checks fail (seed 1)"
+    assert out[1:5] == ["  tests/hdl/test_x.py::test_a[1] (and 1 more like it):",
+                        "    Failed: seed=1 n=1: 5/5 sums differ",
+                        "      likely: every column late", "      tile 0: got 0x0, want 0x1"]
+    assert "  tests/hdl/test_x.py::test_c:" in out and "    RuntimeError: boom" in out
+    assert out[-2] == "rerun one    : python -m pytest -q 'tests/hdl/test_x.py::test_a[1]'"
+    assert "nclite lab check 2 -v" in out[-1]
+    junit.write_text('<testsuites><testsuite><testcase classname="a" name="b" /></testsuite>'
+                     '</testsuites>')
+    assert labs.failure_summary(junit, 2) == []
+
+
+def test_lab_check_output_has_no_xdist_start_up_lines(capfd):
+    from sim.cli.app import _run_filtered
+
+    parts = ['bringing up ', 'nodes...\n', 'bringing up nodes...\n', '..F', '\nbring', 'x\n']
+    code = ("import sys; [sys.stdout.write(s) or sys.stdout.flush() for s in "
+            f"[{', '.join(repr(p) for p in parts)}]]")
+    assert _run_filtered([sys.executable, "-c", code], REPO_ROOT) == 0
+    assert capfd.readouterr().out == "..F\nbringx\n"
