@@ -112,6 +112,7 @@ class SystolicArray(wiring.Component):
         Rows at or past the tile's ``slots`` (padding: their weight is +0) get +0 operands,
         so that no inf or NaN of the column meets them.
         """
+        # lab2 hide begin: sparse_rows
         n, w = self.n, self.window
         rows = []
         tap = self.x_in
@@ -131,6 +132,7 @@ class SystolicArray(wiring.Component):
                             m.d.comb += row.data[i].eq(Mux(pad, 0, value))
             rows.append(row)
         return rows
+        # lab2 hide end: sparse_rows
 
     def _weight_taps(self, m):
         """Per PE (k, m): the weight row passing it, as a ``(load, weight)`` pair of values.

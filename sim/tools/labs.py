@@ -31,8 +31,9 @@ from pathlib import Path
 
 from sim.runner import REPO_ROOT
 
-__all__ = ["Exercise", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
-           "apply_stubs", "start", "check_args", "failure_summary", "lab_copy", "stub_message"]
+__all__ = ["Exercise", "Hide", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
+           "apply_stubs", "hide_text", "apply_hides", "start", "check_args", "failure_summary",
+           "lab_copy", "stub_message"]
 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
@@ -53,6 +54,19 @@ class Exercise:
 
 
 @dataclass(frozen=True)
+class Hide:
+    """Code or text elsewhere in the tree that spells an exercise's answer out, left out of the
+    scratch copy: a ``region`` between ``# lab<N> hide begin: <region>`` and ``# lab<N> hide
+    end: <region>`` (replaced by a ``raise NotImplementedError("lab <N>: ...")``), or an exact
+    ``text`` (replaced by ``by``)."""
+
+    file: str
+    region: str | None = None
+    text: str | None = None
+    by: str = ""
+
+
+@dataclass(frozen=True)
 class Lab:
     number: int
     slug: str
@@ -61,6 +75,7 @@ class Lab:
     check: tuple[str, ...]
     fast: tuple[str, ...]
     exercises: tuple[Exercise, ...]
+    hides: tuple[Hide, ...] = ()
 
     @property
     def markers(self) -> list[tuple[str, str]]:
@@ -86,14 +101,18 @@ def _load(path: Path, root: Path) -> Lab:
     try:
         exercises = tuple(Exercise(e["file"], e["region"], e["stub"])
                           for e in data["exercise"])
+        hides = tuple(Hide(h["file"], h.get("region"), h.get("text"), h.get("by", ""))
+                      for h in data.get("hide", ()))
         lab = Lab(int(m[1]), m[2], data["title"], path.relative_to(root),
-                  tuple(data["check"]), tuple(data.get("fast", ())), exercises)
+                  tuple(data["check"]), tuple(data.get("fast", ())), exercises, hides)
     except (KeyError, TypeError) as exc:
         raise LabError(f"{path / 'lab.toml'}: missing or malformed key {exc}") from exc
     if not lab.check or not lab.exercises:
         raise LabError(f"{path / 'lab.toml'}: a lab needs `check` tests and an [[exercise]]")
     if not set(lab.fast) <= set(lab.check):
         raise LabError(f"{path / 'lab.toml'}: every `fast` test must also be in `check`")
+    if any((h.region is None) == (h.text is None) for h in lab.hides):
+        raise LabError(f"{path / 'lab.toml'}: a [[hide]] names a `region` or a `text`")
     return lab
 
 
@@ -158,6 +177,33 @@ def apply_stubs(lab: Lab, tree: Path, stubs_root: Path = REPO_ROOT,
     return changed
 
 
+def hide_text(text: str, lab: Lab, hide: Hide) -> str:
+    """``text`` (the source of ``hide.file``) without what ``hide`` leaves out of a copy."""
+    if hide.text is not None:
+        if text.count(hide.text) != 1:
+            raise LabError(f"{hide.file}: lab {lab.number}'s hidden text is there "
+                           f"{text.count(hide.text)} times, not once: {hide.text[:60]!r}")
+        return text.replace(hide.text, hide.by)
+    begin = f"# lab{lab.number} hide begin: {hide.region}"
+    end = f"# lab{lab.number} hide end: {hide.region}"
+    b, e, indent = find_region(text, begin, end, hide.file)
+    lines = text.splitlines()
+    lines[b + 1:e] = [f'{indent}raise NotImplementedError("lab {lab.number}: left out of this '
+                      f"copy, as it spells the exercise's answer out; the main tree has it "
+                      f'({hide.file}, {hide.region})")']
+    return "\n".join(lines) + "\n"
+
+
+def apply_hides(lab: Lab, tree: Path) -> list[str]:
+    """Leave out of ``tree`` what ``lab``'s ``[[hide]]`` entries name; returns the files."""
+    changed = []
+    for hide in lab.hides:
+        target = tree / hide.file
+        target.write_text(hide_text(target.read_text(), lab, hide))
+        changed.append(hide.file)
+    return changed
+
+
 def _tracked_files(root: Path) -> list[Path]:
     """The repository's files: git's view when there is one (tracked or not ignored)."""
     try:
@@ -204,6 +250,8 @@ def start(number: int, dest: Path | None = None, *, force: bool = False,
     if venv.exists():
         os.symlink(venv, dest / ".venv")
     changed = apply_stubs(lab, dest, stubs_root=root, regions=regions)
+    if regions is None:  # a copy for a student (tests stub fewer regions, and hide nothing)
+        changed += [f for f in apply_hides(lab, dest) if f not in changed]
     (dest / MARKER).write_text(f"lab {number}: made by `nclite lab start {number}` from {home}\n")
     _git_init(dest, number)
     return {"lab": number, "title": lab.title, "dir": str(dest), "stubbed": changed,
@@ -253,8 +301,8 @@ def stub_message(exc: BaseException, tree: Path = REPO_ROOT) -> str | None:
     if copy is None:
         return f"{exc}: a lab's stub is in this tree's code"
     number, home = copy
-    return (f"{exc}: {tree} is lab {number}'s scratch copy and its exercise is not written "
-            f"yet; the lab's tasks run in the main tree ({home}), the exercise's check here "
+    return (f"{exc}: {tree} is lab {number}'s scratch copy, where the exercise is yours to "
+            f"write; the lab's tasks run in the main tree ({home}), the exercise's check here "
             f"(make lab{number}-check)")
 
 

@@ -64,6 +64,11 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
         assert [line.strip() for line in copy.splitlines()[b + 1:e]] == [
             line.strip() for line in stub]
         expected[ex.file] = labs.stub_region(expected[ex.file], lab, ex)
+    for hide in lab.hides:  # what spells the answer out is left out too (once each)
+        text = expected.get(hide.file, (REPO_ROOT / hide.file).read_text())
+        expected[hide.file] = labs.hide_text(text, lab, hide)
+        if hide.text is not None:
+            assert hide.text not in (dest / hide.file).read_text(), hide
     # Outside the regions every file is the reference's.
     for file, text in expected.items():
         assert (dest / file).read_text() == text, file
