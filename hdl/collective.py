@@ -75,7 +75,9 @@ def check_watchdog(watchdog_cycles) -> int:
 def setup_cycles(ranks: int, depth: int) -> int:
     """Cycles a command spends before its first memory read: the long division of its beat
     count by ``ranks`` (one cycle per bit of ``0..depth``), the chunk table (``ranks + 1``
-    entries) and the look-up of the first chunk."""
+    entries) and the look-up of the first chunk. The first read (``tx_rd.en`` or
+    ``rx_rd.en``) of a ring command is issued this many cycles after the clock edge that
+    takes the command (``tests/hdl/test_collective_units.py::test_setup_takes_setup_cycles``)."""
     return depth.bit_length() + ranks + 2
 
 

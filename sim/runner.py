@@ -448,6 +448,30 @@ def _quiet_cocotb_runner() -> None:
             log.addFilter(_NoRebuildNotice())
 
 
+_FAILURE = re.compile(r"\b(\w+(?:Error|Exception|Failure)|SimTimeoutError): (.+)")
+
+
+def first_failure(log: Path) -> str | None:
+    """The first exception message of a cocotb log (``AssertionError: ...``: the testbench's
+    own diagnosis) with up to 4 of its continuation lines, each cut to 300 characters; None if
+    there is none or no log."""
+    try:
+        lines = Path(log).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    for i, line in enumerate(lines):
+        m = _FAILURE.search(line)
+        if m:
+            indent = len(line) - len(line.lstrip())
+            out = [f"{m[1]}: {m[2].strip()}"]
+            for more in lines[i + 1:i + 5]:
+                if not more.strip() or len(more) - len(more.lstrip()) <= indent:
+                    break
+                out.append("  " + more.strip())
+            return "\n".join(t if len(t) <= 300 else t[:297] + "..." for t in out)
+    return None
+
+
 def quiet_builds() -> bool:
     """No build announcements (``NCLITE_QUIET_BUILDS=1``: the benchmarks' and tests' own
     output stays as it is)."""
@@ -676,9 +700,11 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)
                 wave_file = None
         if tests == 0 or failed:
+            first = first_failure(log)
             raise SimulationFailed(
                 f"{simulator}: {failed} of {tests} cocotb tests failed in {test_module} on "
-                f"{toplevel} {params}; seed {seed} (rerun with NCLITE_SEED={seed}); log: {log}")
+                f"{toplevel} {params}; seed {seed} (rerun with NCLITE_SEED={seed}); log: {log}"
+                + (f"\nthe first failure: {first}" if first else ""))
         if not quiet:
             print(f"nclite: {simulator} {test_module} on {toplevel}: {tests} passed (seed {seed})",
                   file=sys.stderr)

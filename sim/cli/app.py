@@ -732,6 +732,9 @@ def lab_check(number, tree, fast, jobs, verbose, as_json):
         click.echo(json.dumps({"lab": number, "dir": str(tree), "passed": ok,
                                "command": args, "returncode": returncode,
                                "summary": summary}, indent=2))
+    elif ok and fast:
+        click.echo(f"lab {number}: every fast check passes in {tree} (the simulators' checks "
+                   f"did not run: nclite lab check {number}, or make lab{number}-check)")
     elif ok:
         click.echo(f"lab {number}: every check passes in {tree}")
     else:

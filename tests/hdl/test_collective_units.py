@@ -19,7 +19,12 @@ import pytest
 from amaranth.sim import Simulator
 
 from golden import collective as gc
-from hdl.collective import CollectiveEngine, CollectiveOp, collective_command_layout
+from hdl.collective import (
+    CollectiveEngine,
+    CollectiveOp,
+    collective_command_layout,
+    setup_cycles,
+)
 from hdl.ring import CollectiveRing, LinkModel
 
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
@@ -161,6 +166,42 @@ def test_ring_allreduce_pysim(ranks, link_width, words):
     got, want = _ring_allreduce_pysim(ranks, link_width, words)
     bad = np.argwhere(got != want)
     assert not bad.size, f"{len(bad)} words differ (seed {SEED}); first (rank, word): {bad[:4]}"
+
+
+@pytest.mark.parametrize("ranks, depth", [(2, 16), (3, 16), (4, 1024), (8, 100)])
+@pytest.mark.parametrize("op", [CollectiveOp.ALL_REDUCE, CollectiveOp.REDUCE_SCATTER,
+                                CollectiveOp.ALL_GATHER])
+def test_setup_takes_setup_cycles(ranks, depth, op):
+    """The setup's length is part of the contract (lab 4 keeps it: the division's bits, the
+    table's P + 1 entries, the look-up): the first memory read of a ring command is issued
+    ``setup_cycles(P, depth)`` cycles after the clock edge that takes the command."""
+    width = 2
+    dut = CollectiveEngine(ranks=ranks, link_width=width, depth=depth)
+    layout = collective_command_layout(depth, width)
+    words = min(depth * width, 5 * ranks + 3)
+    seen = {}
+
+    async def tb(ctx):
+        ctx.set(dut.rank, ranks - 1)
+        ctx.set(dut.cmd.payload, layout.const({"op": op, "addr": 0, "words": words}))
+        ctx.set(dut.cmd.valid, 1)
+        assert ctx.get(dut.cmd.ready), "the idle engine does not take a command"
+        await ctx.tick()  # the edge that takes it
+        ctx.set(dut.cmd.valid, 0)
+        for cycles in range(1, 200):
+            await ctx.tick()
+            if ctx.get(dut.tx_rd.en) or ctx.get(dut.rx_rd.en):
+                seen["cycles"] = cycles
+                return
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+    assert seen.get("cycles") == setup_cycles(ranks, depth), (
+        f"{op.name}, P = {ranks}, depth {depth}: first memory read {seen.get('cycles')} cycles "
+        f"after the command, setup_cycles = {setup_cycles(ranks, depth)} (DIVIDE: "
+        f"{depth.bit_length()} cycles, TABLE: {ranks + 1}, then the look-up)")
 
 
 @pytest.mark.parametrize("kwargs, exc, param", [

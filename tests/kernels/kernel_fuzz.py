@@ -307,6 +307,7 @@ def collective_inputs(spec: CollectiveSpec, rng: np.random.Generator) -> list[di
 def _chunks(words: int, beat: int, ranks: int) -> list[tuple[int, int]]:
     """Chunk c's words [lo, hi): the buffer's ceil(words / beat) beats in P near-equal runs,
     the first (beats mod P) one beat longer."""
+    # lab4 hide begin: chunks
     beats = -(-words // beat)
     q, e = divmod(beats, ranks)
     out, first = [], 0
@@ -315,6 +316,7 @@ def _chunks(words: int, beat: int, ranks: int) -> list[tuple[int, int]]:
         out.append((min(beat * first, words), min(beat * end, words)))
         first = end
     return out
+    # lab4 hide end: chunks
 
 
 def collective_meaning(spec: CollectiveSpec, ins: list[dict]) -> tuple[list, list]:
