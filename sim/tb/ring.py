@@ -460,12 +460,14 @@ async def allreduce_runs(dut):
     spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
     tb = RingTB(dut)
     await tb.start()
-    rng = tbutil.rng(3)
     op = CollectiveOp[spec.get("op", "ALL_REDUCE")]
     shift = int(spec.get("shift", 0))
     await tb.configure(int(spec.get("latency", 1)), int(spec.get("stall_rate", 0)), seed=1)
     results = []
     for words in spec.get("sizes", [1024]):
+        # Each size's data from the seed and the size alone: a run of n words gets the same
+        # inputs whatever other sizes the same command runs (`nclite allreduce --n ... --n`).
+        rng = np.random.default_rng([tbutil.seed(), 3, words])
         rows = -(-words // tb.W)
         span = rows + (out_rows(op, words, tb.P, tb.W) if op in ROUTED_OPS else 0)
         await tb.load(0, tb.data(span * tb.W, rng, spec.get("data", "uniform")))

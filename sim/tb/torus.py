@@ -308,11 +308,12 @@ async def torus_runs(dut):
     spec = json.loads(os.environ.get("NCLITE_AR", "{}"))
     tb = TorusTB(dut)
     await tb.start()
-    rng = tbutil.rng(13)
     op = CollectiveOp[spec.get("op", "ALL_REDUCE")]
     await tb.configure(int(spec.get("latency", 1)), int(spec.get("stall_rate", 0)), seed=1)
     results = []
     for words in spec.get("sizes", [1024]):
+        # Each size's data from the seed and the size alone (as sim.tb.ring's allreduce_runs).
+        rng = np.random.default_rng([tbutil.seed(), 13, words])
         rows = -(-words // tb.W)
         await tb.load(0, tb.data(rows * tb.W, rng, spec.get("data", "uniform")))
         before = [tb.mem[r, :words].copy() for r in range(tb.P)]
