@@ -63,7 +63,7 @@ NOT_RUN: list[tuple[str, str]] = [
 #: Output lines that differ from run to run or machine to machine (wall-clock speed, cache
 #: hits, the synthesis tools' figures: their wheels are bounded, not pinned): not compared.
 VOLATILE = [r"\s*sim speed\s*:", r"\s*(area|Fmax|critical path):", r"nclite: waveform",
-            r".*\bseconds?\b.*\bwall\b"]
+            r".*\bseconds?\b.*\bwall\b", r"\d+ passed.* in [\d.]+s( \([\d:]+\))?$"]
 
 
 @dataclass(frozen=True)

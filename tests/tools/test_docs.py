@@ -173,3 +173,16 @@ def test_block_index_names_every_block():
     modules = {p.relative_to(root).as_posix() for p in (root / "hdl").glob("*.py")
                if p.name != "__init__.py"}
     assert modules <= listed, f"hdl modules without a row: {sorted(modules - listed)}"
+
+
+def test_makefile_names_the_formal_solver():
+    """The Makefile's help says which SMT solver `make formal` uses: the flow's default, as the
+    README's results table and `nclite doctor` say."""
+    import dataclasses
+
+    from sim.verify.formal import flow
+
+    engine = next(f.default for f in dataclasses.fields(flow.FormalProperty) if f.name == "engine")
+    makefile = (dc.REPO_ROOT / "Makefile").read_text()
+    line = next(ln for ln in makefile.splitlines() if ln.startswith("#   make formal"))
+    assert f"yowasp-sby + {engine}" in line, line
