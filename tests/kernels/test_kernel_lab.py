@@ -55,7 +55,8 @@ def test_linear_computes_relu_of_the_product(shape, seed):
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_linear_moves_every_operand_once(shape, seed):
     """One DMA load per K tile of X and per W tile, one LOAD_STATIONARY per W tile: the W
-    tile stays while every F piece streams through it."""
+    tile stays while every F piece streams through it; the first K tile into each PSUM tile
+    overwrites."""
     module, _ = _module(shape, seed)
     k, m, f = shape
     program = trace_kernel(module).kernels[0].program
@@ -65,6 +66,23 @@ def test_linear_moves_every_operand_once(shape, seed):
     assert ops.count(Opcode.DMA_LOAD) == -(-k // 4) + tiles + -(-m // 4), \
         f"{shape}: X's tiles, W's tiles and the bias columns, each loaded once"
     assert ops.count(Opcode.MATMUL) == tiles * -(-f // 16)
+    # Per PSUM tile, the first K tile overwrites and the others accumulate: a PSUM tile holds
+    # whatever an earlier kernel left there (on the core; the ISS starts from zeros).
+    seen, wrong, overwrites = set(), [], 0
+    for w in program:
+        code, fields = decode(w)
+        if Opcode(code) == Opcode.MATMUL:
+            where = (fields["bank"], fields["psum_addr"])
+            overwrites += not fields["accumulate"]
+            if fields["accumulate"] and where not in seen:
+                wrong.append(where)
+            seen.add(where)
+    what = (f"{shape}: the first product into a PSUM tile must overwrite (accumulate=False), "
+            "the later ones accumulate")
+    assert not wrong, f"{what}: accumulated into (bank, addr) {wrong[:4]} before any overwrite"
+    assert overwrites == -(-m // 4) * -(-f // 16), (
+        f"{what}: {overwrites} overwrites, one per M tile and F piece is "
+        f"{-(-m // 4) * -(-f // 16)}")
 
 
 def test_linear_on_rtl(simulator):
