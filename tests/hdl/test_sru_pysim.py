@@ -143,13 +143,25 @@ def test_sru_matches_golden(stages):
     dut = StochasticRounder(lanes=lanes, random_bits=r, stages=stages)
     beats = _beats(lanes, 400, rng)
     got = _run_sru(dut, beats, rng)
-    want = _expected(lanes, beats, r, dut.targets)
+    _compare(got, _expected(lanes, beats, r, dut.targets), beats, lanes, r)
+
+
+def _name(enum, value) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return f"{value} (reserved)"
+
+
+def _compare(got, want, beats, lanes, r):
+    """Beat by beat, the SRU's lanes (and invalid flag) against golden's; a failure names the
+    beat, its inputs, target, mode, saturation and r."""
     for t, ((g, gi), (w, wi), (x, dt, md, sat)) in enumerate(zip(got, want, beats, strict=True)):
-        where = (f"beat {t}: x={[hex(int(v)) for v in x]} dtype={dt} mode={md} sat={sat} "
-                 f"(NCLITE_SEED={SEED})")
-        assert gi == wi, where
+        where = (f"beat {t}: x={[hex(int(v)) for v in x]} target={_name(Dtype, dt)} "
+                 f"mode={_name(Rounding, md)} saturate={sat} r={r} (NCLITE_SEED={SEED})")
+        assert gi == wi, f"{where}: invalid flag {gi}, want {wi}"
         if wi:
-            assert g == [0] * lanes, where
+            assert g == [0] * lanes, f"{where}: an invalid beat's lanes must be 0, got {g}"
         else:
             assert g == [int(v) for v in w], f"{where}: got {[hex(v) for v in g]}, want " \
                                              f"{[hex(int(v)) for v in w]}"
@@ -163,9 +175,7 @@ def test_sru_random_bits(r):
                             targets=("bf16", "fp8_e5m2"))
     beats = _beats(lanes, 300, rng)
     got = _run_sru(dut, beats, rng)
-    want = _expected(lanes, beats, r, dut.targets)
-    for t, ((g, gi), (w, wi)) in enumerate(zip(got, want, strict=True)):
-        assert gi == wi and (wi or g == [int(v) for v in w]), f"beat {t} (seed {SEED})"
+    _compare(got, _expected(lanes, beats, r, dut.targets), beats, lanes, r)
 
 
 def test_bad_parameters():
