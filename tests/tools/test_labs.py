@@ -219,3 +219,41 @@ def test_lab_check_output_has_no_xdist_start_up_lines(capfd):
             f"[{', '.join(repr(p) for p in parts)}]]")
     assert _run_filtered([sys.executable, "-c", code], REPO_ROOT) == 0
     assert capfd.readouterr().out == "..F\nbringx\n"
+
+
+def test_lab5_quotes_the_current_report():
+    """Lab 5's text quotes synth/report.json (areas, Fmax, paths, the fit): when `make
+    synth-report` changes the report, this names each figure the text has to follow (and
+    docs/labs/lab5-synthesis-timing/figures.py redraws the pictures)."""
+    report = json.loads((REPO_ROOT / "synth" / "report.json").read_text())
+    by = {(r["label"], r["device"]): r for r in report["results"]}
+    pe = "PE mul_stages=5 add_stages=6, all"
+
+    def fmax(label, device="ecp5-85f"):
+        return by[label, device]["timing"]["fmax_mhz"]
+
+    def luts(label, device="ecp5-85f"):
+        return by[label, device]["area"]["luts"]
+
+    board = report["boards"]["ulx3s-85f"]
+    path = board["critical_path"]
+    fit = report["scaling"]
+    te_paths = by["TensorEngine N=2, all formats", "ecp5-85f"]["timing"]["critical_path"]
+    quoted = [
+        f"{luts(pe)} LUTs + 1 DSP, **{fmax(pe):.1f} MHz**",
+        f"{luts(pe, 'ecp5-25f')} LUTs, {fmax(pe, 'ecp5-25f'):.1f} MHz",
+        f"{luts(pe, 'ice40-up5k')} LUTs + 1 DSP, **{fmax(pe, 'ice40-up5k'):.1f} MHz**",
+        f"{fmax(pe):.1f} MHz alone, {fmax('PEColumn of 4 rows (default stages)'):.1f} MHz in a "
+        "column of four",
+        f"{round(fit['coefficient'])} · N^{fit['exponent']:.2f}",
+        f"{round(luts('TensorEngine N=8, all formats') / 64)} LUTs per MAC at N = 8",
+        f"{round(luts('NeuronCore N=2 sbuf 256 words psum 4x16') / 4)} LUTs per MAC at\nN = 2, "
+        f"{round(luts('NeuronCore N=4 sbuf 256 words psum 4x16') / 16)} at N = 4",
+        f"{path['logic_levels']} levels, {min(board['fmax_mhz'].values()):.2f} MHz",
+        f"`{path['from'].removeprefix('top.')} ->",
+        f"`{te_paths['from'].removeprefix('design.')} -> "
+        f"{te_paths['to'].removeprefix('design.').split('_TRELLIS')[0]}`",
+    ]
+    text = (REPO_ROOT / "docs/labs/lab5-synthesis-timing/README.md").read_text()
+    stale = [q for q in quoted if q not in text]
+    assert not stale, f"lab 5's text no longer quotes synth/report.json: {stale}"
