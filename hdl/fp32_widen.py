@@ -45,6 +45,7 @@ class Fp32Widen(wiring.Component):
     @staticmethod
     def _narrow(m, w, name, e_bits, p, fn):
         """fp32 bits of a 1.e_bits.p element in ``w``'s low bits."""
+        # lab1 hide begin: narrow
         bias = (1 << (e_bits - 1)) - 1
         sign = w[e_bits + p]
         exp = w[p:p + e_bits]
@@ -68,3 +69,4 @@ class Fp32Widen(wiring.Component):
         out_exp = Mux(special, 0xFF, Mux(exp == 0, Mux(man == 0, 0, sub_exp), norm_exp))
         out_man = Mux(exp == 0, Mux(man == 0, 0, sub_man), man << (23 - p))
         return Cat(out_man[:23], out_exp[:8], sign)
+        # lab1 hide end: narrow

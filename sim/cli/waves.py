@@ -19,8 +19,9 @@ _DUMP = click.Path(dir_okay=False)  # a missing dump: one line from waves.open_d
               help="The clock whose rising edges number the cycles; `none`: a row per change "
                    "at the dump's times.")
 @click.option("--radix", type=click.Choice(wave_table.RADICES), default="hex",
-              show_default=True, help="Values in hex, decimal, binary, or as floats (32-bit "
-                                      "signals as fp32, 16-bit ones as bf16).")
+              show_default=True, help="Values in hex, decimal, signed decimal (two's "
+                                      "complement), binary, or as floats (32-bit signals as "
+                                      "fp32, 16-bit ones as bf16).")
 @click.option("--every", is_flag=True, help="A row for every cycle, not only for changes.")
 def show(dump, signals, start, stop, clock, radix, every):
     """Print SIGNALS of DUMP (FST or VCD) cycle by cycle, as a table.

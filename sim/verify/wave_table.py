@@ -18,7 +18,8 @@ Names
     (``\x[0].data``) match without their backslash; Verilator's copy of the ports
     (``$rootio``) and Yosys's own wires (``$...``) only when a pattern names them.
 Values
-    ``hex`` (default; 1-bit signals as 0 / 1), ``dec``, ``bin``, or ``float``: a 32-bit signal
+    ``hex`` (default; 1-bit signals as 0 / 1), ``dec``, ``sdec`` (signed, two's complement),
+    ``bin``, or ``float``: a 32-bit signal
     as fp32, a 16-bit one as bf16 (others in hex). A value with x or z bits is shown as its
     bits (``x``, ``xx01``).
 """
@@ -36,7 +37,7 @@ from sim.verify import waves
 
 __all__ = ["RADICES", "SignalNotFound", "display_name", "match", "list_signals", "table"]
 
-RADICES = ("hex", "dec", "bin", "float")
+RADICES = ("hex", "dec", "sdec", "bin", "float")
 _GLOB = re.compile(r"[*?\[]")
 
 
@@ -128,6 +129,8 @@ def _format(value: waves.Value, width: int, radix: str) -> str:
         return str(value)
     if radix == "dec":
         return str(value)
+    if radix == "sdec":  # two's complement
+        return str(value - (1 << width) if value >> (width - 1) else value)
     if radix == "bin":
         return format(value, f"0{width}b")
     if radix == "float" and width in (16, 32):

@@ -59,6 +59,8 @@ def test_radices(vcd):
                                   start=1, stop=1))[1][2:] == ["1100"]
     assert _rows(wave_table.table(vcd, ["top.data"], clock="top.clk", radix="dec",
                                   start=1, stop=1))[1][2:] == ["12"]
+    assert _rows(wave_table.table(vcd, ["top.data"], clock="top.clk", radix="sdec",
+                                  start=1, stop=1))[1][2:] == ["-4"]  # 0b1100 of 4 bits
     with pytest.raises(ValueError, match="radix"):
         wave_table.table(vcd, ["top.data"], radix="oct")
 
