@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.runner import REPO_ROOT
+from sim.tools.lab_stub import MARKER, lab_copy, stub_message
 
 __all__ = ["Exercise", "Hide", "Lab", "LabError", "labs", "get", "find_region", "stub_region",
            "apply_stubs", "hide_text", "apply_hides", "start", "check_args", "failure_summary",
@@ -38,8 +39,9 @@ __all__ = ["Exercise", "Hide", "Lab", "LabError", "labs", "get", "find_region", 
 LABS_DIR = Path("docs") / "labs"
 # Never copied into a scratch copy (the venv is linked instead).
 _EXCLUDE = {".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache"}
-#: Written into every scratch copy: ``--force`` deletes only a directory that holds it.
-MARKER = ".nclite-lab"
+# MARKER (written into every scratch copy: ``--force`` deletes only a directory that holds
+# it), lab_copy and stub_message live in sim.tools.lab_stub, which the copy's hdl/ and golden/
+# import without the rest of sim/.
 
 
 class LabError(Exception):
@@ -274,38 +276,6 @@ def _git_init(dest: Path, number: int) -> None:
         pass
 
 
-def lab_copy(tree: Path = REPO_ROOT) -> tuple[int, Path] | None:
-    """(lab number, main tree) if ``tree`` is a scratch copy made by :func:`start`, else None."""
-    try:
-        text = (tree / MARKER).read_text()
-    except OSError:
-        return None
-    m = re.match(r"lab (\d+): made by .* from (.+)$", text.strip())
-    return (int(m[1]), Path(m[2])) if m else None
-
-
-#: What every stub raises: ``NotImplementedError("lab <N>: <what to write> (<the lab's text>)")``
-#: (tests/tools/test_labs.py checks that each stub does).
-_STUB = re.compile(r"lab (\d+): ")
-
-
-def stub_message(exc: BaseException, tree: Path = REPO_ROOT) -> str | None:
-    """One line for an exception a lab's stub raised, else None.
-
-    In a scratch copy whose exercise is not written yet, every command that reaches the stub
-    fails: the line says so and where the lab's tasks run instead (the main tree).
-    """
-    if not (isinstance(exc, NotImplementedError) and _STUB.match(str(exc))):
-        return None
-    copy = lab_copy(tree)
-    if copy is None:
-        return f"{exc}: a lab's stub is in this tree's code"
-    number, home = copy
-    return (f"{exc}: {tree} is lab {number}'s scratch copy, where the exercise is yours to "
-            f"write; the lab's tasks run in the main tree ({home}), the exercise's check here "
-            f"(make lab{number}-check)")
-
-
 def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto",
                verbose: bool = False, junit: Path | None = None) -> list[str]:
     """The pytest command line of lab N's check, to run with ``tree`` as working directory.
@@ -377,6 +347,6 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
     if len(by_kind) > groups:
         out.append(f"  ... and {len(by_kind) - groups} other kinds of failure")
     first = failed[0][0]
-    out += [f"rerun one    : python -m pytest -q '{first}'",
+    out += [f"rerun one   : python -m pytest -q '{first}'",
             f"full traces : nclite lab check {number} -v   (another seed: NCLITE_SEED=2 ...)"]
     return out

@@ -168,6 +168,14 @@ def test_nclite_in_a_copy_runs_the_copys_code(tmp_path):
     assert proc.stderr.startswith("nclite: error: lab 2: ") and "Traceback" not in proc.stderr
     assert "lab 2's scratch copy" in proc.stderr and f"main tree ({REPO_ROOT.resolve()})" in (
         proc.stderr), proc.stderr
+    # Any other Python program of the copy that reaches the stub: the copy's hdl/ installs an
+    # excepthook that prints the same line (no traceback, no warnings).
+    code = ("from amaranth.back import verilog; from hdl.systolic import SystolicArray; "
+            "verilog.convert(SystolicArray(n=2))")
+    proc = subprocess.run([str(dest / ".venv" / "bin" / "python"), "-c", code], cwd=dest,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("error: lab 2: ") and "lab 2's scratch copy" in proc.stderr
 
 
 @pytest.mark.parametrize("number", sorted(LABS))
@@ -204,7 +212,7 @@ def test_failure_summary_is_short(tmp_path):
                         "    Failed: seed=1 n=1: 5/5 sums differ",
                         "      likely: every column late", "      tile 0: got 0x0, want 0x1"]
     assert "  tests/hdl/test_x.py::test_c:" in out and "    RuntimeError: boom" in out
-    assert out[-2] == "rerun one    : python -m pytest -q 'tests/hdl/test_x.py::test_a[1]'"
+    assert out[-2] == "rerun one   : python -m pytest -q 'tests/hdl/test_x.py::test_a[1]'"
     assert "nclite lab check 2 -v" in out[-1]
     junit.write_text('<testsuites><testsuite><testcase classname="a" name="b" /></testsuite>'
                      '</testsuites>')
