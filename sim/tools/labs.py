@@ -333,8 +333,12 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
     seed = os.environ.get("NCLITE_SEED", "1")
     by_kind: dict[str, list[tuple[str, str]]] = {}
     for nodeid, text in failed:
-        first = text.splitlines()[0] if text else "(no message)"
-        by_kind.setdefault(re.sub(r"0x[0-9a-f]+|\d+", "#", first), []).append((nodeid, text))
+        # A kind: the first line, and the check's diagnosis (a "likely:" line) if it has one,
+        # numbers aside.
+        said = text.splitlines() or ["(no message)"]
+        kind = [said[0], *(ln for ln in said[1:] if ln.strip().startswith("likely:"))]
+        key = re.sub(r"0x[0-9a-f]+|\d+", "#", "\n".join(kind[:2]))
+        by_kind.setdefault(key, []).append((nodeid, text))
     out = [f"lab {number}: {len(failed)} of {total} checks fail (seed {seed})"]
     for kind in list(by_kind.values())[:groups]:
         nodeid, text = kind[0]

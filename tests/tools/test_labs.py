@@ -202,16 +202,20 @@ def test_failure_summary_is_short(tmp_path):
             "E   Failed: seed=1 n={p}: 5/5 sums differ\n      likely: every column late\n"
             "      tile 0: got 0x0, want 0x1\ntests/hdl/test_x.py:9: Failed</failure></testcase>")
     junit = tmp_path / "r.xml"
+    # Same first line, another diagnosis: a kind of its own.
+    other = case.replace("test_a[{p}]", "test_d").replace("every column late", "column 0: +1")
     junit.write_text('<testsuites><testsuite>' + case.format(p=1) + case.format(p=2)
+                     + other.format(p=3)
                      + '<testcase classname="tests.hdl.test_x" name="test_b" />'
                      + '<testcase classname="tests.hdl.test_x" name="test_c"><error message='
                      '"boom">E   RuntimeError: boom</error></testcase></testsuite></testsuites>')
     out = labs.failure_summary(junit, 2)
-    assert out[0] == "lab 2: 3 of 4 checks fail (seed 1)"
+    assert out[0] == "lab 2: 4 of 5 checks fail (seed 1)"
     assert out[1:5] == ["  tests/hdl/test_x.py::test_a[1] (and 1 more like it):",
                         "    Failed: seed=1 n=1: 5/5 sums differ",
                         "      likely: every column late", "      tile 0: got 0x0, want 0x1"]
     assert "  tests/hdl/test_x.py::test_c:" in out and "    RuntimeError: boom" in out
+    assert "  tests/hdl/test_x.py::test_d:" in out and "      likely: column 0: +1" in out
     assert out[-2] == "rerun one   : python -m pytest -q 'tests/hdl/test_x.py::test_a[1]'"
     assert "nclite lab check 2 -v" in out[-1]
     junit.write_text('<testsuites><testsuite><testcase classname="a" name="b" /></testsuite>'
