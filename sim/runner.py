@@ -109,7 +109,8 @@ def link_waves(dump: Path, toplevel: str) -> Path:
     """A stable name for the latest dump of a design: ``build/waves/<toplevel>.<ext>``, a
     relative symbolic link to ``dump`` (which sits in a directory named after the design's
     hash and the run), replaced by each run that dumps the same design. Where no link can be
-    made, the dump itself."""
+    made, the dump itself. :func:`run` links the dumps a user asked for (``--waves``,
+    ``WAVES=1``), not those a test makes on its own."""
     link = build_root() / "waves" / f"{toplevel}{dump.suffix}"
     try:
         link.parent.mkdir(parents=True, exist_ok=True)
@@ -473,8 +474,8 @@ def first_failure(log: Path) -> str | None:
 
 
 def quiet_builds() -> bool:
-    """No build announcements (``NCLITE_QUIET_BUILDS=1``: the benchmarks' and tests' own
-    output stays as it is)."""
+    """No build announcements on stderr (``NCLITE_QUIET_BUILDS=1``; under pytest they are
+    captured with the test's output anyway)."""
     return os.environ.get("NCLITE_QUIET_BUILDS", "0") not in ("", "0")
 
 
@@ -626,6 +627,11 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     runner, build_dir, wave_format = build(simulator, verilog_file, toplevel, waves, coverage,
                                            tuple(public))
 
+    # build/waves/ links the dumps a user asked for (a command's --waves, WAVES=1), not those
+    # of tests that dump on their own: two such tests of one design under pytest-xdist would
+    # swap the link under each other (and under `make docs-check`'s readers of it).
+    link = waves and not (os.environ.get("PYTEST_CURRENT_TEST")
+                          and os.environ.get("WAVES", "0") in ("", "0"))
     tag = _safe(run_tag or os.environ.get("PYTEST_CURRENT_TEST", "run").split(" ")[0])
     test_dir = verilog_file.parent / "runs" / _safe(f"{simulator}-{test_module}-{tag}")
     test_dir.mkdir(parents=True, exist_ok=True)
@@ -694,7 +700,8 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 f"(simulator crashed?); seed {seed}; log: {log}") from exc
         if wave_file is not None:
             if wave_file.exists():
-                wave_file = link_waves(wave_file, toplevel)
+                if link:
+                    wave_file = link_waves(wave_file, toplevel)
                 print(f"nclite: waveform written to {shown_path(wave_file)}", file=sys.stderr)
             else:
                 print(f"nclite: no waveform was written ({wave_file} is missing)", file=sys.stderr)

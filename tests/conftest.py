@@ -2,6 +2,7 @@
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,7 +148,7 @@ def pytest_runtest_logreport(report):
     for _, text in report.sections:
         for line in text.splitlines():
             if line.startswith(_WAVE_LINE):
-                _DUMPS.setdefault(line[len(_WAVE_LINE):].strip(), report.nodeid)
+                _DUMPS[line[len(_WAVE_LINE):].strip()] = report.nodeid  # the latest run
 
 
 _DUMPS: dict[str, str] = {}
@@ -167,7 +168,7 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    if call.excinfo is None:
+    if call.excinfo is None or call.excinfo.errisinstance(pytest.skip.Exception):
         return
     from amaranth._unused import MustUse
 
@@ -191,5 +192,10 @@ def pytest_runtest_setup(item):
     from amaranth._unused import MustUse
 
     if MustUse._MustUse__silence and not _STUB_REACHED:
-        gc.collect()  # the previous failure's leftovers, still silenced
+        # The previous failure's leftovers, still silenced; pytest keeps its exception (and
+        # with it their frames) in sys.last_* until the next failure: drop those first.
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            if hasattr(sys, name):
+                delattr(sys, name)
+        gc.collect()
         MustUse._MustUse__silence = False

@@ -122,14 +122,22 @@ def test_unknown_simulator():
         runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", "modelsim")
 
 
-def test_waves_written_and_path_reported(simulator, capfd):
+def test_waves_written_and_path_reported(simulator, capfd, monkeypatch):
     r = runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest", simulator,
                    waves=True, run_tag="waves")
     assert r.waves is not None and r.waves.exists() and r.waves.stat().st_size > 0
-    # Named by its stable link, build/waves/<top>.<ext>, into the run's directory.
-    assert r.waves == runner.build_root() / "waves" / f"initialised_comb{r.waves.suffix}"
-    assert r.waves.resolve().parent.parent.parent.parent == runner.build_root() / "sim"
+    # A test's own dump (WAVES unset) is the run's file, not linked in build/waves/: two
+    # tests of one design would swap the link under each other.
+    assert r.waves.parent.parent.parent.parent == runner.build_root() / "sim"
+    assert not r.waves.is_symlink()
     assert runner.shown_path(r.waves) in capfd.readouterr().err
+    # Asked for (WAVES=1, as a user's run): linked as build/waves/<top>.<ext> and named so.
+    monkeypatch.setenv("WAVES", "1")
+    linked = runner.run("sim.tb.selftest_design:InitialisedComb", {}, "sim.tb.selftest",
+                        simulator, waves=True, run_tag="waves")
+    assert linked.waves == runner.build_root() / "waves" / f"initialised_comb{r.waves.suffix}"
+    assert linked.waves.is_symlink()
+    assert runner.shown_path(linked.waves) in capfd.readouterr().err
     # FST from both simulators (Verilator: VCD where liblz4-dev is missing), the ports by name.
     assert r.waves.suffix == "." + waves.wave_format(r.waves)
     assert "initialised_comb.y" in waves.signals(r.waves)

@@ -339,7 +339,8 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
             (build_root() / "waves").mkdir(parents=True, exist_ok=True)
             st.enter_context(locked(build_root() / "waves" / ".docs-check.lock"))
         env = {**_env(), "NCLITE_LABS_DIR": tmp}  # `nclite lab start N` copies there
-        for text in (*cmd.setup, cmd.text):
+        setup = [t for t in cmd.setup if not not_run_reason(DocCommand(cmd.file, cmd.line, t))]
+        for text in (*setup, cmd.text):
             proc = subprocess.run(["bash", "-c", "set -o pipefail; " + text], cwd=root,
                                   capture_output=True, text=True, env=env, timeout=timeout)
             if proc.returncode != 0:

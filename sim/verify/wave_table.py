@@ -135,7 +135,7 @@ def _format(value: waves.Value, width: int, radix: str) -> str:
         return format(value, f"0{width}b")
     if radix == "float" and width in (16, 32):
         bits = np.array([value << 16 if width == 16 else value], dtype=np.uint32)
-        return f"{float(bits.view(np.float32)[0]):.8g}"
+        return f"{float(bits.view(np.float32)[0]):.9g}"  # 9 digits: every fp32 tells apart
     return format(value, f"0{(width + 3) // 4}x")
 
 
@@ -216,6 +216,10 @@ def table(path: Path | str, patterns, *, clock: str | None = "clk", start: int |
                     idx[n] += 1
             rows.append((t, t, [current.get(n, "-") for n in names]))
         head = "one row per change, at the dump's times"
+    if not rows:
+        raise ValueError(f"{display_name(clocks[0])} never rises in the dump: no cycles to show "
+                         "(--clock none shows the changes at the dump's times)"
+                         if clock is not None else "the signals never change in the dump")
     lo = rows[0][0] if start is None else start
     hi = rows[-1][0] if stop is None else stop
     kept, last = [], None

@@ -112,3 +112,12 @@ def test_latest_dump_is_linked_in_build_waves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert runner.shown_path(link) == "build/waves/tensor_engine.fst"
     assert runner.shown_path("/elsewhere/x.fst") == "/elsewhere/x.fst"
+
+
+def test_a_clock_that_never_rises_is_said_so(tmp_path):
+    vcd = tmp_path / "flat.vcd"
+    vcd.write_text("$timescale 1ps $end\n$scope module top $end\n$var wire 1 ! clk $end\n"
+                   "$var wire 1 # en $end\n$upscope $end\n$enddefinitions $end\n#0\n0!\n0#\n"
+                   "#5\n1#\n")
+    with pytest.raises(ValueError, match="top.clk never rises"):
+        wave_table.table(vcd, ["en"])
