@@ -438,15 +438,14 @@ class _NoRebuildNotice:
         return not str(record.msg).startswith("Skipping compilation")
 
 
+@functools.cache
 def _quiet_cocotb_runner() -> None:
     import logging
 
     from cocotb_tools import runner as cocotb_runner
 
     for cls in (cocotb_runner.Icarus, cocotb_runner.Verilator):
-        log = logging.getLogger(cls.__qualname__)
-        if not any(isinstance(f, _NoRebuildNotice) for f in log.filters):
-            log.addFilter(_NoRebuildNotice())
+        logging.getLogger(cls.__qualname__).addFilter(_NoRebuildNotice())
 
 
 _FAILURE = re.compile(r"\b(\w+(?:Error|Exception|Failure)|SimTimeoutError): (.+)")

@@ -170,13 +170,10 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     if call.excinfo is None or call.excinfo.errisinstance(pytest.skip.Exception):
         return
-    from amaranth._unused import MustUse
+    from sim.tools.lab_stub import silence_unused_elaboratables, stub_message
 
-    from sim.tools.labs import stub_message
-
-    # The components the failed elaboration left behind are collected after this report;
-    # Amaranth silences their warnings the same way when an exception is not caught.
-    MustUse._MustUse__silence = True
+    # The components the failed elaboration left behind are collected after this report.
+    silence_unused_elaboratables()
     line = stub_message(call.excinfo.value)
     if line is not None:
         outcome.get_result().longrepr = line
@@ -191,6 +188,8 @@ def pytest_runtest_setup(item):
 
     from amaranth._unused import MustUse
 
+    from sim.tools.lab_stub import silence_unused_elaboratables
+
     if MustUse._MustUse__silence and not _STUB_REACHED:
         # The previous failure's leftovers, still silenced; pytest keeps its exception (and
         # with it their frames) in sys.last_* until the next failure: drop those first.
@@ -198,4 +197,4 @@ def pytest_runtest_setup(item):
             if hasattr(sys, name):
                 delattr(sys, name)
         gc.collect()
-        MustUse._MustUse__silence = False
+        silence_unused_elaboratables(False)

@@ -22,20 +22,11 @@ class _Group(click.Group):
         except Exception as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            _silence_unused_elaboratables()
-            from sim.tools.labs import stub_message
+            from sim.tools.lab_stub import silence_unused_elaboratables, stub_message
 
+            silence_unused_elaboratables()
             click.echo(f"nclite: error: {stub_message(exc) or exc}", err=True)
             sys.exit(1)
-
-
-def _silence_unused_elaboratables() -> None:
-    """After an error, no "created but never used" warning for each half-built component:
-    what Amaranth's own excepthook does when an exception is not caught (a wall of warnings
-    around the one line that matters, otherwise)."""
-    from amaranth._unused import MustUse
-
-    MustUse._MustUse__silence = True
 
 
 @click.group(cls=_Group)
@@ -758,8 +749,9 @@ def _run_filtered(args, cwd) -> int:
     while chunk := os.read(proc.stdout.fileno(), 4096):
         pending += chunk.decode(errors="replace")
         pending = pending.replace(_XDIST_NOISE, "")
-        # Hold back only what may be the start of the noise line.
-        keep = next((len(pending) - i for i in range(len(pending))
+        # Hold back only what may be the start of the noise line (a suffix shorter than it).
+        keep = next((len(pending) - i
+                     for i in range(max(len(pending) - len(_XDIST_NOISE) + 1, 0), len(pending))
                      if _XDIST_NOISE.startswith(pending[i:])), 0)
         out, pending = pending[:len(pending) - keep], pending[len(pending) - keep:]
         sys.stdout.write(out)

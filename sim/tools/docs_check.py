@@ -333,10 +333,8 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
 
     from sim.runner import build_root, locked
 
-    waves = bool(_WAVES.search(cmd.text)) or any(_WAVES.search(t) for t in cmd.setup)
     with tempfile.TemporaryDirectory(prefix="nclite-docs-") as tmp, contextlib.ExitStack() as st:
-        if waves:
-            (build_root() / "waves").mkdir(parents=True, exist_ok=True)
+        if _WAVES.search(cmd.text):  # (a command with a setup reads build/waves/: it matches)
             st.enter_context(locked(build_root() / "waves" / ".docs-check.lock"))
         env = {**_env(), "NCLITE_LABS_DIR": tmp}  # `nclite lab start N` copies there
         setup = [t for t in cmd.setup if not not_run_reason(DocCommand(cmd.file, cmd.line, t))]

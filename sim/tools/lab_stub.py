@@ -15,7 +15,8 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["MARKER", "REPO_ROOT", "lab_copy", "stub_message", "install_excepthook"]
+__all__ = ["MARKER", "REPO_ROOT", "lab_copy", "stub_message", "silence_unused_elaboratables",
+           "install_excepthook"]
 
 #: Written into every scratch copy: ``--force`` deletes only a directory that holds it.
 MARKER = ".nclite-lab"
@@ -54,6 +55,17 @@ def stub_message(exc: BaseException, tree: Path = REPO_ROOT) -> str | None:
             f"(make lab{number}-check)")
 
 
+def silence_unused_elaboratables(silent: bool = True) -> None:
+    """No "created but never used" warning for the half-built components an error leaves (a
+    wall of them around the one line that matters): what Amaranth's own excepthook does for an
+    exception nothing catches. ``silent=False`` turns the warnings back on."""
+    try:
+        from amaranth._unused import MustUse
+    except ImportError:
+        return
+    MustUse._MustUse__silence = silent
+
+
 def install_excepthook() -> None:
     """An uncaught stub error prints its one line (and no "created but never used" warnings),
     any other exception the usual traceback."""
@@ -63,12 +75,7 @@ def install_excepthook() -> None:
         line = stub_message(exc)
         if line is None:
             return previous(kind, exc, tb)
-        try:
-            from amaranth._unused import MustUse
-
-            MustUse._MustUse__silence = True
-        except ImportError:
-            pass
+        silence_unused_elaboratables()
         print(f"error: {line}", file=sys.stderr)
         return None
 

@@ -185,10 +185,10 @@ def table(path: Path | str, patterns, *, clock: str | None = "clk", start: int |
     """
     if radix not in RADICES:
         raise ValueError(f"radix must be one of {', '.join(RADICES)}, not {radix!r}")
-    sigs = waves.signals(path)
+    dump = waves.open_dump(path)  # once, for every read below
+    sigs = waves.signals(dump)
     names = match(sigs, patterns)
     widths = [sigs[n] for n in names]
-    dump = waves.open_dump(path)
     per_ns = _ns_per_unit(dump)
     if clock is not None:
         clocks = [n for n in match(sigs, [clock]) if sigs[n] == 1]
@@ -198,12 +198,12 @@ def table(path: Path | str, patterns, *, clock: str | None = "clk", start: int |
                 raise ValueError(f"clock {clock!r} selects {len(clocks)} 1-bit signals "
                                f"({', '.join(map(display_name, clocks[:4]))}); name one")
             clocks = top
-        sampled = waves.rising_edges(path, clocks[0], names)
+        sampled = waves.rising_edges(dump, clocks[0], names)
         rows = [(c, t, [vals[n] for n in names]) for c, (t, vals) in enumerate(sampled)]
         head = (f"cycle c = rising edge c of {display_name(clocks[0])} (the first is 0); "
                 "each value as that edge samples it")
     else:
-        by_name = waves.changes(path, names)
+        by_name = waves.changes(dump, names)
         times = sorted({t for ch in by_name.values() for t, _ in ch})
         current: dict[str, waves.Value] = {}
         idx = dict.fromkeys(names, 0)

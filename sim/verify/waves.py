@@ -57,13 +57,14 @@ TENSOR_ENGINE_GTKW = REPO_ROOT / "docs" / "waves" / "tensor_engine.gtkw"
 # --- What is in a dump: read with pywellen (the wellen reader behind the Surfer viewer) -----
 
 
-def open_dump(path: Path | str) -> pywellen.Waveform:
+def open_dump(path: Path | str | pywellen.Waveform) -> pywellen.Waveform:
     """Open a dump (FST, VCD or GHW) with pywellen.
 
     Parameters
     ----------
     path : Path or str
-        The dump.
+        The dump; or a dump opened already, returned as it is (so that the readers below
+        can share one opening).
 
     Returns
     -------
@@ -76,6 +77,8 @@ def open_dump(path: Path | str) -> pywellen.Waveform:
         If the file is no dump pywellen can read, or is incomplete (was the simulation ended
         cleanly?).
     """
+    if isinstance(path, pywellen.Waveform):
+        return path
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no dump {path} (a run with --waves or WAVES=1 writes one)")
