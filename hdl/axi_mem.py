@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .cmdqueue import AxiLiteSignature
 from .dma import AxiSignature, check_data_width
 from .params import check_int, check_power_of_two
+from .read_port import read_enable
 
 __all__ = ["AxiMemory", "OKAY", "DECERR"]
 
@@ -196,7 +197,7 @@ class AxiMemory(wiring.Component):
 
         # Reads: a beat is read when the output register is free or being emptied.
         issue = (state == reading) & r_more & (~r_valid | axi.rready)
-        m.d.comb += [rd.en.eq(issue),
+        m.d.comb += [rd.en.eq(read_enable(issue)),
                      axi.rvalid.eq(r_valid), axi.rlast.eq(r_last), axi.rid.eq(ident),
                      axi.rdata.eq(Mux(r_err, 0, rd.data)), axi.rresp.eq(Mux(r_err, DECERR, OKAY))]
         with m.If(issue):
@@ -233,7 +234,7 @@ class AxiMemory(wiring.Component):
             wr.addr.eq(word), rd.addr.eq(word),
             wr.data.eq(w_data.replicate(self.beat_bytes // 4)),
             wr.en.eq(Mux(do_write & _in_range(aw_addr, lg), w_strb << (w_lane * 4), 0)),
-            rd.en.eq(read),
+            rd.en.eq(read_enable(read)),
         ]
         with m.If(bus.awvalid & bus.awready):
             m.d.sync += [aw_addr.eq(bus.awaddr), aw_full.eq(1)]

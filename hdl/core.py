@@ -21,6 +21,7 @@ from .fp_mul import FP_MUL_MAX_CUTS
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
+from .read_port import read_enable
 from .sequencer import Sequencer, check_core_sizes
 from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ratio_of, slots_of
 from .sru import sru_layouts
@@ -584,7 +585,7 @@ class _Sbuf(wiring.Component):
             for p in range(n):
                 for lane in range(L):
                     r = mems[p][lane].read_port(transparent_for=())
-                    m.d.comb += [r.en.eq(port.en), r.addr.eq(rows[lane])]
+                    m.d.comb += [r.en.eq(read_enable(port.en)), r.addr.eq(rows[lane])]
                     raw[p][lane] = r.data
                 m.d.comb += port.data[p].eq(Array(raw[p])[lo_q])
             if port is self.rd0 and self._rows0:  # words addr .. of every partition

@@ -22,6 +22,7 @@ from .collective import (
 from .fp32_add import FP32_ADD_MAX_STAGES
 from .instances import shared
 from .params import check_int
+from .read_port import read_enable
 
 __all__ = ["LinkModel", "CollectiveRing", "MAX_LINK_LATENCY", "check_max_latency"]
 
@@ -261,8 +262,10 @@ class CollectiveRing(wiring.Component):
 
             mem = memory.Memory(shape=row, depth=self.depth, init=[])
             m.submodules[f"mem{r}"] = mem
-            wiring.connect(m, eng.tx_rd, mem.read_port(transparent_for=()))
-            wiring.connect(m, eng.rx_rd, mem.read_port(transparent_for=()))
+            for user in (eng.tx_rd, eng.rx_rd):
+                port = mem.read_port(transparent_for=())
+                m.d.comb += [port.en.eq(read_enable(user.en)), port.addr.eq(user.addr),
+                             user.data.eq(port.data)]
             wr = mem.write_port(granularity=1)
             host_rd = mem.read_port(transparent_for=())
             lo = 32 * W * r

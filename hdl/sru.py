@@ -224,7 +224,13 @@ class StochasticRounder(wiring.Component):
             e32, man = x[23:31], x[:23]
             big_e = Mux(e32 == 0, 1, e32)  # subnormals have the scale of exponent field 1
             ld = Signal(lane_dec, name=f"dec{lane}")
+            # The switch drives signals of its own (as in SystolicArray's sparse rows: Yosys
+            # writes the fields plain assignments drive beside a switch as `always @*` blocks,
+            # which a 4-state simulator does not run until an input changes).
+            shift_v = Signal(shift_bits, name=f"dec_shift{lane}")
+            base_v = Signal(_BASE_BITS, name=f"dec_base{lane}")
             m.d.comb += [
+                ld.shift.eq(shift_v), ld.base.eq(base_v),
                 ld.sign.eq(x[31]),
                 ld.nan.eq((e32 == 0xFF) & (man != 0)),
                 ld.inf.eq((e32 == 0xFF) & (man == 0)),
@@ -241,8 +247,8 @@ class StochasticRounder(wiring.Component):
                         below = Mux(big_e < emin_b, emin_b - big_e, 0)  # binades under emin
                         shift = (23 - f.man_bits) + below
                         m.d.comb += [
-                            ld.shift.eq(Mux(shift > _SIG_BITS + r, _SIG_BITS + r, shift)),
-                            ld.base.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
+                            shift_v.eq(Mux(shift > _SIG_BITS + r, _SIG_BITS + r, shift)),
+                            base_v.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
                         ]
             decoded.append(boundary("decoded", f"decoded{lane}", lane_dec, ld))
         dec_beat = boundary("decoded", "decoded_beat", beat_layout, dec_beat)

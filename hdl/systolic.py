@@ -121,15 +121,21 @@ class SystolicArray(wiring.Component):
             if k:
                 tap = delay(m, tap, self.add_stages, name=f"x_tap{k}", en=self.en)
             row = Signal(moving_layout(w), name=f"x_row{k}")
+            # The window in a signal of its own: were the switch to drive some of row's bits
+            # and plain assignments the others, Yosys would write the others as `always @*`
+            # blocks that a 4-state simulator never runs when their inputs keep their initial
+            # values (X until the first change; tests/hdl/test_x_safety_rtl.py).
+            window = Signal(row.data.shape(), name=f"x_window{k}")
             pad = tap.slots <= k
-            m.d.comb += [row.fmt.eq(tap.fmt), row.swap.eq(tap.swap), row.pad.eq(pad)]
+            m.d.comb += [row.data.eq(window), row.fmt.eq(tap.fmt), row.swap.eq(tap.swap),
+                         row.pad.eq(pad)]
             with m.Switch(tap.mode):
                 for code, (n_p, m_p) in [(0, (1, 1)), *self.sparsity.items()]:
                     base = (k // n_p) * m_p + k % n_p
                     with m.Case(code):
                         for i in range(w):
                             value = tap.data[base + i] if base + i < lanes else 0
-                            m.d.comb += row.data[i].eq(Mux(pad, 0, value))
+                            m.d.comb += window[i].eq(Mux(pad, 0, value))
             rows.append(row)
         return rows
         # lab2 hide end: sparse_rows

@@ -4,19 +4,21 @@ Each design of :data:`TOPS` is elaborated to Verilog (the runner's cache, with t
 the tests use, so the elaboration is shared) and linted with every Verilator warning on. Only
 two reviewed waiver files apply: ``sim/verilator_waivers.vlt`` (the simulation build's) and
 ``sim/verify/verilator_lint.vlt`` (what ``-Wall`` adds for generated code); every other warning
-is an error. ``python -m sim.verify.lint`` lints them all; ``tests/verify/test_lint.py`` runs
-one test per design.
+is an error. The Verilog must also have no combinational block that a 4-state simulator would
+leave unrun (:func:`untriggered_blocks`). ``python -m sim.verify.lint`` lints them all;
+``tests/verify/test_lint.py`` runs one test per design.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from sim import runner, toolchain
 
-__all__ = ["TOPS", "LINT_WAIVERS", "lint"]
+__all__ = ["TOPS", "LINT_WAIVERS", "lint", "untriggered_blocks"]
 
 LINT_WAIVERS = Path(__file__).resolve().parent / "verilator_lint.vlt"
 
@@ -61,8 +63,25 @@ TOPS: dict[str, tuple[str, dict]] = {
 }
 
 
+#: A combinational block as Yosys writes it without its time-zero trigger: ``always @*`` and
+#: one statement, no ``begin``.
+_UNTRIGGERED = re.compile(r"^\s*always @\*\n(?!\s*begin)\s+(?P<statement>[^\n]*)", re.M)
+
+
+def untriggered_blocks(verilog_text: str) -> list[str]:
+    """The statements of ``always @*`` blocks that a 4-state simulator may never run.
+
+    Yosys writes the bits of a signal that a ``Switch`` drives in part, and plain assignments
+    drive in the rest, as one-statement ``always @*`` blocks without the dummy trigger it gives
+    its other blocks: Icarus runs such a block only when an input changes, so one fed by
+    registers that keep their initial values leaves its bits X forever (the sparse array's
+    rows and the SRU's decoded lanes had them). Give the switch a signal of its own."""
+    return [m["statement"] for m in _UNTRIGGERED.finditer(verilog_text)]
+
+
 def lint(name: str) -> list[str]:
-    """Lint one design of :data:`TOPS`; returns Verilator's warnings (empty: clean)."""
+    """Lint one design of :data:`TOPS`; returns Verilator's warnings and any
+    :func:`untriggered_blocks` (empty: clean)."""
     factory, params = TOPS[name]
     toolchain.activate()
     verilog = runner.elaborate(factory, params)
@@ -75,6 +94,8 @@ def lint(name: str) -> list[str]:
     if proc.returncode != 0 and not problems:
         problems = [f"verilator exited with status {proc.returncode}: "
                     + (proc.stderr.strip().splitlines() or ["no message"])[-1]]
+    problems += [f"%Untriggered: always @* block never run at time zero: {statement}"
+                 for statement in untriggered_blocks(verilog.read_text())]
     return problems
 
 
