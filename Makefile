@@ -17,6 +17,8 @@
 #                       in a scratch copy with `nclite lab start N`)
 #   make synth      the long FPGA runs: synth-report + bitstream (cached, instant when unchanged)
 #   make synth-report   area/Fmax of every component -> synth/report.md, report.json, *.png
+#   make synth-sweep    a design-space sweep on a local Dask cluster (SWEEP="--n 1,2,4 ...":
+#                       nclite synth sweep's options) -> synth/sweep.md, sweep.json, sweep.png
 #   make bitstream BOARD=ulx3s-85f   the board's bitstream -> build/board/<board>/nclite.bit
 
 SHELL   := /bin/bash
@@ -38,7 +40,7 @@ BOARD   ?= ulx3s-85f
 SYNTH_JOBS ?= 2
 
 .PHONY: setup system-deps demo test test-full bench doctor lint formal coverage synth \
-        synth-report bitstream docs-check readme clean distclean
+        synth-report synth-sweep bitstream docs-check readme clean distclean
 
 setup: system-deps $(STAMP)
 
@@ -112,6 +114,9 @@ synth: bitstream
 
 synth-report: setup
 	$(NCLITE) synth report -j $(SYNTH_JOBS)
+
+synth-sweep: setup
+	$(NCLITE) synth sweep -j $(SYNTH_JOBS) $(SWEEP)
 
 bitstream: setup
 	$(NCLITE) board build --board $(BOARD)

@@ -453,6 +453,54 @@ def synth_report(quick, jobs, out, as_json):
         raise click.ClickException("synthesis failed for: " + "; ".join(failed))
 
 
+@synth.command("sweep")
+@click.option("--design", default="tensor_engine", show_default=True,
+              help="What to vary: tensor_engine (N x N), pe_column (N rows) or pe (N = 1).")
+@click.option("--n", "sizes", default="1,2", show_default=True, metavar="N,...",
+              help="Array sizes.")
+@click.option("--stages", default="5/6,2/3", show_default=True, metavar="MUL/ADD,...",
+              help="PE pipeline stages: multiplier / adder.")
+@click.option("--formats", default="all,bf16", show_default=True, metavar="SET,...",
+              help="Input format sets: all, bf16, fp8.")
+@click.option("--device", "devices", default="ecp5-85f", show_default=True, metavar="PART,...",
+              help="Parts: ecp5-25f, ecp5-85f, ice40-up5k.")
+@click.option("--area-only", is_flag=True, help="Skip place-and-route (no Fmax).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="A running Dask scheduler (tcp://host:8786) whose workers run the jobs; "
+                   "default: a local cluster.")
+@click.option("--workers", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Workers of the local cluster.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default: synth/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the sweep as JSON.")
+def synth_sweep(design, sizes, stages, formats, devices, area_only, scheduler, workers, out,
+                as_json):
+    """Synthesize a grid of designs on Dask; write sweep.md, sweep.json and a Pareto plot.
+
+    Every combination of --n, --stages, --formats and --device is one synthesis (cached as
+    the report's are). Example: nclite synth sweep --n 1,2,4 --stages 5/6,3/4,2/3.
+    """
+    from pathlib import Path
+
+    from synth import sweep as sw
+
+    try:
+        grid = sw.parse_grid(design=design, sizes=sizes, stages=stages, formats=formats,
+                             devices=devices, timing=not area_only)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    result = sw.run_sweep(grid, scheduler=scheduler, workers=workers)
+    paths = sw.write_sweep(result, Path(out) if out else sw.REPORT_DIR)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        click.echo(sw.render_md(result).split("\n\n", 3)[-1].rstrip())
+        click.echo("wrote " + ", ".join(str(p) for p in paths))
+    failed = [r["label"] for r in result["results"] if "error" in r]
+    if failed:
+        raise click.ClickException("synthesis failed for: " + "; ".join(failed))
+
+
 @main.group()
 def board():
     """The FPGA board: build its bitstream, run a GEMM on it through the UART bridge."""
