@@ -5,7 +5,8 @@
 #   make test       the test suite (parallel, about 14 min on 2 cores from a fresh clone)
 #   make test-full  the long regressions too (the 8x8 tensor engine, the ring of 8 and the 2x4
 #                   torus, formal's slow proofs, exhaustive fp8 products in pysim, the whole
-#                   demo, the bench smoke run; full vector counts in Icarus)
+#                   demo, the bench smoke run, the board top's gate-level netlist; full
+#                   vector counts in Icarus)
 #   make bench      benchmarks -> bench/results.json and bench/results.md
 #   make doctor     which tools are used, their versions, and whether they are good enough
 #   make lint       ruff on the Python, verilator --lint-only -Wall on every top-level

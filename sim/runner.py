@@ -598,14 +598,16 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
         name: str | None = None, testcase: str | None = None, seed: int | None = None,
         extra_env: dict[str, str] | None = None, waves: bool | None = None,
         run_tag: str | None = None, quiet: bool = False,
-        public: tuple[str, ...] | list[str] = (), initialisers: bool = True) -> SimResult:
+        public: tuple[str, ...] | list[str] = (), initialisers: bool = True,
+        gates: bool = False) -> SimResult:
     """Elaborate, build and run cocotb ``test_module`` against ``factory(**params)``.
 
     ``initialisers=False`` runs the design without its registers' initial values
-    (:func:`without_initialisers`). ``public`` names the internal signals the testbench reads
-    or writes (paths below the top, ``"engine0.tx__valid"``): a Verilator model makes only the
-    top module's signals and these visible to cocotb (see :func:`public_control_file`); Icarus
-    sees every signal anyway.
+    (:func:`without_initialisers`); ``gates=True`` runs its netlist after Yosys's ECP5
+    synthesis, with the cells' simulation models (:func:`synth.gate_level.gate_level`).
+    ``public`` names the internal signals the testbench reads or writes (paths below the top,
+    ``"engine0.tx__valid"``): a Verilator model makes only the top module's signals and these
+    visible to cocotb (see :func:`public_control_file`); Icarus sees every signal anyway.
 
     Raises :class:`SimulationFailed` if any cocotb test fails or none ran. ``seed`` defaults to
     ``NCLITE_SEED`` from the environment, else 1; it is passed to the testbench and printed.
@@ -621,6 +623,10 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
     verilog_file = elaborate(factory, params, name=name)
     if not initialisers:
         verilog_file = without_initialisers(verilog_file)
+    if gates:
+        from synth.gate_level import gate_level
+
+        verilog_file = gate_level(verilog_file)
     toplevel = verilog_file.stem
     coverage = coverage_enabled(simulator)
     runner, build_dir, wave_format = build(simulator, verilog_file, toplevel, waves, coverage,

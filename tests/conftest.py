@@ -96,6 +96,8 @@ FULL_ONLY: dict[str, str] = {
         "-> icarus's n2 and n3 gemms, verilator's n4-sparse",
     "tests/hdl/test_arith_rtl.py::test_fp_multiplier[icarus-comb-all]": "-> icarus-stages2-all",
     "tests/hdl/test_arith_rtl.py::test_fp_multiplier[*-fp8-only]": "-> *-all, the exhaustive fp8",
+    "tests/synth/test_gate_level.py::test_gate_level_units[icarus-fp32-multiplier-dsp]":
+        "-> verilator; icarus's axi-memory-bram",
     # Proofs, lint and tools: the longest of each kind.
     "tests/verify/test_lint.py::test_lint_clean[collective_torus]": "-> collective_ring",
     "tests/synth/test_synth.py::test_smoke_ice40_flow": "-> test_bench's SRU area (Yosys)",
