@@ -286,11 +286,10 @@ def plot(sweep: dict, path: Path) -> Path:
                    s=[40 * math.sqrt(r["macs"]) for r in pts],
                    c=["tab:red" if r["pareto"] else "tab:gray" for r in pts],
                    marker=markers[dev], alpha=0.75, edgecolors="black", linewidths=0.5)
-    for r in rows:
-        if r["pareto"]:
-            ax.annotate(f"N={r['n']} {r['mul_stages']}/{r['add_stages']} {r['formats']}",
-                        (r["area"]["luts"], y(r)), textcoords="offset points",
-                        xytext=(6, 4), fontsize=7)
+    for i, r in enumerate(r for r in rows if r["pareto"]):
+        ax.annotate(f"N={r['n']} {r['mul_stages']}/{r['add_stages']} {r['formats']}",
+                    (r["area"]["luts"], y(r)), textcoords="offset points",
+                    xytext=(6, 5 if i % 2 == 0 else -11), fontsize=7)
     luts = [r["area"]["luts"] for r in rows]
     if luts and max(luts) > 4 * min(luts):
         ax.set_xscale("log")
@@ -301,7 +300,7 @@ def plot(sweep: dict, path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(handles=[Line2D([], [], marker=markers[d], linestyle="", color="white",
                               markeredgecolor="black", label=d) for d in devices],
-              loc="lower right", fontsize=8, title="part", title_fontsize=8)
+              loc="best", fontsize=8, title="part", title_fontsize=8)
     fig.tight_layout()
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
