@@ -217,9 +217,13 @@ def gate_level(verilog_file: Path) -> Path:
         if not netlist.exists():
             out_dir.mkdir(exist_ok=True)
             partial = out_dir / "netlist.partial.v"
+            # Paths relative to the design's directory: the YoWASP runtime mounts a private
+            # directory of its own on /tmp, so an absolute path under /tmp (a clone there,
+            # NCLITE_BUILD_DIR=/tmp/...) would not be seen (synth/yosys.py does the same).
+            rel = out_dir.name
             script = (f"read_verilog -sv {verilog_file.name}; "
-                      + SYNTH_SCRIPT.format(top=top, out=partial))
-            run = _tool("yosys", ["-q", "-l", str(out_dir / "synth.log"), "-p", script],
+                      + SYNTH_SCRIPT.format(top=top, out=f"{rel}/{partial.name}"))
+            run = _tool("yosys", ["-q", "-l", f"{rel}/synth.log", "-p", script],
                         cwd=verilog_file.parent)
             if run.returncode != 0 or not partial.exists():
                 tail = "\n".join((run.stdout + run.stderr).strip().splitlines()[-20:])
