@@ -3,18 +3,19 @@
 ``gate_level(verilog_file)`` runs Yosys's ECP5 synthesis (the bitstream flow's, without
 place-and-route) on an elaborated design and writes its netlist of ECP5 cells together with the
 cells' simulation models, in one self-contained Verilog file beside the design's
-(``<dir>/gates/<top>.v``, and the same text as ``<top>.icarus.v`` for the runner's Icarus
-builds). :func:`sim.runner.run` with ``gates=True`` runs a testbench on it: the same testbench,
-the same ports, the synthesized logic (issue 25: a mismatch between simulation and synthesis,
-such as a block RAM's read-during-write behaviour, shows there, not on a board).
+(``<dir>/gates-<key>/<top>.v``, and the same text as ``<top>.icarus.v`` for the runner's
+Icarus builds). :func:`sim.runner.run` with ``gates=True`` runs a testbench on it: the same
+testbench, the same ports, the synthesized logic (issue 25: a mismatch between simulation and
+synthesis, such as a block RAM's read-during-write behaviour, shows there, not on a board).
 
-The cell models are those Yosys ships (``share/ecp5/cells_sim.v``: LUT4, CCU2C, PFUMX,
-L6MUX21, TRELLIS_FF, TRELLIS_DPR16X4, DP16KD, ...), but for the DSP multiplier: Yosys ships
-``MULT18X18D`` as a black box only, so :data:`MULT18X18D_MODEL` models the one configuration
-Yosys's ``mul2dsp`` mapping uses (no input, pipeline or output registers: ``P = A * B``, each
-operand signed when its ``SIGNEDx`` is 1). It stops the simulation at time zero if an instance
-asks for any register, and it has none of the cascade ports: a netlist that uses them fails to
-build instead of simulating something else.
+The cell models are those Yosys ships (``share/ecp5/common_sim.vh``, ``ccu2c_sim.vh``: LUT4,
+CCU2C, PFUMX, L6MUX21, TRELLIS_FF, TRELLIS_DPR16X4, ...), but for the DSP multiplier and the
+block RAM, which Yosys ships as black boxes only: :data:`MULT18X18D_MODEL` models the
+configuration Yosys's ``mul2dsp`` mapping uses (no registers: ``P = A * B``, each operand
+signed when its ``SIGNEDx`` is 1), :data:`DP16KD_MODEL` the x18 ports without output
+registers. Each stops the simulation on a configuration it does not cover, and neither has the
+cascade or shift-chain outputs: a netlist that uses them fails to build instead of simulating
+something else.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ module MULT18X18D(
 {params}
   initial if ({checks})
     $fatal(1, "MULT18X18D %m: registered modes are not modelled (synth/gate_level.py)");
+  always @* if (SOURCEA === 1'b1 || SOURCEB === 1'b1)
+    $fatal(1, "MULT18X18D %m: the shift-chain inputs (SOURCEA/B = 1) are not modelled");
   wire [17:0] a = {vec("A")};
   wire [17:0] b = {vec("B")};
   // Each operand's value in 19 bits (signed or not), the product of the two in 38.
@@ -93,13 +96,13 @@ def _dp16kd() -> str:
   wire [9:0] addr_{port} = {vec(f"AD{port}", 13, 4)};
   wire [17:0] be_{port} = {{{{9{{AD{port}1}}}}, {{9{{AD{port}0}}}}}};  // x18: AD1..0 byte enables
   wire on_{port} = CE{port} && {vec(f"CS{port}", 2)} == CS_{port};
-  wire writes_{port} = on_{port} && WE{port} && (AD{port}1 || AD{port}0);
+  wire writes_{port} = on_{port} && WE{port} && (AD{port}1 || AD{port}0);  // a byte changes
   reg [17:0] do_{port} = 18'd0;
   assign {vec(f"DO{port}", 17)} = do_{port};
-  always @(posedge CLK{port}{" or posedge RST" + port if False else ""}) begin
-    if (RST{port} && RESETMODE == "SYNC") do_{port} <= 18'd0;
+  always @(posedge CLK{port}) begin
+    if (RST{port}) do_{port} <= 18'd0;  // either RESETMODE: the output is 0 while held
     else if (on_{port}) begin
-      if (writes_{port}) begin
+      if (WE{port}) begin  // a write cycle (byte enables 00 write nothing)
         mem[addr_{port}] <= (mem[addr_{port}] & ~be_{port}) | (di_{port} & be_{port});
         if (WRITEMODE_{port} == "WRITETHROUGH")
           do_{port} <= (mem[addr_{port}] & ~be_{port}) | (di_{port} & be_{port});
@@ -140,7 +143,8 @@ module DP16KD(
 );
 {params}
   initial if ({unsupported})
-    $fatal(1, "DP16KD %m: only x18 ports, no output registers, zero contents are modelled");
+    $fatal(1, "DP16KD %m: unmodelled (x18 ports, NOREG, CLKA/CLKB, zero INITVAL only): %0d %0d",
+           DATA_WIDTH_A, DATA_WIDTH_B);
   reg [17:0] mem [0:1023];
   integer i;
   initial for (i = 0; i < 1024; i = i + 1) mem[i] = 18'd0;
@@ -181,10 +185,10 @@ def cell_models(netlist: str) -> str:
     use): Yosys's own, and :data:`MULT18X18D_MODEL` / :data:`DP16KD_MODEL` for the two it
     ships as black boxes. Raises ValueError naming any cell that has no model."""
     models = {**_shipped_models(), "MULT18X18D": MULT18X18D_MODEL, "DP16KD": DP16KD_MODEL}
-    used = set(re.findall(r"^  (\\?[\w$]+)\s+(?:#\(|\\|[\w$])", netlist, re.M))
+    # A cell: "  TYPE #(" or "  TYPE name (" (an escaped name ends at a space).
+    used = set(re.findall(r"^  (\\?[\w$]+)\s+(?:#\(|(?:\\\S+|[\w$]+)\s*\()", netlist, re.M))
     declared = set(re.findall(r"^module\s+(\\?[\w$]+)", netlist, re.M))
-    needed, todo = [], sorted(used - declared - {"wire", "reg", "assign", "input", "output",
-                                                 "inout", "always", "initial"})
+    needed, todo = [], sorted(used - declared)
     missing = [cell for cell in todo if cell not in models]
     if missing:
         raise ValueError(f"no simulation model for the cells {', '.join(missing)}")

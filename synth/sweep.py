@@ -10,8 +10,8 @@ tool versions and the flow): a sweep run again on the same machines only re-runs
 
 The result has one row per point: LUTs, DSPs, Fmax, multiply-accumulates per cycle (the
 design's MACs: N² for a tensor engine, N for a PE column) and their product, MMAC/s, with the
-Pareto-optimal points marked: those no other point beats on all of fewer LUTs, higher Fmax and
-more MACs per cycle.
+Pareto-optimal points marked: those no other point dominates (at most their LUTs, at least
+their Fmax and MACs per cycle, and better in one of the three).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import itertools
 import json
 import logging
 import math
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,12 +174,16 @@ def run_sweep(grid: Grid, *, scheduler: str | None = None, workers: int = 2,
     try:
         where = scheduler or f"a local Dask cluster of {workers} workers"
         with bar(f"sweep on {where}", len(todo), prefix="[sweep] ") as progress:
-            futures = {client.submit(run, job, key=f"nclite-sweep-{i}-{job['name']}-"
+            run_id = uuid.uuid4().hex[:8]  # sweeps sharing a scheduler keep their own keys
+            futures = {client.submit(run, job, key=f"nclite-sweep-{run_id}-{i}-{job['name']}-"
                                      f"{job['device']}", pure=False): i
                        for i, job in enumerate(todo)}
             for future in as_completed(futures):
                 i = futures[future]
-                r = future.result()
+                try:
+                    r = future.result()
+                except Exception as exc:  # noqa: BLE001 - a lost worker: the point's row says so
+                    r = {**todo[i], "error": f"{type(exc).__name__}: {exc}"}
                 results[i] = r
                 progress.log(f"{todo[i]['label']} on {todo[i]['device']}: {_summary(r)}")
                 progress.advance()
@@ -237,8 +242,9 @@ def render_md(sweep: dict) -> str:
         + ("" if g["timing"] else ", area only") + ". Tools: "
         + ", ".join(f"{k} {v}" for k, v in sweep["tools"].items()) + ".",
         "",
-        "MMAC/s is Fmax x MACs per cycle. **Pareto** marks the points that no other beats on "
-        "all of fewer LUTs, higher Fmax and more MACs per cycle (`sweep.png` plots them).",
+        "MMAC/s is Fmax x MACs per cycle. **Pareto** marks the points no other dominates: none "
+        "has at most their LUTs, at least their Fmax and MACs per cycle, and is better in one "
+        "(`sweep.png` plots them).",
         "",
         "| design | part | N | stages | formats | LUTs | DSPs | Fmax (MHz) | MACs/cycle "
         "| MMAC/s | Pareto |",
@@ -247,8 +253,9 @@ def render_md(sweep: dict) -> str:
     for r in sweep["results"]:
         stages = f"{r['mul_stages']}/{r['add_stages']}"
         if "error" in r:
-            lines.append(f"| {r['label']} | {r['device']} | {r['n']} | {stages} | "
-                         f"{r['formats']} | failed: {r['error'].splitlines()[0]} ||||||")
+            error = r["error"].splitlines()[0].replace("|", "/")
+            lines.append(f"| {g['design']} | {r['device']} | {r['n']} | {stages} | "
+                         f"{r['formats']} | failed: {error} ||||||")
             continue
         timing = r.get("timing") or {}
         fmax = timing.get("fmax_mhz")

@@ -456,8 +456,8 @@ def synth_report(quick, jobs, out, as_json):
 @synth.command("sweep")
 @click.option("--design", default="tensor_engine", show_default=True,
               help="What to vary: tensor_engine (N x N), pe_column (N rows) or pe (N = 1).")
-@click.option("--n", "sizes", default="1,2", show_default=True, metavar="N,...",
-              help="Array sizes.")
+@click.option("--n", "sizes", default=None, metavar="N,...",
+              help="Array sizes.  [default: 1,2; 1 for pe]")
 @click.option("--stages", default="5/6,2/3", show_default=True, metavar="MUL/ADD,...",
               help="PE pipeline stages: multiplier / adder.")
 @click.option("--formats", default="all,bf16", show_default=True, metavar="SET,...",
@@ -484,6 +484,8 @@ def synth_sweep(design, sizes, stages, formats, devices, area_only, scheduler, w
 
     from synth import sweep as sw
 
+    if sizes is None:
+        sizes = "1" if design == "pe" else "1,2"
     try:
         grid = sw.parse_grid(design=design, sizes=sizes, stages=stages, formats=formats,
                              devices=devices, timing=not area_only)

@@ -65,7 +65,7 @@ TOPS: dict[str, tuple[str, dict]] = {
 
 #: A combinational block as Yosys writes it without its time-zero trigger: ``always @*`` and
 #: one statement, no ``begin``.
-_UNTRIGGERED = re.compile(r"^\s*always @\*\n(?!\s*begin)\s+(?P<statement>[^\n]*)", re.M)
+_UNTRIGGERED = re.compile(r"^\s*always @\*\n(?!\s*begin\b)\s+(?P<statement>[^\n]*)", re.M)
 
 
 def untriggered_blocks(verilog_text: str) -> list[str]:
@@ -94,7 +94,8 @@ def lint(name: str) -> list[str]:
     if proc.returncode != 0 and not problems:
         problems = [f"verilator exited with status {proc.returncode}: "
                     + (proc.stderr.strip().splitlines() or ["no message"])[-1]]
-    problems += [f"%Untriggered: always @* block never run at time zero: {statement}"
+    problems += [f"%Untriggered: {verilog.name}: `always @*` block a 4-state simulator may "
+                 f"never run: {statement} (drive the Switch into a signal of its own)"
                  for statement in untriggered_blocks(verilog.read_text())]
     return problems
 

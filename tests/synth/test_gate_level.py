@@ -3,8 +3,9 @@
 cells' simulation models (`synth/gate_level.py`), run by the RTL's own cocotb testbenches.
 
 `make test`: the two cell models this project writes (Yosys ships MULT18X18D and DP16KD as
-black boxes) against references computed here, and two synthesized designs that use them (the
-fp32 multiplier: DSPs; the board's AXI memory: block RAM, true dual-port) in both simulators.
+black boxes) against references computed here, and two synthesized designs that use them: the
+board's AXI memory (block RAM, true dual-port) in both simulators, the fp32 multiplier (DSPs)
+in Verilator (in Icarus too in `make test-full`).
 `make test-full`: the board top (core, DRAM, UART bridge) running the board's UART GEMM test,
 bit-exact with golden, in both simulators.
 """
@@ -35,14 +36,15 @@ def _icarus(tmp_path, testbench: str, top: str) -> str:
 
 def test_mult18x18d_model_signed_and_unsigned(tmp_path, seed):
     """P = A x B over 18-bit operands, each signed when its SIGNEDx is 1: 400 random products
-    and the corners (0, 1, -1, the largest and smallest values), references in Python."""
+    and the corners (0, 1, -1, the largest and smallest values) in all four signednesses,
+    references in Python."""
     rng = random.Random(seed)
     corners = [0, 1, 0x1FFFF, 0x20000, 0x3FFFF]
-    pairs = [(a, b) for a in corners for b in corners]
-    pairs += [(rng.getrandbits(18), rng.getrandbits(18)) for _ in range(400)]
+    cases = [(a, b, sa, sb) for a in corners for b in corners for sa in (0, 1) for sb in (0, 1)]
+    cases += [(rng.getrandbits(18), rng.getrandbits(18), i % 2, (i // 2) % 2)
+              for i in range(400)]
     lines = []
-    for i, (a, b) in enumerate(pairs):
-        sa, sb = i % 2, (i // 2) % 2
+    for a, b, sa, sb in cases:
 
         def value(x, signed):
             return x - (1 << 18) if signed and x >> 17 else x
@@ -79,55 +81,74 @@ endmodule
 
 
 def test_dp16kd_model_modes_and_collisions(tmp_path):
-    """Reads a cycle after the address, byte enables, each WRITEMODE's output on a write, and
-    X where the chip leaves a same-word read/write of the two ports undefined."""
+    """Reads a cycle after the address, byte enables, each WRITEMODE's output on a write (the
+    old word, the new one, or the last read kept), the output held at 0 while reset is (both
+    RESETMODEs), and X where the chip leaves a same-word read/write of the two ports
+    undefined."""
 
-    def ram(name, mode):
+    def ram(name, mode, resetmode="SYNC"):
         pins = []
         for port in "AB":
             pins += [f".DI{port}{i}(di{port}_{name}[{i}])" for i in range(18)]
             pins += [f".DO{port}{i}(do{port}_{name}[{i}])" for i in range(18)]
             pins += [f".AD{port}{i}(ad{port}_{name}[{i}])" for i in range(14)]
             pins += [f".CLK{port}(clk)", f".CE{port}(1'b1)", f".OCE{port}(1'b1)",
-                     f".WE{port}(we{port}_{name})", f".RST{port}(1'b0)",
+                     f".WE{port}(we{port}_{name})", f".RST{port}(rst{port}_{name})",
                      f".CS{port}0(1'b0)", f".CS{port}1(1'b0)", f".CS{port}2(1'b0)"]
         decl = "".join(f"  reg [17:0] di{p}_{name} = 0; wire [17:0] do{p}_{name}; "
-                       f"reg [13:0] ad{p}_{name} = 0; reg we{p}_{name} = 0;\n" for p in "AB")
-        return (decl + f'  DP16KD #(.WRITEMODE_A("{mode}"), .WRITEMODE_B("{mode}")) '
-                f'{name}({", ".join(pins)});\n')
+                       f"reg [13:0] ad{p}_{name} = 0; reg we{p}_{name} = 0, "
+                       f"rst{p}_{name} = 0;\n" for p in "AB")
+        return (decl + f'  DP16KD #(.WRITEMODE_A("{mode}"), .WRITEMODE_B("{mode}"), '
+                f'.RESETMODE("{resetmode}")) {name}({", ".join(pins)});\n')
 
     def word(addr, be=3):
         return f"{{4'd{addr >> 6}, 6'd{addr & 63}, 2'b0, 2'd{be}}}"
+
+    def all_a(text):  # the same port-A assignment on the three RAMs
+        return " ".join(text.replace("{r}", r) for r in ("rbw", "wt", "nrm"))
 
     # Each step: drive the ports, clock once, then check (after the edge) the outputs.
     testbench = f"""
 module tb;
   reg clk = 0; integer bad = 0;
-{ram("rbw", "READBEFOREWRITE")}{ram("wt", "WRITETHROUGH")}{ram("nrm", "NORMAL")}
+{ram("rbw", "READBEFOREWRITE", "ASYNC")}{ram("wt", "WRITETHROUGH")}{ram("nrm", "NORMAL")}
   task step; begin #1 clk = 1; #1 clk = 0; end endtask
-  task want(input [17:0] got, input [17:0] expected, input [8*24:1] what); begin
+  task want(input [17:0] got, input [17:0] expected, input [8*32:1] what); begin
     if (got !== expected) begin bad = bad + 1; $display("%0s: %h, want %h", what, got, expected);
     end end endtask
   initial begin
-    // Word 5 = 0x2abcd through port A of each RAM.
-    adA_rbw = {word(5)}; adA_wt = {word(5)}; adA_nrm = {word(5)};
-    diA_rbw = 18'h2abcd; diA_wt = 18'h2abcd; diA_nrm = 18'h2abcd;
-    weA_rbw = 1; weA_wt = 1; weA_nrm = 1;
+    // Word 5 = 0x2abcd, then a read of word 7 (0) into the outputs.
+    {all_a("adA_{r} = " + word(5) + "; diA_{r} = 18'h2abcd; weA_{r} = 1;")}
     step;
-    want(doA_rbw, 18'h0, "read-before-write: old");
-    want(doA_wt, 18'h2abcd, "write-through: new");
-    want(doA_nrm, 18'h0, "normal: output kept");
+    {all_a("adA_{r} = " + word(7) + "; weA_{r} = 0;")}
+    step;
+    want(doA_nrm, 18'h0, "read of word 7");
+    // Word 5 = 0x1234 on each RAM: what each write mode shows.
+    {all_a("adA_{r} = " + word(5) + "; diA_{r} = 18'h01234; weA_{r} = 1;")}
+    step;
+    want(doA_rbw, 18'h2abcd, "read-before-write: old word");
+    want(doA_wt, 18'h01234, "write-through: new word");
+    want(doA_nrm, 18'h0, "normal: last read kept");
     // Port B reads word 5; port A writes the low byte of word 5 only (byte enable 01).
-    weA_rbw = 0; weA_wt = 0; weA_nrm = 0; adB_rbw = {word(5)}; adB_wt = {word(5)};
+    {all_a("weA_{r} = 0;")} adB_rbw = {word(5)}; adB_wt = {word(5)};
     step;
-    want(doB_rbw, 18'h2abcd, "port B reads port A's word");
+    want(doB_rbw, 18'h01234, "port B reads port A's word");
     adA_wt = {word(5, 1)}; diA_wt = 18'h3ffff; weA_wt = 1;
     step;
-    want(doA_wt, 18'h2abff, "byte enable 01: bits 8..0");
+    want(doA_wt, 18'h013ff, "byte enable 01: bits 8..0");  // 0x01234: 9 << 9 kept
     want(doB_wt, 18'hxxxxx, "B reads while A writes");
     weA_wt = 0;
     step;
-    want(doB_wt, 18'h2abff, "the merged word");
+    want(doB_wt, 18'h013ff, "the merged word");
+    // Reset held: the output is 0 through clock edges (ASYNC and SYNC), reads resume after.
+    rstB_rbw = 1; rstB_wt = 1;
+    #1 want(doB_rbw, 18'h0, "asynchronous reset, at once");
+    step;
+    want(doB_rbw, 18'h0, "asynchronous reset held");
+    want(doB_wt, 18'h0, "synchronous reset");
+    rstB_rbw = 0; rstB_wt = 0;
+    step;
+    want(doB_rbw, 18'h01234, "after reset");
     // Both ports write word 9 on one edge: the word is undefined.
     adA_rbw = {word(9)}; adB_rbw = {word(9)}; diA_rbw = 1; diB_rbw = 2;
     weA_rbw = 1; weB_rbw = 1;
@@ -152,7 +173,7 @@ endmodule
 ], ids=["fp32-multiplier-dsp", "axi-memory-bram"])
 def test_gate_level_units(simulator, design, params, test_module, testcase, env):
     """The RTL's testbench on the synthesized netlist, bit-exact with golden as the RTL is.
-    (Icarus runs the multiplier's 3 000 cells about 20 times slower than Verilator: its run
+    (Icarus runs the multiplier's 1 500 cells about 20 times slower than Verilator: its run
     is in `make test-full`, tests/conftest.py.)"""
     runner.run(design, params, test_module, simulator, testcase=testcase, gates=True,
                run_tag="gates", extra_env=env)

@@ -112,3 +112,21 @@ def test_cli_sweep_synthesizes(tmp_path):
     assert [r["mul_stages"] for r in rows] == [2, 0]
     assert all(r["area"]["luts"] > 500 and r["area"]["dsps"] >= 1 for r in rows), rows
     assert any(r["pareto"] for r in rows)
+
+
+def _failing_synthesis(job):
+    if job["n"] == 2:
+        raise RuntimeError("worker | lost")
+    return _fake_synthesis(job)
+
+
+def test_a_failed_point_is_a_row(tmp_path):
+    """A job that raises on its worker becomes its row's error (the table stays a table); the
+    other points and their front stand."""
+    grid = sweep.parse_grid(sizes="1,2", stages="5/6", formats="bf16")
+    result = sweep.run_sweep(grid, processes=False, run=_failing_synthesis)
+    rows = result["results"]
+    assert "error" not in rows[0] and rows[0]["pareto"]
+    assert rows[1]["error"] == "RuntimeError: worker | lost" and not rows[1]["pareto"]
+    md = sweep.render_md(result)
+    assert "| tensor_engine | ecp5-85f | 2 | 5/6 | bf16 | failed: RuntimeError: worker / lost" in md
