@@ -96,8 +96,10 @@ FULL_ONLY: dict[str, str] = {
         "-> icarus's n2 and n3 gemms, verilator's n4-sparse",
     "tests/hdl/test_arith_rtl.py::test_fp_multiplier[icarus-comb-all]": "-> icarus-stages2-all",
     "tests/hdl/test_arith_rtl.py::test_fp_multiplier[*-fp8-only]": "-> *-all, the exhaustive fp8",
-    "tests/synth/test_gate_level.py::test_gate_level_units[icarus-fp32-multiplier-dsp]":
-        "-> verilator; icarus's axi-memory-bram",
+    "tests/synth/test_gate_level.py::test_gate_level_units[*-fp32-multiplier-dsp]":
+        "-> the MULT18X18D model's test; axi-memory-bram on a netlist",
+    "tests/hdl/test_x_safety_rtl.py::test_reset_defines_everything[neuron_core-noinit]":
+        "-> core_with_dram-init (a core), the smaller tops both ways",
     # Proofs, lint and tools: the longest of each kind.
     "tests/verify/test_lint.py::test_lint_clean[collective_torus]": "-> collective_ring",
     "tests/synth/test_synth.py::test_smoke_ice40_flow": "-> test_bench's SRU area (Yosys)",

@@ -4,8 +4,8 @@ cells' simulation models (`synth/gate_level.py`), run by the RTL's own cocotb te
 
 `make test`: the two cell models this project writes (Yosys ships MULT18X18D and DP16KD as
 black boxes) against references computed here, and two synthesized designs that use them: the
-board's AXI memory (block RAM, true dual-port) in both simulators, the fp32 multiplier (DSPs)
-in Verilator (in Icarus too in `make test-full`).
+board's AXI memory (block RAM, true dual-port) in both simulators; the fp32 multiplier (DSPs)
+in both in `make test-full` (make test's budget, tests/conftest.py).
 `make test-full`: the board top (core, DRAM, UART bridge) running the board's UART GEMM test,
 bit-exact with golden, in both simulators.
 """
