@@ -14,6 +14,8 @@ def read_enable(en, domain: str = "sync"):
     have not read yet would show X in a 4-state simulator, and whatever the block RAM holds on
     a board. Reading during reset (the address comes from registers the reset defines) puts a
     defined word in it before reset is released; after it, the port reads exactly when ``en``
-    says, so users see no change (``tests/hdl/test_x_safety_rtl.py``).
+    says, so users see no change (``tests/hdl/test_x_safety_rtl.py``). In a reset-less domain
+    (an FPGA platform's ``sync`` whose flip-flops the device's global set/reset initializes,
+    as on the ECP5) it is ``en``.
     """
-    return en | ResetSignal(domain)
+    return en | ResetSignal(domain, allow_reset_less=True)

@@ -110,3 +110,14 @@ def test_smoke_ice40_flow():
                             name=job["name"])
     assert again["cached"] and again["area"] == a and again["timing"] == t
     json.dumps(r)  # JSON-able
+
+
+@pytest.mark.parametrize("board", ["ulx3s-85f"])
+def test_board_top_elaborates_on_its_platform(board):
+    """The board's top on the real platform, as ``make bitstream`` builds it, up to the tools:
+    its ``sync`` domain is the ECP5 platform's, reset-less (the device's global set/reset
+    initializes the flip-flops), so nothing in the core may use that domain's reset signal."""
+    from synth.board import BoardPlatformTop, _platform
+
+    plan = _platform(board).prepare(BoardPlatformTop(board), name="nclite")
+    assert "nclite.il" in plan.files and "nclite.lpf" in plan.files
