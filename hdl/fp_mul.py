@@ -10,7 +10,8 @@ from .formats import FP32_CANONICAL_NAN, Fmt, parse_formats
 from .params import check_int
 from .pipeline import delay
 
-__all__ = ["FpMultiplier", "FP_MUL_MAX_CUTS", "FP32_CANONICAL_NAN"]
+__all__ = ["Operand", "OperandDecoder", "FpProduct", "FpMultiplier", "FP_MUL_MAX_CUTS",
+           "FP_PRODUCT_MAX_CUTS", "split_stages", "registered_phases", "FP32_CANONICAL_NAN"]
 
 
 _FP32_BIAS = 127
@@ -46,8 +47,10 @@ _FORMATS = {
 }
 
 
-class _Operand(data.Struct):
-    """An operand after unpacking: class flags, and value = sig * 2^(exp - 7) when finite."""
+class Operand(data.Struct):
+    """A decoded operand (:class:`OperandDecoder`'s output): class flags, and value =
+    sig * 2^(exp - 7) when finite. Format-independent: the product datapath
+    (:class:`FpProduct`) and the PE see only this."""
 
     sign: 1
     nan: 1
@@ -57,63 +60,8 @@ class _Operand(data.Struct):
     sig: _SIG_BITS  # normalised: sig[7] == 1 for finite non-zero operands
 
 
-class _Product(data.Struct):
-    """The exact product as the multiplier gives it: class flags, and value = sig * 2^(exp - 14)
-    when finite."""
-
-    sign: 1
-    nan: 1
-    inf: 1
-    zero: 1
-    exp: _EXP_SHAPE  # the sum of the operands' unbiased exponents: that of sig[14]
-    sig: 2 * _SIG_BITS  # in [2^14, 2^16) for finite non-zero products (not yet normalised)
-
-
-class _Classified(data.Struct):
-    """A finite product sorted by range: normal (shift 0) or below 2^-126 (shift >= 1)."""
-
-    sign: 1
-    nan: 1
-    inf: 1  # an infinite operand, or a finite product >= 2^128
-    zero: 1
-    exp: 8  # exponent field before rounding: 0 below the normal range
-    shift: range(_FP32_MAN_BITS + 3)  # right shift of sig << 8, clamped at 25
-    sig: 2 * _SIG_BITS  # normalised: sig[15] == 1 for finite non-zero products
-
-
-class _Aligned(data.Struct):
-    """The fp32 result before rounding."""
-
-    sign: 1
-    nan: 1
-    inf: 1
-    zero: 1
-    exp: 8
-    man: _FP32_MAN_BITS
-    round: 1  # the first bit below the fraction's LSB
-    sticky: 1  # OR of the bits below `round`
-
-
-_Fp32 = data.StructLayout({"man": _FP32_MAN_BITS, "exp": 8, "sign": 1})
-
-#: The number of phase boundaries of :class:`FpMultiplier` that can hold a pipeline register;
-#: ``stages`` beyond it add output registers.
-FP_MUL_MAX_CUTS = 5
-
-# Which phase outputs are registered, for each number of stages up to FP_MUL_MAX_CUTS.
-_BOUNDARIES = {
-    0: (),
-    1: ("result",),
-    2: ("product", "result"),
-    3: ("unpacked", "product", "result"),
-    4: ("unpacked", "product", "aligned", "result"),
-    5: ("unpacked", "multiplied", "product", "aligned", "result"),
-}
-assert len(_BOUNDARIES) == FP_MUL_MAX_CUTS + 1
-
-
 def _unpack(m, op, raw, fmt):
-    """Drive ``op`` (an :class:`_Operand`) from the raw bits of one operand of format ``fmt``.
+    """Drive ``op`` (an :class:`Operand`) from the raw bits of one operand of format ``fmt``.
 
     Adds comb assignments in the current control-flow context of ``m``.
     """
@@ -153,6 +101,282 @@ def _unpack(m, op, raw, fmt):
     # lab1 end: unpack
 
 
+
+#: The bits of ``+0`` decoded (what a weight register holds before any load): a zero, so that
+#: a tile never loaded multiplies to ±0 (or NaN with an infinite operand), as bf16 +0 would.
+OPERAND_ZERO = {"zero": 1}
+
+
+class OperandDecoder(wiring.Component):
+    """Decode a bf16 / fp8 operand into an :class:`Operand`: combinational.
+
+    ``op`` is the format-independent form of ``raw`` read as format ``fmt``
+    (:class:`~hdl.formats.Fmt`; fp8 in the low 8 bits, the upper ones ignored): sign; class
+    flags zero, inf, NaN; for finite non-zero values ``value = sig · 2^(exp − 7)`` with the
+    8-bit significand normalised (``sig[7]`` = 1, subnormals included). A reserved tag (3) or a
+    format not built decodes as NaN.
+
+    One decoder serves a whole row or column of PEs: :class:`~hdl.systolic.SystolicArray` and
+    :class:`~hdl.pe.PEColumn` decode each operand once at the array's edge, and the PEs pass
+    the decoded form on.
+
+    Parameters
+    ----------
+    formats : collection of Fmt or str
+        The formats to decode (see :func:`~hdl.formats.parse_formats`); default all three.
+
+    Raises
+    ------
+    TypeError
+        If ``formats`` is not a collection.
+    ValueError
+        If ``formats`` is empty or names an unknown format.
+    """
+
+    raw: In(16)
+    fmt: In(Fmt)
+    op: Out(Operand)
+
+    def __init__(self, *, formats=("bf16", "fp8_e4m3", "fp8_e5m2")):
+        self.formats = parse_formats(formats, param="formats")
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.Switch(self.fmt):
+            for f in self.formats:
+                with m.Case(f):
+                    _unpack(m, self.op, self.raw, f)
+            with m.Default():  # reserved tag, or a format not built
+                m.d.comb += self.op.nan.eq(1)
+        return m
+
+
+class _Product(data.Struct):
+    """The exact product as the multiplier gives it: class flags, and value = sig * 2^(exp - 14)
+    when finite."""
+
+    sign: 1
+    nan: 1
+    inf: 1
+    zero: 1
+    exp: _EXP_SHAPE  # the sum of the operands' unbiased exponents: that of sig[14]
+    sig: 2 * _SIG_BITS  # in [2^14, 2^16) for finite non-zero products (not yet normalised)
+
+
+_MAX_SHIFT = _FP32_MAN_BITS + 2  # 25: every right shift from here on rounds to zero
+
+
+class _Classified(data.Struct):
+    """A finite product sorted by range: normal (shift 0) or below 2^-126 (shift >= 1)."""
+
+    sign: 1
+    nan: 1
+    inf: 1  # an infinite operand, or a finite product >= 2^128
+    zero: 1
+    exp: 8  # exponent field before rounding: 0 below the normal range
+    shift: range(_MAX_SHIFT + 1)  # right shift of the 24-bit significand, clamped at 25
+    sig: 2 * _SIG_BITS  # normalised: sig[15] == 1 for finite non-zero products
+
+
+class _Aligned(data.Struct):
+    """The fp32 result before rounding."""
+
+    sign: 1
+    nan: 1
+    inf: 1
+    zero: 1
+    exp: 8
+    man: _FP32_MAN_BITS
+    round: 1  # the first bit below the fraction's LSB
+    sticky: 1  # OR of the bits below `round`
+
+
+_Fp32 = data.StructLayout({"man": _FP32_MAN_BITS, "exp": 8, "sign": 1})
+
+#: The number of phase boundaries of :class:`FpMultiplier` that can hold a pipeline register;
+#: ``stages`` beyond it add output registers.
+FP_MUL_MAX_CUTS = 5
+#: The same for :class:`FpProduct` (the multiplier without its operand decoding).
+FP_PRODUCT_MAX_CUTS = FP_MUL_MAX_CUTS - 1
+
+# Which of FpProduct's phase outputs are registered, for each number of its stages.
+_PRODUCT_BOUNDARIES = {
+    0: (),
+    1: ("result",),
+    2: ("product", "result"),
+    3: ("product", "aligned", "result"),
+    4: ("multiplied", "product", "aligned", "result"),
+}
+assert len(_PRODUCT_BOUNDARIES) == FP_PRODUCT_MAX_CUTS + 1
+
+
+def split_stages(stages: int) -> tuple[int, int]:
+    """A multiplier depth of ``stages`` as ``(operand, product)``: whether the decoded operands
+    are registered (0 or 1; from 3 stages on) and :class:`FpProduct`'s stages.
+
+    In order of preference the registers go at the output, after the classification of the
+    product, after the operand decoding, after the subnormal alignment and at the DSP output;
+    stages beyond :data:`FP_MUL_MAX_CUTS` are extra output registers.
+    """
+    operand = int(stages >= 3)
+    return operand, stages - operand
+
+
+def registered_phases(stages: int) -> tuple[str, ...]:
+    """The phases of :class:`FpMultiplier` with ``stages`` (up to :data:`FP_MUL_MAX_CUTS`)
+    that end in a register: ``"unpacked"`` (the decoded operands), then :class:`FpProduct`'s
+    ``"multiplied"``, ``"product"``, ``"aligned"``, ``"result"``."""
+    operand, product = split_stages(min(stages, FP_MUL_MAX_CUTS))
+    return ("unpacked",) * operand + _PRODUCT_BOUNDARIES[product]
+
+
+class FpProduct(wiring.Component):
+    """The IEEE binary32 product of two decoded operands (:class:`Operand`).
+
+    ``result`` is ``np.float32(a) * np.float32(b)`` for the values ``a_op`` and ``b_op`` stand
+    for (the numerics of :class:`FpMultiplier`, which is this unit behind two
+    :class:`OperandDecoder` s). A PE uses it directly, its operands decoded once at the array's
+    edge.
+
+    Timing: ``latency == stages`` enabled cycles; fully pipelined, one product per cycle;
+    ``en`` is the clock enable of every pipeline register.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline register stages (>= 0): at the output, after the classification, after the
+        alignment, at the DSP output (in that order); beyond :data:`FP_PRODUCT_MAX_CUTS` (4),
+        extra output registers.
+
+    Raises
+    ------
+    TypeError
+        If ``stages`` is not an integer.
+    ValueError
+        If ``stages`` is negative.
+    """
+
+    en: In(1)
+    a_op: In(Operand)
+    b_op: In(Operand)
+    result: Out(32)
+
+    def __init__(self, *, stages: int = 1):
+        self.stages = self.latency = check_int("stages", stages, lo=0)
+        super().__init__()
+
+    def elaborate(self, platform):
+        # Design note.
+        #
+        # Four phases; a pipeline register can follow each (the phase names below):
+        #
+        #   multiplied | 8 x 8 significand multiply (a DSP block), exponent sum, class flags
+        #   product    | the product in [1, 4) * 2^14 normalised to [1, 2) (one bit of shift,
+        #              | carried into the exponent) and classified by its exponent field
+        #              | e + 127 (one adder, the carry as its carry-in): overflow (>= 255),
+        #              | normal (>= 1), or below 2^-126, then the right shift 1 - field
+        #              | (clamped at 25) that gives it the subnormal scale
+        #   aligned    | the 24-bit significand shifted right by that amount: fraction and round
+        #              | bit from a 25-bit window, and the sticky bit as "a one of the product
+        #              | below bit shift - 9" (a mask compare, not the shifter's low half: the
+        #              | window's 9 low bits are zeros, so only the product's bits can be lost)
+        #   result     | RNE: add the round-up bit to the fraction; its carry out sets the
+        #              | exponent field's LSB (a subnormal rounding up to the smallest normal:
+        #              | only subnormals round), then mux in NaN, ±inf and ±0
+        #
+        # The 16-bit significand product has at most 16 significant bits and fp32 keeps 24, so
+        # every product in the fp32 normal range is exact: no rounding there, and since an exact
+        # normal result is < 2^128 there is no rounding overflow either (exponent >= 128 means
+        # the exact value is >= 2^128, hence ±inf). Only results below 2^-126 (possible only
+        # with a bf16 operand) lose bits.
+        #
+        # From ECP5 place-and-route (synth/fpga.py, speed 6, seed 1): registering the DSP
+        # output (4 stages here, 5 in a multiplier with its decoders) keeps the DSP out of
+        # every path with logic after it.
+        m = Module()
+        registered = _PRODUCT_BOUNDARIES[min(self.stages, FP_PRODUCT_MAX_CUTS)]
+        extra_out = max(self.stages - FP_PRODUCT_MAX_CUTS, 0)
+
+        def boundary(value, name, cycles=0):
+            return delay(m, value, (name in registered) + cycles, name=name, en=self.en)
+
+        a_op, b_op = self.a_op, self.b_op
+        # Multiply: the exact 16-bit significand product, in [1, 4) * 2^14.
+        raw = Signal(_Product)
+        m.d.comb += [
+            raw.sign.eq(a_op.sign ^ b_op.sign),
+            raw.nan.eq(a_op.nan | b_op.nan | (a_op.inf & b_op.zero) | (a_op.zero & b_op.inf)),
+            raw.inf.eq(a_op.inf | b_op.inf),
+            raw.zero.eq(a_op.zero | b_op.zero),
+            raw.exp.eq(a_op.exp + b_op.exp),
+            raw.sig.eq(a_op.sig * b_op.sig),
+        ]
+        r = boundary(raw, "multiplied")
+
+        # Normalise to [2^15, 2^16) -- one bit of shift, carried into the exponent -- and
+        # classify by the biased exponent field (signed: below 1 is below the normal range).
+        carry = r.sig[-1]
+        field = Signal(signed(11))
+        m.d.comb += field.eq(r.exp + _FP32_BIAS + carry)
+        normal = ~field[-1] & field.any()
+        overflow = ~field[-1] & (field[8:-1].any() | field[:8].all())
+        # Below the normal range the significand goes right by 1 - field; from 25 on every bit
+        # lies below the round bit, so clamp there.
+        under = Signal(signed(11))
+        m.d.comb += under.eq(1 - field)
+        cls = Signal(_Classified)
+        m.d.comb += [
+            cls.sign.eq(r.sign),
+            cls.nan.eq(r.nan),
+            cls.inf.eq(r.inf | overflow),
+            cls.zero.eq(r.zero),
+            cls.exp.eq(Mux(normal, field[:8], 0)),
+            cls.shift.eq(Mux(normal, 0, Mux(under >= _MAX_SHIFT, _MAX_SHIFT, under[:5]))),
+            cls.sig.eq(Mux(carry, r.sig, r.sig << 1)),
+        ]
+        c = boundary(cls, "product")
+
+        # Align: the 24-bit significand sig << 8, with the round bit below it, shifted right.
+        window_bits = _FP32_MAN_BITS + 2  # hidden bit, fraction, round bit
+        low_zeros = window_bits - len(c.sig)  # 9
+        shifted = Cat(Const(0, low_zeros), c.sig) >> c.shift
+        # The bits shifted out of the window: those of sig below bit shift - low_zeros.
+        lost = Cat(c.sig[i] & (c.shift > low_zeros + i) for i in range(len(c.sig)))
+        aligned = Signal(_Aligned)
+        m.d.comb += [
+            aligned.sign.eq(c.sign),
+            aligned.nan.eq(c.nan),
+            aligned.inf.eq(c.inf),
+            aligned.zero.eq(c.zero),
+            aligned.exp.eq(c.exp),
+            aligned.man.eq(shifted[1:1 + _FP32_MAN_BITS]),
+            aligned.round.eq(shifted[0]),
+            aligned.sticky.eq(lost.any()),
+        ]
+        n = boundary(aligned, "aligned")
+
+        # Round to nearest even and pack. Only a subnormal (exponent field 0) rounds, so a carry
+        # out of the fraction makes the field 1.
+        round_up = n.round & (n.sticky | n.man[0])
+        man = Signal(_FP32_MAN_BITS + 1)
+        m.d.comb += man.eq(n.man + round_up)
+        result = Signal(_Fp32)
+        m.d.comb += result.sign.eq(n.sign)
+        with m.If(n.nan):
+            m.d.comb += result.eq(FP32_CANONICAL_NAN)
+        with m.Elif(n.inf):
+            m.d.comb += result.exp.eq(0xFF)
+        with m.Elif(n.zero):
+            pass
+        with m.Else():
+            m.d.comb += [result.man.eq(man[:_FP32_MAN_BITS]),
+                         result.exp.eq(n.exp | man[-1])]
+
+        m.d.comb += self.result.eq(boundary(result, "result", extra_out))
+        return m
+
+
 class FpMultiplier(wiring.Component):
     """Multiply two bf16 / fp8 operands into an IEEE binary32 product.
 
@@ -168,6 +392,9 @@ class FpMultiplier(wiring.Component):
     canonical NaN ``0x7FC00000``; otherwise the sign is the XOR of the operand signs (signed
     zeros and infinities included).
 
+    Structure: two :class:`OperandDecoder` s and an :class:`FpProduct`; in the PE array the
+    decoders sit at the array's edge instead, one per row and column.
+
     Timing: ``latency == stages`` cycles from operands to ``result``; fully pipelined, one
     product per cycle. ``en`` is the clock enable of every pipeline register (domain ``sync``);
     with ``stages=0`` the unit is combinational and ``en`` is unused.
@@ -175,11 +402,10 @@ class FpMultiplier(wiring.Component):
     Parameters
     ----------
     stages : int
-        Number of pipeline register stages (>= 0). Registers go, in order of preference, at the
-        output, after the significand multiply and classification, after operand unpacking,
-        after the subnormal alignment, and at the DSP product (see ``elaborate``); stages beyond
-        :data:`FP_MUL_MAX_CUTS` (5) are extra output registers (for retiming). With 1 or more
-        stages ``result`` comes straight from a register. The :class:`~hdl.pe.PE` default is 5.
+        Number of pipeline register stages (>= 0), placed as :func:`split_stages` says: with 3
+        or more the decoded operands are registered, the rest are :class:`FpProduct`'s. With 1
+        or more stages ``result`` comes straight from a register. The :class:`~hdl.pe.PE`
+        default is 5.
     formats : collection of Fmt or str
         Operand formats to build decode logic for (see :func:`~hdl.formats.parse_formats`).
 
@@ -213,142 +439,14 @@ class FpMultiplier(wiring.Component):
         })
 
     def elaborate(self, platform):
-        # Design note.
-        #
-        # Five phases; a pipeline register can follow each (the phase names below):
-        #
-        #   unpacked   | each operand -> flags, unbiased exponent, 8-bit significand with the
-        #              | leading one at bit 7 (fp8 and bf16 subnormals are normalised by a tiny
-        #              | leading-one search), so the rest of the datapath is format-independent;
-        #              | the exponent sum
-        #   multiplied | 8 x 8 significand multiply (a DSP block), class flags
-        #   product    | the product in [1, 4) * 2^14 normalised to [1, 2) (one bit of shift,
-        #              | carried into the exponent) and classified: overflow (exponent > 127),
-        #              | and for results below 2^-126 the right shift (-126 - exp, clamped at
-        #              | 25) that gives them the subnormal scale; the exponent field before
-        #              | rounding (0 for subnormals). The classification is worked out for both
-        #              | values of the carry while the DSP multiplies, then picked by the carry.
-        #   aligned    | the significand shifted right by that amount: fraction, round bit and
-        #              | sticky bit (normal results shift by 0 and have round = sticky = 0)
-        #   result     | RNE: add the round-up bit to {exponent field, fraction} -- a carry out
-        #              | of a subnormal fraction lands in the exponent field's LSB, which is
-        #              | exactly the rounding up to the smallest normal -- then mux in NaN, ±inf
-        #              | and ±0
-        #
-        # The 16-bit significand product has at most 16 significant bits and fp32 keeps 24, so
-        # every product in the fp32 normal range is exact: no rounding there, and since an exact
-        # normal result is < 2^128 there is no rounding overflow either (exponent >= 128 means
-        # the exact value is >= 2^128, hence ±inf). Only results below 2^-126 (possible only
-        # with a bf16 operand) lose bits.
-        #
-        # Stage boundaries per `stages` (_BOUNDARIES): 1 registers the output; 2 adds one after
-        # `product` (splitting the multiplier from shifter and rounder, the two deep cones); 3
-        # adds one after unpacking; 4 one after the alignment shifter; 5 one at the DSP output.
-        # From ECP5 place-and-route (synth/fpga.py, speed 6, seed 1): with 4 stages the DSP plus
-        # the carry select is the longest segment (~105 MHz, less once placed in a PE column);
-        # registering the DSP output (5) takes the unit to ~133 MHz, with margin for the PE.
-        # Stages beyond 5 are extra output registers (for retiming).
         m = Module()
-        registered = _BOUNDARIES[min(self.stages, FP_MUL_MAX_CUTS)]
-        extra_out = max(self.stages - FP_MUL_MAX_CUTS, 0)
-
-        def boundary(value, name, cycles=0):
-            return delay(m, value, (name in registered) + cycles, name=name, en=self.en)
-
-        # Unpack; the exponent sum is formed here already, so that the next phase has one carry
-        # chain less on its way to the classification.
-        ops = []
-        for name, raw, fmt in (("a", self.a, self.a_fmt), ("b", self.b, self.b_fmt)):
-            op = Signal(_Operand, name=f"{name}_op")
-            with m.Switch(fmt):
-                for f in self.formats:
-                    with m.Case(f):
-                        _unpack(m, op, raw, f)
-                with m.Default():  # reserved tag, or a format not built
-                    m.d.comb += op.nan.eq(1)
-            ops.append(op)
-        exp_sum = Signal(_EXP_SHAPE)
-        m.d.comb += exp_sum.eq(ops[0].exp + ops[1].exp)
-        cut = int("unpacked" in registered)
-        a_op, b_op = (delay(m, op, cut, name=f"{name}_op", en=self.en)
-                      for name, op in zip("ab", ops, strict=True))
-        exp_sum = delay(m, exp_sum, cut, name="exp_sum", en=self.en)
-
-        # Multiply: the exact 16-bit significand product, in [1, 4) * 2^14.
-        raw = Signal(_Product)
-        m.d.comb += [
-            raw.sign.eq(a_op.sign ^ b_op.sign),
-            raw.nan.eq(a_op.nan | b_op.nan | (a_op.inf & b_op.zero) | (a_op.zero & b_op.inf)),
-            raw.inf.eq(a_op.inf | b_op.inf),
-            raw.zero.eq(a_op.zero | b_op.zero),
-            raw.exp.eq(exp_sum),
-            raw.sig.eq(a_op.sig * b_op.sig),
-        ]
-        r = boundary(raw, "multiplied")
-
-        # Normalise to [2^15, 2^16) -- one bit of shift, carried into the exponent -- and
-        # classify: overflow, normal, or below the normal range (then shifted right by `shift`;
-        # shifts of 25 and more all round to zero -- the round bit is then 0 -- so clamp there).
-        # The classification is computed from the exponent sum for both values of the carry, in
-        # parallel with the multiply, and chosen by the carry (the product's top bit).
-        max_shift = _FP32_MAN_BITS + 2
-        carry = r.sig[-1]
-
-        def classify(c):
-            # The normalised product's exponent is r.exp + c; the carry is folded into the
-            # constants so that every term is one comparison or addition on r.exp.
-            normal = r.exp >= _FP32_EMIN - c
-            overflow = r.exp > _FP32_EMAX - c
-            field = Mux(normal, r.exp + (_FP32_BIAS + c), 0)[:8]
-            shift = Mux(normal, 0, Mux(r.exp < _FP32_EMIN - max_shift + 1 - c,
-                                       max_shift, (_FP32_EMIN - c) - r.exp))
-            return overflow, field, shift
-
-        candidates = [classify(c) for c in (0, 1)]
-        cls = Signal(_Classified)
-        m.d.comb += [
-            cls.sign.eq(r.sign),
-            cls.nan.eq(r.nan),
-            cls.inf.eq(r.inf | Mux(carry, candidates[1][0], candidates[0][0])),
-            cls.zero.eq(r.zero),
-            cls.exp.eq(Mux(carry, candidates[1][1], candidates[0][1])),
-            cls.shift.eq(Mux(carry, candidates[1][2], candidates[0][2])),
-            cls.sig.eq(Mux(carry, r.sig, r.sig << 1)),
-        ]
-        c = boundary(cls, "product")
-
-        # Align: (sig << 8, the 24-bit significand) >> shift, as sig << max_shift >> shift, so
-        # nothing falls off the bottom: the top 24 bits are the truncated significand (its top
-        # bit is the hidden one of a normal result, 0 for a subnormal), then the round bit, then
-        # the sticky bits.
-        low_bits = max_shift + len(c.sig) - (_FP32_MAN_BITS + 1) - 1
-        shifted = Cat(Const(0, max_shift), c.sig) >> c.shift
-        aligned = Signal(_Aligned)
-        m.d.comb += [
-            aligned.sign.eq(c.sign),
-            aligned.nan.eq(c.nan),
-            aligned.inf.eq(c.inf),
-            aligned.zero.eq(c.zero),
-            aligned.exp.eq(c.exp),
-            aligned.man.eq(shifted[low_bits + 1:low_bits + 1 + _FP32_MAN_BITS]),
-            aligned.round.eq(shifted[low_bits]),
-            aligned.sticky.eq(shifted[:low_bits].any()),
-        ]
-        n = boundary(aligned, "aligned")
-
-        # Round to nearest even and pack.
-        round_up = n.round & (n.sticky | n.man[0])
-        magnitude = (Cat(n.man, n.exp) + round_up)[:31]
-        result = Signal(_Fp32)
-        m.d.comb += result.sign.eq(n.sign)
-        with m.If(n.nan):
-            m.d.comb += result.eq(FP32_CANONICAL_NAN)
-        with m.Elif(n.inf):
-            m.d.comb += result.exp.eq(0xFF)
-        with m.Elif(n.zero):
-            pass
-        with m.Else():
-            m.d.comb += result.as_value()[:31].eq(magnitude)
-
-        m.d.comb += self.result.eq(boundary(result, "result", extra_out))
+        operand_cut, product_stages = split_stages(self.stages)
+        m.submodules.product = product = FpProduct(stages=product_stages)
+        m.d.comb += product.en.eq(self.en)
+        for name, raw, fmt, port in (("a", self.a, self.a_fmt, product.a_op),
+                                     ("b", self.b, self.b_fmt, product.b_op)):
+            m.submodules[f"{name}_dec"] = dec = OperandDecoder(formats=self.formats)
+            m.d.comb += [dec.raw.eq(raw), dec.fmt.eq(fmt)]
+            m.d.comb += port.eq(delay(m, dec.op, operand_cut, name=f"{name}_op", en=self.en))
+        m.d.comb += self.result.eq(product.result)
         return m

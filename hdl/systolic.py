@@ -9,7 +9,17 @@ from .fp32_add import FP32_ADD_MAX_STAGES
 from .fp_mul import FP_MUL_MAX_CUTS
 from .instances import shared
 from .params import check_int
-from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES, PE, Moving, moving_layout, weight_layout
+from .pe import (
+    DEFAULT_ADD_STAGES,
+    DEFAULT_MUL_STAGES,
+    PE,
+    Moving,
+    decode_moving,
+    decode_weight,
+    decoded_weight_layout,
+    moving_layout,
+    weight_layout,
+)
 from .pipeline import delay
 from .sparsity import moving_rows, parse_sparsity, sparse_column_layout, window
 
@@ -59,8 +69,12 @@ class SystolicArray(wiring.Component):
     ----------
     n : int
         The array size, 1 to 128.
-    mul_stages, add_stages, formats
+    mul_stages, add_stages
         As :class:`~hdl.pe.PE`'s, for every PE.
+    formats : collection of :class:`~hdl.formats.Fmt` or names
+        The formats the array's operand decoders read (default: all three): one
+        :class:`~hdl.fp_mul.OperandDecoder` per row for the moving operands (W per row in a
+        sparse array), one per column for the weights; the PEs take decoded operands.
 
     Raises
     ------
@@ -110,7 +124,9 @@ class SystolicArray(wiring.Component):
         tag − j). A dense tile's row k takes value k (sel 0). One line instead of a skew per
         row: (n − 1)·add_stages stages of R·n values, not ~n²/2·add_stages of W values.
         Rows at or past the tile's ``slots`` (padding: their weight is +0) get +0 operands,
-        so that no inf or NaN of the column meets them.
+        so that no inf or NaN of the column meets them. Each row's window is decoded there
+        (W :class:`~hdl.fp_mul.OperandDecoder` s a row), after the taps: the line carries the
+        narrower raw values.
         """
         # lab2 hide begin: sparse_rows
         n, w = self.n, self.window
@@ -136,7 +152,8 @@ class SystolicArray(wiring.Component):
                         for i in range(w):
                             value = tap.data[base + i] if base + i < lanes else 0
                             m.d.comb += window[i].eq(Mux(pad, 0, value))
-            rows.append(row)
+            rows.append(decode_moving(m, row, window=w, formats=self.formats,
+                                      name=f"x_op{k}"))
         return rows
         # lab2 hide end: sparse_rows
 
@@ -153,12 +170,14 @@ class SystolicArray(wiring.Component):
         """
         n = self.n
         lane = data.StructLayout({"valid": 1, "row": range(max(n, 2)),
-                                  "weight": weight_layout(self.window)})
+                                  "weight": decoded_weight_layout(self.window)})
         taps = [[None] * n for _ in range(n)]
         for col in range(n):
             entry = Signal(lane, name=f"w_lane{col}")
+            weight = decode_weight(m, self.w_in[col], window=self.window, formats=self.formats,
+                                   name=f"w_top{col}")
             m.d.comb += [entry.valid.eq(self.w_valid & self.en), entry.row.eq(self.w_row),
-                         entry.weight.eq(self.w_in[col])]
+                         entry.weight.eq(weight)]
             tap = delay(m, entry, col, name=f"w_skew{col}", en=self.en)
             for k in range(n):
                 if k:
@@ -172,14 +191,16 @@ class SystolicArray(wiring.Component):
         m = Module()
         n = self.n
         # In simulation builds the PEs are one Verilog module (hdl.instances).
-        pe_params = {"mul_stages": self.mul_stages, "add_stages": self.add_stages,
-                     "formats": self.formats}
+        pe_params = {"mul_stages": self.mul_stages, "add_stages": self.add_stages}
         if self.window > 1:
             pe_params["window"] = self.window
         pes = [[shared(PE(**pe_params), "hdl.pe:PE", pe_params) for _ in range(n)]
                for _ in range(n)]
         taps = self._weight_taps(m)
         sparse_rows = self._sparse_rows(m) if self.sparsity else None
+        # Each row's operand decoded once, at the array's edge (before its skew).
+        operands = [decode_moving(m, self.x_in[k], formats=self.formats, name=f"x_op{k}")
+                    for k in range(n)] if not self.sparsity else None
         # lab2 begin: dataflow
         for k in range(n):
             # The input skew: row k's operand waits k * add_stages cycles, so that the partial
@@ -187,7 +208,7 @@ class SystolicArray(wiring.Component):
             if sparse_rows:
                 row_in = sparse_rows[k]  # skewed already
             else:
-                row_in = delay(m, self.x_in[k], k * self.add_stages, name=f"x_row{k}",
+                row_in = delay(m, operands[k], k * self.add_stages, name=f"x_row{k}",
                                en=self.en)
             for col in range(n):
                 pe = pes[k][col]

@@ -130,7 +130,7 @@ class TensorEngine(wiring.Component):
         The PEs' pipeline depths, as :class:`~hdl.pe.PE`'s (default 5 and 6); the PSUM
         accumulate adder has ``add_stages`` too.
     formats : collection of :class:`~hdl.formats.Fmt` or names
-        The operand formats the PEs are built for (default: all three).
+        The operand formats the array's decoders read (default: all three).
     sparsity : collection of str
         The n:m patterns of the sparse mode (``"2:4"``, ``"4:8"``, ``"4:12"``, ``"4:16"``;
         default none: a dense engine). Each PE then picks its operand from a window of

@@ -40,13 +40,14 @@ class Design:
     factory: str
     size_param: str | None  # the constructor's parameter N sets (None: N must be 1)
     macs: object  # N -> multiply-accumulates per cycle
+    has_formats: bool = True  # False: a PE, whose operands arrive decoded (formats "all" only)
 
 
 #: The designs a sweep can vary, by name.
 DESIGNS = {
     "tensor_engine": Design("hdl.tensor_engine:TensorEngine", "n", lambda n: n * n),
     "pe_column": Design("hdl.pe:PEColumn", "rows", lambda n: n),
-    "pe": Design("hdl.pe:PE", None, lambda n: 1),
+    "pe": Design("hdl.pe:PE", None, lambda n: 1, has_formats=False),
 }
 
 
@@ -105,6 +106,9 @@ def parse_grid(*, design: str = "tensor_engine", sizes: str = "1,2", stages: str
     for fs in format_list:
         if fs not in FORMAT_SETS:
             raise ValueError(f"formats must be among {', '.join(FORMAT_SETS)}, not {fs!r}")
+    if not DESIGNS[design].has_formats and format_list != ["all"]:
+        raise ValueError(f"formats must be 'all' for design {design!r} (its operands arrive "
+                         f"decoded; the array's edge decoders read the formats), not {formats!r}")
     device_list = _items(devices, "device")
     for dev in device_list:
         if dev not in DEVICES:
@@ -123,7 +127,9 @@ def sweep_jobs(grid: Grid) -> list[Job]:
     out = []
     for n, (mul, add), fs, dev in itertools.product(grid.sizes, grid.stages, grid.formats,
                                                     grid.devices):
-        params = {"mul_stages": mul, "add_stages": add, "formats": FORMAT_SETS[fs]}
+        params = {"mul_stages": mul, "add_stages": add}
+        if d.has_formats:
+            params["formats"] = FORMAT_SETS[fs]
         if d.size_param:
             params[d.size_param] = n
         out.append(Job(label=f"{grid.design} N={n} stages={mul}/{add} {fs}", group="sweep",

@@ -460,8 +460,9 @@ def synth_report(quick, jobs, out, as_json):
               help="Array sizes.  [default: 1,2; 1 for pe]")
 @click.option("--stages", default="5/6,2/3", show_default=True, metavar="MUL/ADD,...",
               help="PE pipeline stages: multiplier / adder.")
-@click.option("--formats", default="all,bf16", show_default=True, metavar="SET,...",
-              help="Input format sets: all, bf16, fp8.")
+@click.option("--formats", default=None, metavar="SET,...",
+              help="Input format sets: all, bf16, fp8.  [default: all,bf16; all for pe, "
+                   "whose operands arrive decoded]")
 @click.option("--device", "devices", default="ecp5-85f", show_default=True, metavar="PART,...",
               help="Parts: ecp5-25f, ecp5-85f, ice40-up5k.")
 @click.option("--area-only", is_flag=True, help="Skip place-and-route (no Fmax).")
@@ -486,6 +487,8 @@ def synth_sweep(design, sizes, stages, formats, devices, area_only, scheduler, w
 
     if sizes is None:
         sizes = "1" if design == "pe" else "1,2"
+    if formats is None:
+        formats = "all" if design == "pe" else "all,bf16"
     try:
         grid = sw.parse_grid(design=design, sizes=sizes, stages=stages, formats=formats,
                              devices=devices, timing=not area_only)

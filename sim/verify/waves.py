@@ -139,7 +139,7 @@ def signals(path: Path | str) -> dict[str, int]:
     Returns
     -------
     dict of str to int
-        Full dotted name (``tensor_engine.array.pe_0_0.x_in.data``, without the bit range) →
+        Full dotted name (``tensor_engine.array.pe_0_0.x_in.op.sig``, without the bit range) →
         width in bits.
     """
     return {name: var.bitwidth for name, var in _dump_vars(open_dump(path)).items()}
@@ -375,7 +375,10 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
          + [(f"{t}mover.x[{k}].data", "hex", f"x[{k}] row {k}") for k in range(n)]),
     ]
     for k in range(n):
-        traces: list[Trace] = [(f"{a}pe_{k}_0.x_in.data", "hex", f"row {k} x_in (skewed)")]
+        # The PEs' operands arrive decoded (the array decodes at its edge): the significand
+        # shows each operand as it passes (sig: 8 bits, 0x80 for powers of two).
+        traces: list[Trace] = [(f"{a}pe_{k}_0.x_in.op.sig", "hex",
+                                f"row {k} x_in significand (skewed)")]
         for m in range(n):
             d = sum_delay(k, m)
             traces += [(f"{t}meta_d{d}.valid", "bin", f"pe_{k}_{m} sum valid (meta_d{d})"),

@@ -23,7 +23,7 @@ from hdl.fp32_add import FP32_ADD_MAX_STAGES, Fp32Adder
 from hdl.fp32_compare import Fp32Compare
 from hdl.fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
 from hdl.fp32_widen import Fp32Widen
-from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
+from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier, FpProduct, OperandDecoder
 from hdl.instances import ModuleInstance
 from hdl.multicore import CoreRing
 from hdl.params import check_int, check_one_of, check_power_of_two
@@ -256,7 +256,11 @@ COMPONENTS = [
         ({"component": "PE"}, T, "component"), ({"module": 1}, T, "module"),
         ({"module": "a.b"}, V, "module"), ({"module": ""}, V, "module"),
         ({"clocked": 1}, T, "clocked")]),
-    (PE, {}, [*_BAD_PE_STAGES, *_BAD_FORMATS]),
+    (FpProduct, {}, [
+        ({"stages": 2.5}, T, "stages"), ({"stages": -1}, V, "stages")]),
+    (OperandDecoder, {}, [*_BAD_FORMATS]),
+    (PE, {}, [*_BAD_PE_STAGES, ({"window": 2.0}, T, "window"), ({"window": 0}, V, "window"),
+              ({"window": 17}, V, "window")]),
     (PEColumn, {"rows": 2}, [
         ({"rows": 2.0}, T, "rows"), ({"rows": True}, T, "rows"), ({"rows": 0}, V, "rows"),
         ({"rows": 257}, V, "rows"), *_BAD_PE_STAGES, *_BAD_FORMATS]),

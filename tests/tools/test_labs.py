@@ -239,7 +239,7 @@ def test_lab5_quotes_the_current_report():
     docs/labs/lab5-synthesis-timing/figures.py redraws the pictures)."""
     report = json.loads((REPO_ROOT / "synth" / "report.json").read_text())
     by = {(r["label"], r["device"]): r for r in report["results"]}
-    pe = "PE mul_stages=5 add_stages=6, all"
+    pe = "PE mul_stages=5 add_stages=6"
 
     def fmax(label, device="ecp5-85f"):
         return by[label, device]["timing"]["fmax_mhz"]

@@ -9,7 +9,7 @@ writes into ``img/`` next to this file (deterministic: fixed seeds, no timestamp
 * ``fp8_values.png`` -- every positive finite fp8 value (``golden.formats.to_fp32``) and its
   distance to the next one: constant in the subnormal range, doubling per binade above it;
 * ``mul_pipeline.png`` -- where ``hdl.fp_mul.FpMultiplier`` puts its pipeline registers for
-  each ``stages`` (its ``_BOUNDARIES`` table);
+  each ``stages`` (``registered_phases``);
 * ``dot_error.png`` -- the error of contract-order dot products (``golden.fp32.dot``) against
   exact float64 sums, relative to the classic bound gamma_K * sum|w*x|.
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from golden.formats import BF16, FP8_E4M3, FP8_E5M2, FP32, to_fp32  # noqa: E402
 from golden.fp32 import dot  # noqa: E402
-from hdl.fp_mul import _BOUNDARIES, FP_MUL_MAX_CUTS  # noqa: E402
+from hdl.fp_mul import FP_MUL_MAX_CUTS, registered_phases  # noqa: E402
 
 IMG = Path(__file__).resolve().parent / "img"
 META = {"Software": None}  # no version string in the PNG: the files stay byte-identical
@@ -118,7 +118,7 @@ def fp8_values() -> None:
 
 def mul_pipeline() -> None:
     phases = ["unpacked", "multiplied", "product", "aligned", "result"]
-    what = ["decode operands\n+ exponent sum", "8x8 significand\nmultiply (DSP)",
+    what = ["decode operands\n(OperandDecoder)", "8x8 multiply (DSP)\n+ exponent sum",
             "normalise, classify\n(overflow / subnormal)", "align: shift right,\nround + sticky",
             "RNE, pack,\nNaN / inf / 0"]
     fig, ax = plt.subplots(figsize=(10, 4.1))
@@ -129,7 +129,7 @@ def mul_pipeline() -> None:
         for i, phase in enumerate(phases):
             ax.add_patch(plt.Rectangle((i * 2, y - 0.3), 1.6, 0.6, facecolor="#dde8f3",
                                        edgecolor="#3d85c6"))
-            if phase in _BOUNDARIES[s]:
+            if phase in registered_phases(s):
                 ax.add_patch(plt.Rectangle((i * 2 + 1.65, y - 0.38), 0.3, 0.76,
                                            facecolor="#333"))
     for i, text in enumerate(what):
@@ -138,7 +138,7 @@ def mul_pipeline() -> None:
         ax.text(i * 2 + 0.8, FP_MUL_MAX_CUTS + 1.25, phases[i], ha="center", va="bottom",
                 fontsize=9, family="monospace", weight="bold")
     ax.text(5 * 2 + 0.1, -0.9, "black bar = pipeline register after that phase "
-            "(hdl/fp_mul.py _BOUNDARIES); the PE uses stages=5", ha="right", fontsize=8.5)
+            "(hdl/fp_mul.py registered_phases); the PE uses stages=5", ha="right", fontsize=8.5)
     ax.set_xlim(-2.2, 10.2)
     ax.set_ylim(-1.1, FP_MUL_MAX_CUTS + 1.9)
     ax.axis("off")

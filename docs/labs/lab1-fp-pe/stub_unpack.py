@@ -1,5 +1,5 @@
 # TODO(lab1): decode one operand (docs/labs/lab1-fp-pe/README.md, "Exercise").
-# Drive the fields of `op` (an _Operand) from `raw`, an operand of format `fmt`:
+# Drive the fields of `op` (an Operand) from `raw`, an operand of format `fmt`:
 #   op.sign                   the sign bit
 #   op.zero, op.inf, op.nan   the class flags (a comb signal you do not drive stays 0)
 #   op.exp, op.sig            for finite non-zero values: value = sig * 2^(exp - 7), with the

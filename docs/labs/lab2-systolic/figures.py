@@ -69,11 +69,17 @@ def trace_array(n: int = N, columns: int = COLUMNS) -> dict:
         systolic.PE = PE
     pes = {(k, m): created[k * n + m] for k in range(n) for m in range(n)}
     one = int(to_bits(np.float32(1.0), BF16))
-    tags = {int(to_bits(np.float32(j + 1), BF16)): j for j in range(columns)}
     cycles = dut.latency + columns + 3
     x_seen = np.full((cycles, n, n), -1)
     sum_seen = np.full((cycles, n, n), -1)
     out_seen = np.full((cycles, n), -1)
+
+    def column_of_operand(ctx, op) -> int:  # the PEs see operands decoded: sig * 2^(exp - 7)
+        if ctx.get(op.zero) or ctx.get(op.inf) or ctx.get(op.nan):
+            return -1
+        value = ctx.get(op.sig) * 2.0 ** (ctx.get(op.exp) - 7)
+        j = round(value) - 1
+        return j if 0 <= j < columns and value == j + 1 else -1
 
     def column_of_sum(bits: int, k: int) -> int:
         value = float(fp32_from_bits(np.uint32(bits)))
@@ -90,8 +96,7 @@ def trace_array(n: int = N, columns: int = COLUMNS) -> dict:
             ctx.set(dut.w_row, r)
             await ctx.tick()
         ctx.set(dut.w_valid, 0)
-        # Bubbles (+0 operands) first, to flush the reset values out of the pipelines: a
-        # register that has never taken data decodes as 1.0 in the multiplier's datapath.
+        # Bubbles (+0 operands) first, to flush the reset values out of the pipelines.
         ctx.set(Value.cast(dut.x_in), 0)
         for _ in range(dut.latency):
             await ctx.tick()
@@ -104,7 +109,7 @@ def trace_array(n: int = N, columns: int = COLUMNS) -> dict:
             else:
                 ctx.set(Value.cast(dut.x_in), 0)
             for (k, m), pe in pes.items():
-                x_seen[t, k, m] = tags.get(ctx.get(pe.x_in.data), -1)
+                x_seen[t, k, m] = column_of_operand(ctx, pe.x_in.op)
                 sum_seen[t, k, m] = column_of_sum(ctx.get(pe.psum_out), k)
             for m in range(n):
                 out_seen[t, m] = column_of_sum(ctx.get(dut.result[m]), n - 1)
