@@ -166,14 +166,23 @@ def _collect_results(futures, results: list, progress) -> None:
 
 
 def _board_builds() -> dict:
-    """The reports of the bitstreams built so far (``make bitstream``), by board."""
+    """The reports of the bitstreams built so far (``make bitstream``), by board.
+
+    A board with no build here keeps the committed report's entry, marked ``stale`` (built
+    from an earlier design: the report says so until ``make bitstream`` rebuilds it).
+    """
     from sim.runner import build_root
 
     from .board import BOARDS
 
     out = {}
+    committed = REPORT_DIR / "report.json"
+    previous = (json.loads(committed.read_text()).get("boards") or {}) if committed.exists() \
+        else {}
     for board in BOARDS:
         f = build_root() / "board" / board / "report.json"
+        if not f.exists() and board in previous:
+            out[board] = {**previous[board], "stale": True}
         if f.exists():
             r = json.loads(f.read_text())
             out[board] = {k: r[k] for k in ("core", "clock_hz", "baud", "seed", "fmax_mhz",
@@ -292,6 +301,10 @@ def render_md(report: dict) -> str:
         for cell, v in util.items():
             lines.append(f"| {cell} | {v['used']} | {v['available']} | "
                          f"{100 * v['used'] / v['available']:.0f} % |")
+        if b.get("stale"):
+            lines += ["", "**Built from an earlier design** than the rest of this report (no "
+                          "bitstream was built since); `make bitstream` rebuilds it and the "
+                          "next `make synth-report` shows the new one."]
         fmax = ", ".join(f"{v} MHz" for v in b["fmax_mhz"].values())
         lines += ["", f"Fmax {fmax} against the board's {b['clock_hz'] / 1e6:g} MHz clock; "
                       f"{comb.get('used', 0)} of {comb.get('available', 1)} LUT sites "

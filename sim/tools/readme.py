@@ -164,7 +164,9 @@ def render(bench: dict, synth: dict) -> str:
         rows.append((f"bitstream {board}", f"{100 * u['used'] / u['available']:.0f} % of LUTs; "
                      f"{min(b['fmax_mhz'].values()):.1f} MHz",
                      f"NeuronCore N = {b['core']['n']} + UART bridge + block-RAM DRAM; "
-                     f"board clock {b['clock_hz'] / 1e6:g} MHz"))
+                     f"board clock {b['clock_hz'] / 1e6:g} MHz"
+                     + ("; built from an earlier design (synth/report.md)"
+                        if b.get("stale") else "")))
     lines = ["| what | result | conditions |", "|---|---|---|"]
     lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     commit = bench.get("git", {}).get("commit", "?")

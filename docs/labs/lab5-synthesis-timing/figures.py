@@ -249,7 +249,7 @@ def area_per_mac(path: Path) -> None:
     ax.set_title("LUTs of the tensor engine against N", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
 
-    points = [("PE", pick("pe", formats=["bf16", "fp8_e4m3", "fp8_e5m2"]))]
+    points = [("PE", pick("pe"))]
     points += [("column\nof 4", pick("pe_column"))]
     points += [(f"TE\nN={r['n']}", [r]) for r in te]
     points += [(f"core\nN={r['n']}", [r]) for r in sorted(pick("core"), key=lambda r: r["n"])]
