@@ -101,7 +101,6 @@ def _unpack(m, op, raw, fmt):
     # lab1 end: unpack
 
 
-
 #: The bits of ``+0`` decoded (what a weight register holds before any load): a zero, so that
 #: a tile never loaded multiplies to ±0 (or NaN with an infinite operand), as bf16 +0 would.
 OPERAND_ZERO = {"zero": 1}

@@ -181,17 +181,18 @@ def _board_builds() -> dict:
         else {}
     for board in BOARDS:
         f = build_root() / "board" / board / "report.json"
-        if not f.exists() and board in previous:
-            out[board] = {**previous[board], "stale": True}
-        if f.exists():
-            r = json.loads(f.read_text())
-            out[board] = {k: r[k] for k in ("core", "clock_hz", "baud", "seed", "fmax_mhz",
-                                            "utilization", "bitstream_bytes") if k in r}
-            pnr = f.parent / "work" / "nclite.pnr.json"
-            if pnr.exists():
-                from .fpga import _critical_path
+        if not f.exists():
+            if board in previous:
+                out[board] = {**previous[board], "stale": True}
+            continue
+        r = json.loads(f.read_text())
+        out[board] = {k: r[k] for k in ("core", "clock_hz", "baud", "seed", "fmax_mhz",
+                                        "utilization", "bitstream_bytes") if k in r}
+        pnr = f.parent / "work" / "nclite.pnr.json"
+        if pnr.exists():
+            from .fpga import _critical_path
 
-                out[board]["critical_path"] = _critical_path(json.loads(pnr.read_text()))
+            out[board]["critical_path"] = _critical_path(json.loads(pnr.read_text()))
     return out
 
 
