@@ -8,10 +8,14 @@ from .formats import CAST_FORMATS, FP32_CANONICAL_NAN, Dtype, Rounding, parse_dt
 from .params import check_int
 from .xorwow import XorwowSeeder, XorwowState, seeding_cycles, xorwow_step
 
-__all__ = ["StochasticRounder", "SRU_MAX_STAGES", "SRU_MAX_RANDOM_BITS", "sru_layouts"]
+__all__ = ["StochasticRounder", "SRU_MAX_STAGES", "SRU_DEFAULT_STAGES", "SRU_MAX_RANDOM_BITS",
+           "sru_layouts"]
 
 #: The largest supported ``stages``.
 SRU_MAX_STAGES = 3
+#: The default ``stages``: every phase registered, 100 MHz or more on an ECP5-85F (speed 6;
+#: ``synth/report.md``), where 2 stages reach about 55.
+SRU_DEFAULT_STAGES = 3
 #: The largest supported ``random_bits`` (one 32-bit PRNG output per draw).
 SRU_MAX_RANDOM_BITS = 32
 
@@ -19,6 +23,10 @@ _SIG_BITS = 24  # fp32 significand with its hidden bit
 _KEPT_BITS = 11  # the most kept bits of any target: fp16's 1 + 10 (the shift is >= 13)
 _BASE_BITS = 18  # max(E - Emin, 0) << p: at most (254 - 113) << 10 for fp16, < 2^18
 _MAG_BITS = _BASE_BITS + 1
+#: ``over`` = base + 2^_MAG_BITS - 1 - max_finite: the magnitude overflows the target iff
+#: over + kept + up carries into bit _MAG_BITS (an adder beside the magnitude's, not a compare
+#: after it).
+_OVER_BITS = _MAG_BITS + 1
 
 
 def sru_layouts(lanes: int, targets) -> tuple[data.StructLayout, data.StructLayout]:
@@ -79,7 +87,8 @@ class StochasticRounder(wiring.Component):
     random_bits : int
         r, the random bits per SR decision, 1 to 32 (default 16).
     stages : int
-        Pipeline registers, 0 to :data:`SRU_MAX_STAGES` (default 2).
+        Pipeline registers, 0 to :data:`SRU_MAX_STAGES` (default :data:`SRU_DEFAULT_STAGES`,
+        3).
     targets : collection of :class:`~hdl.formats.Dtype` or names
         The dtypes built in (default: all five); fewer targets, less logic.
 
@@ -93,7 +102,7 @@ class StochasticRounder(wiring.Component):
         or names an unknown dtype.
     """
 
-    def __init__(self, *, lanes: int, random_bits: int = 16, stages: int = 2,
+    def __init__(self, *, lanes: int, random_bits: int = 16, stages: int = SRU_DEFAULT_STAGES,
                  targets=tuple(Dtype)):
         self.lanes = check_int("lanes", lanes, lo=1, hi=256)
         self.random_bits = check_int("random_bits", random_bits, lo=1, hi=SRU_MAX_RANDOM_BITS)
@@ -119,10 +128,15 @@ class StochasticRounder(wiring.Component):
         #           | where every significand bit is below the kept LSB) and the exponent part
         #           | of the result, base = max(E - Emin, 0) << p
         #   shifted | {sig, r zero bits} >> d: the top bits are the kept significand, the low r
-        #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky
-        #   (round) | up (one more ulp: the mode's decision from kept's LSB, frac, lost, R);
-        #           | magnitude = base + kept + up (a carry out of the mantissa moves to the
-        #           | next binade, subnormal -> normal included); then overflow and specials
+        #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky;
+        #           | then up (one more ulp: the mode's decision from kept's LSB, frac, lost, R)
+        #   (round) | magnitude = base + kept + up, one adder (a carry out of the mantissa
+        #           | moves to the next binade, subnormal -> normal included); then overflow
+        #           | and specials
+        #
+        # (`up` ends the shift phase, not the round phase: each phase then holds one carry
+        # chain, the fraction's compare with R or the magnitude's adder, which lets stages = 3
+        # run at 100 MHz on an ECP5.)
         #
         # stages = 1 registers the output only, 2 also `decoded`, 3 every phase. Registers
         # advance together (one clock enable: o empty or o.ready), so backpressure is exact.
@@ -209,7 +223,8 @@ class StochasticRounder(wiring.Component):
                                          "invalid": 1})
         lane_dec = data.StructLayout({
             "sign": 1, "nan": 1, "inf": 1, "sig": _SIG_BITS, "shift": shift_bits,
-            "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
+            "base": _BASE_BITS, "over": _OVER_BITS, "random": r,
+            **({"raw": 32} if has_fp32 else {}),
         })
         dec_beat = Signal(beat_layout)
         m.d.comb += [
@@ -229,8 +244,9 @@ class StochasticRounder(wiring.Component):
             # which a 4-state simulator does not run until an input changes).
             shift_v = Signal(shift_bits, name=f"dec_shift{lane}")
             base_v = Signal(_BASE_BITS, name=f"dec_base{lane}")
+            over_v = Signal(_OVER_BITS, name=f"dec_over{lane}")
             m.d.comb += [
-                ld.shift.eq(shift_v), ld.base.eq(base_v),
+                ld.shift.eq(shift_v), ld.base.eq(base_v), ld.over.eq(over_v),
                 ld.sign.eq(x[31]),
                 ld.nan.eq((e32 == 0xFF) & (man != 0)),
                 ld.inf.eq((e32 == 0xFF) & (man == 0)),
@@ -244,11 +260,19 @@ class StochasticRounder(wiring.Component):
                     f = CAST_FORMATS[d]
                     emin_b = f.emin + 127  # biased fp32 exponent of the target's smallest normal
                     with m.Case(d):
-                        below = Mux(big_e < emin_b, emin_b - big_e, 0)  # binades under emin
-                        shift = (23 - f.man_bits) + below
+                        # shift = (23 - p) + max(emin_b - E, 0), at most 24 + r; every compare
+                        # is of E with a constant, beside one subtraction (one carry chain).
+                        top = 23 - f.man_bits
+                        most = _SIG_BITS + r
+                        over_k = (1 << _MAG_BITS) - 1 - f.max_finite
+                        clamped = big_e < emin_b + top - most  # (a constant; may be < 0)
                         m.d.comb += [
-                            shift_v.eq(Mux(shift > _SIG_BITS + r, _SIG_BITS + r, shift)),
+                            shift_v.eq(Mux(big_e >= emin_b, top,
+                                           Mux(clamped, most, emin_b + top - big_e))),
                             base_v.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
+                            over_v.eq(Mux(big_e > emin_b,
+                                          (big_e << f.man_bits) + (over_k - (emin_b << f.man_bits)),
+                                          over_k)),
                         ]
             decoded.append(boundary("decoded", f"decoded{lane}", lane_dec, ld))
         dec_beat = boundary("decoded", "decoded_beat", beat_layout, dec_beat)
@@ -257,8 +281,14 @@ class StochasticRounder(wiring.Component):
         # Phase 2: shift.
         lane_sh = data.StructLayout({
             "sign": 1, "nan": 1, "inf": 1, "kept": _KEPT_BITS, "frac": r, "lost": 1,
-            "base": _BASE_BITS, "random": r, **({"raw": 32} if has_fp32 else {}),
+            "base": _BASE_BITS, "over": _OVER_BITS, "random": r,
+            **({"raw": 32} if has_fp32 else {}),
         })
+        lane_up = data.StructLayout({  # what the round phase takes from the shift phase
+            "sign": 1, "nan": 1, "inf": 1, "kept": _KEPT_BITS, "up": 1, "base": _BASE_BITS,
+            "over": _OVER_BITS, **({"raw": 32} if has_fp32 else {}),
+        })
+        beat = dec_beat  # (the rounding decision below reads the beat's mode)
         shifted_lanes = []
         for lane in range(lanes):
             ld = decoded[lane]
@@ -272,20 +302,11 @@ class StochasticRounder(wiring.Component):
                 ls.kept.eq(shifted[r:]),
                 ls.frac.eq(shifted[:r]),
                 ls.lost.eq(lost.any()),
-                ls.base.eq(ld.base),
+                ls.base.eq(ld.base), ls.over.eq(ld.over),
                 ls.random.eq(ld.random),
             ]
             if has_fp32:
                 m.d.comb += ls.raw.eq(ld.raw)
-            shifted_lanes.append(boundary("shifted", f"shifted{lane}", lane_sh, ls))
-        beat = boundary("shifted", "shifted_beat", beat_layout, dec_beat)
-        valid_after("shifted")
-
-        # Phase 3: round, overflow, specials.
-        out_bits = self.o.payload.data.shape().elem_shape
-        results = []
-        for lane in range(lanes):
-            ls = shifted_lanes[lane]
             up = Signal(name=f"up{lane}")  # 1: the magnitude goes up by one ulp
             # lab3 begin: round_up
             # RNE: guard & (sticky | lsb); SR: the carry out of frac + R (frac + R >= 2^r).
@@ -300,7 +321,24 @@ class StochasticRounder(wiring.Component):
                 with m.Default():  # RTZ (and the reserved mode, whose beats are invalid)
                     m.d.comb += up.eq(0)
             # lab3 end: round_up
-            mag = (ls.base + ls.kept + up)[:_MAG_BITS]
+            lu = Signal(lane_up, name=f"upd{lane}")
+            m.d.comb += [lu.sign.eq(ls.sign), lu.nan.eq(ls.nan), lu.inf.eq(ls.inf),
+                         lu.kept.eq(ls.kept), lu.up.eq(up), lu.base.eq(ls.base),
+                         lu.over.eq(ls.over)]
+            if has_fp32:
+                m.d.comb += lu.raw.eq(ls.raw)
+            shifted_lanes.append(boundary("shifted", f"shifted{lane}", lane_up, lu))
+        beat = boundary("shifted", "shifted_beat", beat_layout, dec_beat)
+        valid_after("shifted")
+
+        # Phase 3: round, overflow, specials.
+        out_bits = self.o.payload.data.shape().elem_shape
+        results = []
+        for lane in range(lanes):
+            ls = shifted_lanes[lane]
+            # base + kept + up as one adder: `up` below both operands' LSBs carries in.
+            mag = ((Cat(ls.up, ls.base) + Cat(ls.up, ls.kept)) >> 1)[:_MAG_BITS]
+            overflow = ((Cat(ls.up, ls.over) + Cat(ls.up, ls.kept)) >> 1)[_MAG_BITS]
             result = Signal(out_bits, name=f"result{lane}")
             with m.If(~beat.invalid):
                 with m.Switch(beat.dtype):
@@ -315,7 +353,7 @@ class StochasticRounder(wiring.Component):
                                 m.d.comb += result.eq(nan)
                             with m.Elif(ls.inf):
                                 m.d.comb += result.eq(sat_or_inf)
-                            with m.Elif(mag > f.max_finite):
+                            with m.Elif(overflow):  # mag > f.max_finite
                                 with m.If(beat.mode == Rounding.RTZ):
                                     m.d.comb += result.eq(sign | f.max_finite)
                                 with m.Else():

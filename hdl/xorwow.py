@@ -13,10 +13,10 @@ correlated (even identical, shifted) streams. cuRAND separates threads by skippi
 steps per subsequence, i.e. by offsets into one sequence; here instead every lane starts at
 an independent, avalanche-mixed point: splitmix64 of a per-lane key derived from the seed
 (golden/prng.py). The seeder is sequential and shared by all lanes, so its 64-bit multiplies
-cost one 64 x 4 multiplier, not one per lane.
+cost one 64-bit adder and a table of 16 multiples of each constant, not a multiplier per lane.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -34,6 +34,8 @@ _MASK64 = (1 << 64) - 1
 _DIGIT = 4  # multiplier bits consumed per cycle by the seeder's serial multiply
 _MUL_CYCLES = 64 // _DIGIT
 _MIX_CYCLES = 2 * _MUL_CYCLES + 1  # two multiplies, then the final xor-shift and dispatch
+#: Each multiplier's 16 multiples d * M mod 2^64, d = 0..15 (one per digit value).
+_MULTIPLES = {c: Array(Const(d * c & _MASK64, 64) for d in range(1 << _DIGIT)) for c in (_M1, _M2)}
 
 #: One generator's state: five xorshift words and the Weyl counter.
 XorwowState = data.StructLayout({"v": data.ArrayLayout(32, 5), "d": 32})
@@ -69,7 +71,7 @@ class _Step(enum.Enum, shape=2):
 
 class _Phase(enum.Enum, shape=2):
     IDLE = 0
-    MUL1 = 1  # acc = (z ^ z >> 30) * M1, _DIGIT bits of M1 per cycle
+    MUL1 = 1  # acc = (z ^ z >> 30) * M1, _DIGIT bits of the multiplicand per cycle
     MUL2 = 2  # acc = (p ^ p >> 27) * M2
     DONE = 3  # mix = acc ^ acc >> 31; dispatch to the next mix or finish
 
@@ -89,7 +91,8 @@ class XorwowSeeder(wiring.Component):
     from an unseeded state.
 
     Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 33``) cycles per seed. Each mix is two
-    64-bit multiplies by constants done 4 bits a cycle in one shared 64 x 4 multiplier.
+    64-bit multiplies by constants done 4 bits a cycle (Horner's rule from the multiplicand's top
+    digit, the constant's 16 multiples in a table: one 64-bit adder, no multiplier).
 
     Parameters
     ----------
@@ -137,9 +140,6 @@ class XorwowSeeder(wiring.Component):
             self.lane.eq(lane),
         ]
 
-        def digit(constant):
-            return Const(constant, 64).word_select(count, _DIGIT)
-
         def start_mix(value):
             m.d.sync += [
                 x.eq(value ^ (value >> 30)),
@@ -168,9 +168,13 @@ class XorwowSeeder(wiring.Component):
                     m.d.sync += step.eq(_Step.KEY)
                     start_mix((self.seed.payload + _G)[:64])
             with m.Case(_Phase.MUL1, _Phase.MUL2):
-                constant = Mux(phase == _Phase.MUL1, Const(_M1, 64), Const(_M2, 64))
-                # acc += x0 * digit_i * 2^(4i), with x = x0 << 4i by now.
-                product = (acc + x * constant.word_select(count, _DIGIT))[:64]
+                # Horner, the multiplicand's digits from the top: acc = acc * 16 + d * M
+                # (mod 2^64), d = x's top digit, d * M from a table of the 16 multiples.
+                # A constant table and a shift by a constant: one 64-bit adder a cycle, no
+                # multiplier and no shift by `count` in the path (ECP5 timing).
+                top = x[64 - _DIGIT:]
+                multiple = Mux(phase == _Phase.MUL1, _MULTIPLES[_M1][top], _MULTIPLES[_M2][top])
+                product = ((acc << _DIGIT) + multiple)[:64]
                 m.d.sync += [
                     acc.eq(product),
                     x.eq((x << _DIGIT)[:64]),

@@ -81,7 +81,7 @@ def jobs(*, quick: bool = False) -> list[Job]:
             {"formats": formats}, f"operand_decoder_{fs}", formats=fs)
     add("PEColumn of 4 rows (default stages)", "pe_column", "hdl.pe:PEColumn", {"rows": 4},
         "pe_column4", macs=4, n=4)
-    add("SRU lane (all targets, 2 stages)", "component", "hdl.sru:StochasticRounder",
+    add("SRU lane (all targets, 3 stages)", "component", "hdl.sru:StochasticRounder",
         {"lanes": 1}, "sru_lane")
     add("CollectiveEngine P=4 W=1 depth=256", "component", "hdl.collective:CollectiveEngine",
         {"ranks": 4, "link_width": 1, "depth": 256}, "collective_engine")

@@ -48,7 +48,7 @@ from golden.fp32 import fp32_add
 from golden.rounding import DEFAULT_SATURATE
 from golden.sru import SruModel
 from hdl.formats import Dtype, Rounding
-from hdl.sru import sru_layouts
+from hdl.sru import SRU_DEFAULT_STAGES, sru_layouts
 from hdl.xorwow import seeding_cycles
 from sim.tb import streams, tbutil, vectors
 from sim.tb.streams import StreamSink, StreamSource
@@ -92,7 +92,7 @@ class SruTB:
         p = tbutil.params()
         self.lanes = p["lanes"]
         self.r = p.get("random_bits", 16)
-        self.latency = p.get("stages", 2)
+        self.latency = p.get("stages", SRU_DEFAULT_STAGES)
         targets = p.get("targets", [d.golden_name for d in Dtype])
         self.built = {d.value for d in Dtype if d.golden_name in targets}
         i_layout, o_layout = sru_layouts(self.lanes, [d for d in Dtype if d.value in self.built])
