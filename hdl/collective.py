@@ -358,13 +358,19 @@ class CollectiveEngine(wiring.Component):
         wr_any = Signal()  # RX has written a row in this command
 
         # --- Routed ops' state (ALL_TO_ALL, PERMUTE). ----------------------------------------
+        # B, the region they write (P * ceil(B / P) rows for an all-to-all, B for a permute;
+        # e = div_rem) and whether it fits: registers, one adder or compare each, as their
+        # inputs are set at the intake (B) and by the end of DIVIDE, and RUN reads route_ok
+        # after TABLE's P + 1 >= 3 cycles.
         beats = Signal(rows)  # B
-        m.d.comb += beats.eq(last_row + 1 - base)
-        # The region they write: P * ceil(B / P) rows (all-to-all) or B (permute); e = div_rem.
         out_rows = Signal(range(depth + 2 * P + 1))
-        m.d.comb += out_rows.eq(Mux(permute | (div_rem == 0), beats, beats + P - div_rem))
-        route_ok = ((dst + out_rows <= depth)
-                    & ((base + beats <= dst) | (dst + out_rows <= base)))
+        route_ok = Signal()
+        m.d.sync += [
+            beats.eq(last_row + 1 - base),
+            out_rows.eq(Mux(permute | (div_rem == 0), beats, beats + P - div_rem)),
+            route_ok.eq((dst + out_rows <= depth)
+                        & ((base + beats <= dst) | (dst + out_rows <= base))),
+        ]
         wptr = Array(Signal(rows, name=f"slot_ptr{o}") for o in range(P))  # next row per origin
         slot_c = Signal(range(P))
         slot_acc = Signal(rows)
