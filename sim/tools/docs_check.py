@@ -326,9 +326,10 @@ def _parse_nclite(args: list[str], *, partial: bool = False) -> None:
         cmd, ctx = sub, sub.make_context(name, rest, parent=ctx)
 
 
-def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
-                timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run one command from the repository root; raises AssertionError unless it exits 0."""
+def run_command(cmd: DocCommand, root: Path = REPO_ROOT, timeout: float = 900, *,
+                compare: bool = True) -> subprocess.CompletedProcess:
+    """Run one command from the repository root; raises AssertionError unless it exits 0, or
+    (``compare``) if its output is not what the docs show."""
     import tempfile
 
     from sim.runner import build_root, locked
@@ -347,9 +348,8 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         ran = "" if text == cmd.text else f" (its block's earlier command `{text}`)"
         raise AssertionError(f"{cmd.id}\nexit status {proc.returncode}{ran}; last lines:\n{tail}")
-    if cmd.output:
-        printed = proc.stdout.replace(f"{root}/", "")  # the docs show paths from the root
-        shown, got = _comparable(cmd.output), _comparable(printed.splitlines())
+    if cmd.output and compare:
+        shown, got = _comparable(cmd.output), _comparable(printed_lines(proc, root))
         if shown != got:
             diff = "\n".join(difflib.unified_diff(shown, got, "shown in the docs", "printed",
                                                   lineterm=""))
@@ -358,13 +358,73 @@ def run_command(cmd: DocCommand, root: Path = REPO_ROOT,
     return proc
 
 
+def printed_lines(proc: subprocess.CompletedProcess, root: Path = REPO_ROOT) -> list[str]:
+    """What a command printed on stdout, as the docs show it (paths from the root)."""
+    return proc.stdout.replace(f"{root}/", "").splitlines()
+
+
+def _compared(line: str) -> bool:
+    return bool(line.strip()) and not any(re.match(v, line) for v in VOLATILE)
+
+
 def _comparable(lines) -> list[str]:
-    return [line.rstrip().replace(" (cached)", "") for line in lines
-            if line.strip() and not any(re.match(v, line) for v in VOLATILE)]
+    return [line.rstrip().replace(" (cached)", "") for line in lines if _compared(line)]
+
+
+def updated_output(shown: list[str], printed: list[str]) -> list[str] | None:
+    """``shown`` with each compared line that differs replaced by the printed one, in order
+    (blank and volatile lines, and stderr lines the docs show, stay as they are); None when
+    the two do not have the same number of compared lines (that needs a person)."""
+    got = _comparable(printed)
+    where = [i for i, line in enumerate(shown) if _compared(line)]
+    if len(where) != len(got):
+        return None
+    out = list(shown)
+    for i, line in zip(where, got, strict=True):
+        if _comparable([shown[i]]) != [line]:
+            out[i] = line
+    return out
+
+
+def update_file(path: Path, root: Path = REPO_ROOT, progress=print) -> int:
+    """Run every command of one markdown file that shows an output, and write what each prints
+    over the lines that differ (:func:`updated_output`): after a change of latencies, say.
+    Returns the number of commands whose output could not be updated line for line."""
+    lines = path.read_text().splitlines(keepends=True)
+    todo = [c for c in commands(path, root) if c.output and not not_run_reason(c)]
+    edits, left = [], 0
+    for cmd in todo:  # in order (a command may read what an earlier one wrote)
+        # The output follows the command's lines (a trailing backslash continues one).
+        i = cmd.line - 1
+        while lines[i].rstrip().endswith("\\"):
+            i += 1
+        first = i + 1
+        shown = [line.rstrip("\n") for line in lines[first:first + len(cmd.output)]]
+        assert [x.rstrip() for x in shown] == list(cmd.output), cmd.id
+        new = updated_output(shown, printed_lines(run_command(cmd, root, compare=False), root))
+        if new is None:
+            progress(f"{cmd.id}: the output has another number of lines; update it by hand")
+            left += 1
+        elif new != shown:
+            edits.append((first, len(shown), new))
+            progress(f"{cmd.id}: updated")
+    for first, count, new in reversed(edits):  # from the end: earlier line numbers stay valid
+        lines[first:first + count] = [line + "\n" for line in new]
+    path.write_text("".join(lines))
+    return left
 
 
 def main(argv: list[str] | None = None) -> int:
-    """List the commands and whether each runs (``python -m sim.tools.docs_check``)."""
+    """``python -m sim.tools.docs_check``: list the commands and whether each runs;
+    ``--update FILE...``: rerun the commands of those files and write their outputs."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m sim.tools.docs_check")
+    ap.add_argument("--update", nargs="+", metavar="FILE", type=Path,
+                    help="rerun FILE's commands and write what they print over what it shows")
+    args = ap.parse_args(argv)
+    if args.update:
+        return 1 if sum(update_file(p.resolve()) for p in args.update) else 0
     for cmd in all_commands():
         reason = not_run_reason(cmd)
         print(f"{'parse' if reason else 'run  '}  {cmd.id}" + (f"  ({reason})" if reason else ""))

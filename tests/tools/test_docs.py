@@ -50,6 +50,23 @@ def test_shown_output_is_compared(tmp_path):
                                  ("one", "", "  sim speed : 1 per s")))
 
 
+def test_update_writes_what_the_commands_print(tmp_path):
+    """``python -m sim.tools.docs_check --update FILE``: each differing compared line of a
+    shown output becomes the printed one; blank, volatile and stderr lines stay; an output
+    with another number of lines is left for a person (and counted)."""
+    (tmp_path / "docs").mkdir()
+    doc = tmp_path / "docs" / "x.md"
+    doc.write_text("Text.\n\n```console\n$ echo one; echo 'two 3'\none\n\ntwo 2\n"
+                   "nclite: waveform written to w.fst\n$ echo a \\\n  b\na c\n"
+                   "$ echo p; echo q\np\n```\n")
+    assert dc.update_file(doc, tmp_path, progress=lambda _: None) == 1
+    assert doc.read_text() == ("Text.\n\n```console\n$ echo one; echo 'two 3'\none\n\ntwo 3\n"
+                               "nclite: waveform written to w.fst\n$ echo a \\\n  b\na b\n"
+                               "$ echo p; echo q\np\n```\n")
+    assert dc.updated_output(["x", "  sim speed : 1"], ["y", "  sim speed : 2"]) == [
+        "y", "  sim speed : 1"]
+
+
 def test_static_check_catches_rot():
     bad = dc.DocCommand("README.md", 1, "nclite gemm --no-such-option")
     with pytest.raises(Exception, match="no-such-option"):
