@@ -10,11 +10,15 @@ from .instances import shared
 from .params import check_int, check_one_of
 from .pipeline import delay
 
-__all__ = ["CollectiveOp", "CollectiveDim", "CollectiveEngine", "LINK_WIDTHS",
+__all__ = ["CollectiveOp", "CollectiveDim", "CollectiveEngine", "COLLECTIVE_ADD_STAGES",
+           "LINK_WIDTHS",
            "collective_command_layout", "link_layout", "tag_layout", "ROUTED_OPS", "check_ranks",
            "check_link_width", "check_depth", "check_watchdog", "setup_cycles",
            "DEFAULT_WATCHDOG_CYCLES", "MIN_WATCHDOG_CYCLES", "MAX_WATCHDOG_CYCLES"]
 
+#: The adders' default pipeline depth: 100 MHz or more for the engine on an ECP5-85F (speed 6;
+#: ``synth/report.md``), where 2 stages reach about 72.
+COLLECTIVE_ADD_STAGES = 4
 #: Link widths (fp32 words per beat) the engine can be built for.
 LINK_WIDTHS = (1, 2, 4)
 #: Largest ring the engine can be built for (the chunk table has ranks + 1 entries).
@@ -124,16 +128,20 @@ class _ChunkWalker:
         self.done = Signal(init=1, name=f"{name}_done")
         self.beat = Signal(name=f"{name}_beat")
         self.move = Signal(name=f"{name}_move")
+        # row != end, kept in a register: `beat` then comes from registers alone (it feeds the
+        # link handshakes and, through them, the watchdog: a timing path).
+        self.left = Signal(name=f"{name}_left")
 
     def start(self, chunk) -> list:
         return [self.step.eq(0), self.chunk.eq(chunk), self.load.eq(1), self.done.eq(0)]
 
     def walk(self, m, *, base, starts, steps, dec):
         with m.If(self.load):
-            m.d.sync += [self.row.eq(base + starts[self.chunk]),
-                         self.end.eq(base + starts[self.chunk + 1]), self.load.eq(0)]
+            first, after = starts[self.chunk], starts[self.chunk + 1]
+            m.d.sync += [self.row.eq(base + first), self.end.eq(base + after),
+                         self.left.eq(first != after), self.load.eq(0)]
         with m.Elif(~self.done):
-            with m.If(self.row == self.end):
+            with m.If(~self.left):
                 m.d.sync += [self.step.eq(self.step + 1), self.chunk.eq(dec(self.chunk))]
                 with m.If(self.step + 1 == steps):
                     m.d.sync += self.done.eq(1)
@@ -142,7 +150,7 @@ class _ChunkWalker:
             with m.Else():
                 m.d.comb += self.beat.eq(1)
         with m.If(self.move):
-            m.d.sync += self.row.eq(self.row + 1)
+            m.d.sync += [self.row.eq(self.row + 1), self.left.eq(self.row + 1 != self.end)]
 
 
 class CollectiveEngine(wiring.Component):
@@ -235,7 +243,8 @@ class CollectiveEngine(wiring.Component):
     depth : int
         Rows of the local memory, 1 to 2^20 (default 1024).
     add_stages : int
-        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7).
+        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7; default
+        :data:`COLLECTIVE_ADD_STAGES`, 4).
     watchdog_cycles : int
         T, the link watchdog: 0 (none) or :data:`MIN_WATCHDOG_CYCLES` to
         :data:`MAX_WATCHDOG_CYCLES` (default :data:`DEFAULT_WATCHDOG_CYCLES`).
@@ -251,7 +260,8 @@ class CollectiveEngine(wiring.Component):
     TX_FIFO_DEPTH = 4  # read latency 1 + the link's ready: 2 would do, 4 absorbs jitter
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2, watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
+                 add_stages: int = COLLECTIVE_ADD_STAGES,
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.ranks = check_ranks(ranks)
         self.watchdog_cycles = check_watchdog(watchdog_cycles)
         self.link_width = check_link_width(link_width)
@@ -486,7 +496,12 @@ class CollectiveEngine(wiring.Component):
         link = self.link_layout
         tag_shape = tag_layout(P)
         tx_fifo = fifo.SyncFIFO(width=link.size, depth=self.TX_FIFO_DEPTH)
-        m.submodules.tx_fifo = ResetInserter(abort)(tx_fifo)  # an abandoned command's beats
+        # An abandoned command's beats go in the cycle after `abort` (`flush`, a register:
+        # `abort` depends on this cycle's link handshakes, a long path into every FIFO
+        # register); `tx` offers nothing meanwhile. Moves in the abort cycle itself are
+        # harmless: what they write is in a FIFO by the flush cycle, which empties it, and
+        # the machines are done.
+        m.submodules.tx_fifo = ResetInserter(flush)(tx_fifo)
         rd_pending = Signal()  # a tx_rd read was issued last cycle
         rd_mask = Signal(W)
         rd_tag = Signal(tag_shape)
@@ -499,7 +514,7 @@ class CollectiveEngine(wiring.Component):
         # (Each cycle at most one of the ring TX's read, an injected read and the end token
         # enters the FIFO: `routed` keeps the two machines apart even from a state no command
         # reaches, which the FIFO proofs' induction starts from.)
-        m.d.comb += tx.move.eq(tx.beat & room & ready_row & ~abort & ~routed)
+        m.d.comb += tx.move.eq(tx.beat & room & ready_row & ~routed)
 
         # Injection (routed ops): the chunks for r - 1, r - 2, ..., r + 1, or (a permute) the
         # whole buffer; then the end token.
@@ -517,11 +532,11 @@ class CollectiveEngine(wiring.Component):
                     m.d.sync += inj_load.eq(1)
             with m.Else():
                 m.d.comb += inj_beat.eq(1)
-        m.d.comb += inj_move.eq(inj_beat & room & ~abort & routed)
+        m.d.comb += inj_move.eq(inj_beat & room & routed)
         with m.If(inj_move):
             m.d.sync += inj_row.eq(inj_row + 1)
         end_push = Signal()
-        m.d.comb += end_push.eq(inj_done & ~inj_load & ~end_sent & ~rd_pending & room & ~abort
+        m.d.comb += end_push.eq(inj_done & ~inj_load & ~end_sent & ~rd_pending & room
                                 & routed)
         with m.If(end_push):
             m.d.sync += end_sent.eq(1)
@@ -546,15 +561,15 @@ class CollectiveEngine(wiring.Component):
         # The forward FIFO (routed ops): its beats go first. Once a beat is offered on `tx`,
         # it stays offered until taken (`hold`), even if a forwarded beat arrives meanwhile.
         fwd = fifo.SyncFIFO(width=link.size, depth=self.fwd_fifo_depth)
-        m.submodules.fwd_fifo = ResetInserter(abort)(fwd)
+        m.submodules.fwd_fifo = ResetInserter(flush)(fwd)
         hold, hold_fwd = Signal(), Signal()
         use_fwd = Mux(hold, hold_fwd, fwd.r_rdy)
         m.d.comb += [
-            self.tx.valid.eq(Mux(use_fwd, fwd.r_rdy, tx_fifo.r_rdy)),
+            self.tx.valid.eq(Mux(use_fwd, fwd.r_rdy, tx_fifo.r_rdy) & ~flush),
             self.tx.payload.eq(Mux(use_fwd, fwd.r_data, tx_fifo.r_data)),
             fwd.r_en.eq(use_fwd & self.tx.ready), tx_fifo.r_en.eq(~use_fwd & self.tx.ready),
         ]
-        m.d.sync += [hold.eq(self.tx.valid & ~self.tx.ready & ~abort), hold_fwd.eq(use_fwd)]
+        m.d.sync += [hold.eq(self.tx.valid & ~self.tx.ready), hold_fwd.eq(use_fwd)]
 
         # --- RX: take a beat, read the local row, add (or not), write. -----------------------
         meta_layout = data.StructLayout({
@@ -600,7 +615,7 @@ class CollectiveEngine(wiring.Component):
                 m.d.sync += cp_done.eq(1)
             with m.Else():
                 m.d.comb += cp_beat.eq(1)
-        cp_move = cp_beat & ~got & ~abort
+        cp_move = cp_beat & ~got
         with m.If(cp_move):
             m.d.sync += [cp_row.eq(cp_row + 1), cp_dst.eq(cp_dst + 1)]
         m.d.sync += [cw.valid.eq(cp_move), cw.row.eq(cp_dst),

@@ -10,6 +10,7 @@ from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .collective import (
+    COLLECTIVE_ADD_STAGES,
     DEFAULT_WATCHDOG_CYCLES,
     CollectiveEngine,
     check_depth,
@@ -196,7 +197,7 @@ class CollectiveRing(wiring.Component):
     """
 
     def __init__(self, *, ranks: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2, max_latency: int = MAX_LINK_LATENCY,
+                 add_stages: int = COLLECTIVE_ADD_STAGES, max_latency: int = MAX_LINK_LATENCY,
                  watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.ranks = check_ranks(ranks)
         self.watchdog_cycles = check_watchdog(watchdog_cycles)

@@ -16,6 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .collective import (
+    COLLECTIVE_ADD_STAGES,
     DEFAULT_WATCHDOG_CYCLES,
     MAX_RANKS,
     CollectiveDim,
@@ -102,7 +103,8 @@ class TorusNode(wiring.Component):
     """
 
     def __init__(self, *, rows: int, cols: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2, watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
+                 add_stages: int = COLLECTIVE_ADD_STAGES,
+                 watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.rows, self.cols = check_torus(rows, cols)
         self.ranks = rows * cols
         self.link_width = check_link_width(link_width)
@@ -202,7 +204,7 @@ class CollectiveTorus(CollectiveRing):
     """
 
     def __init__(self, *, rows: int, cols: int, link_width: int = 1, depth: int = 1024,
-                 add_stages: int = 2, max_latency: int = MAX_LINK_LATENCY,
+                 add_stages: int = COLLECTIVE_ADD_STAGES, max_latency: int = MAX_LINK_LATENCY,
                  watchdog_cycles: int = DEFAULT_WATCHDOG_CYCLES):
         self.rows, self.cols = check_torus(rows, cols)
         super().__init__(ranks=rows * cols, link_width=link_width, depth=depth,

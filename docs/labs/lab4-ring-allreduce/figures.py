@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(LAB))
 
 from golden.collective import CollectiveOp, ring_bound_cycles, ring_steps  # noqa: E402
+from hdl.collective import COLLECTIVE_ADD_STAGES as ADD_STAGES  # noqa: E402
 from hdl.collective import setup_cycles  # noqa: E402
 from schedule import contents  # noqa: E402
 from sim.cli.allreduce import ring_params  # noqa: E402
@@ -48,10 +49,9 @@ _SAVE = {"dpi": 110, "metadata": {"Software": None}}
 #: --n 1024 --sim icarus` and `nclite allreduce --ranks 4 --link-width 4 --latency 8
 #: --n 16384 --sim icarus` (about a minute): (P, W, latency) -> {n: cycles}.
 MEASURED = {
-    (3, 2, 3): {16: 54, 64: 73, 256: 201, 1000: 697, 1024: 713},
-    (4, 4, 8): {16384: 6187},
+    (3, 2, 3): {16: 62, 64: 75, 256: 203, 1000: 699, 1024: 715},
+    (4, 4, 8): {16384: 6189},
 }
-ADD_STAGES = 2  # CollectiveRing's default adder pipeline
 
 
 def model_cycles(n: int, ranks: int, width: int, latency: int) -> int:
