@@ -97,8 +97,8 @@ class TensorEngine(wiring.Component):
 
     Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
     :attr:`latency` cycles after that (``n·add_stages + mul_stages + n + 1 + add_stages``:
-    7n + 12 with the default stages). When the streams never pause, one moving column is taken
-    per cycle (n² MACs per cycle), and **a LOAD_STATIONARY of k rows costs no cycle when the
+    7n + 12 with the default stages; one more when n = 1 with no stages). When the streams never
+    pause, one moving column is taken per cycle (n² MACs per cycle), and **a LOAD_STATIONARY of k rows costs no cycle when the
     multiplication just before it has at least max(k, 2) columns** (so always with
     :attr:`load_hidden_after` = max(n, 2) columns), at every pipeline depth: its rows are taken
     one per cycle from the cycle that multiplication takes its first column, and the next
@@ -160,16 +160,19 @@ class TensorEngine(wiring.Component):
         self.psum_words = check_int("psum_words", 4 * n if psum_words is None else psum_words,
                                     lo=1, hi=1 << 16)
         self.array_latency = n * add_stages + mul_stages + n - 1  # = SystolicArray.latency
-        # Issue register (1) + array + PSUM read (1) + accumulate adder (add_stages).
-        self.latency = 1 + self.array_latency + 1 + add_stages
+        # PSUM reads a word for accumulation the cycle before the column's sums arrive (its
+        # address travels beside the array), so the sums arrive at least a cycle after issue.
+        self.psum_arrival = max(self.array_latency, 1)
+        # Issue register (1) + array + PSUM input register (1) + accumulate adder (add_stages).
+        self.latency = 1 + self.psum_arrival + 1 + add_stages
         # A LOAD_STATIONARY of k <= n rows is hidden behind a multiplication of max(k, 2)
         # columns (the LOAD_STATIONARY and the next MULTIPLY_MOVING dispatch a cycle each).
         self.load_hidden_after = max(n, 2)
-        # A column taken at t reads PSUM at the edge ending cycle t + 1 + array_latency and
-        # writes at the edge ending t + 2 + array_latency + add_stages: an accumulating column
-        # must be taken >= add_stages + 2 cycles after an earlier one to the same word, i.e.
-        # not while one taken in the last add_stages + 1 cycles targets it.
-        self.hazard_window = add_stages + 1
+        # A column taken at t reads PSUM at the edge ending cycle t + psum_arrival and writes
+        # at the edge ending t + 2 + psum_arrival + add_stages: an accumulating column must be
+        # taken >= add_stages + 3 cycles after an earlier one to the same word, i.e. not while
+        # one taken in the last add_stages + 2 cycles targets it.
+        self.hazard_window = add_stages + 2
         self.cmd_layout = command_layout(n, self.psum_banks, self.psum_words,
                                          self.moving_rows if self.sparsity else None)
         weight_lane = WEIGHT_LANE if self.sparsity else 16
@@ -222,9 +225,10 @@ class TensorEngine(wiring.Component):
             array.w_row.eq(loader.row_index),
             array.w_in.eq(loader.row),
             array.x_in.eq(mover.x),
-            psum.sums.eq(array.result),
-            # The metadata travels beside the array.
-            psum.meta.eq(delay(m, mover.meta, self.array_latency, name="meta")),
+            psum.sums.eq(delay(m, array.result, self.psum_arrival - self.array_latency,
+                               name="sums")),
+            # The metadata travels beside the array, a cycle ahead of the sums.
+            psum.meta_early.eq(delay(m, mover.meta, self.psum_arrival - 1, name="meta")),
         ]
 
         # --- Dispatch, in order, of the command at the head of the queue. --------------------
@@ -498,19 +502,19 @@ class _Mover(wiring.Component):
 class _Psum(wiring.Component):
     """The PSUM buffer: ``banks`` × ``words`` rows of ``n`` fp32 partitions.
 
-    Every cycle it takes the array's ``sums`` with their ``meta``; a valid row is written
-    (partitions in ``meta.mask``) to word ``meta.addr`` of bank ``meta.bank``, as ``p = s``
-    or, with ``meta.accumulate``, ``p = p + s`` (the old value is read the cycle the row
-    arrives and added in ``add_stages`` cycles); ``written`` pulses as it is written, ``1 +
-    add_stages`` cycles after it arrived; ``done`` (with ``done_bank``) as a row with
-    ``meta.last`` is written. ``drain_req`` / ``drain_resp``: one row per cycle,
+    Every cycle it takes the array's ``sums`` and, a cycle earlier, their metadata
+    (``meta_early``); a valid row is written (partitions in ``mask``) to word ``addr`` of bank
+    ``bank``, as ``p = s`` or, with ``accumulate``, ``p = p + s`` (the old value is read the
+    cycle before the row arrives, held in a register as the row is, and added in
+    ``add_stages`` cycles); ``written`` pulses as it is written, ``1 + add_stages`` cycles
+    after it arrived; ``done`` (with ``done_bank``) as a row with ``last`` is written. ``drain_req`` / ``drain_resp``: one row per cycle,
     responses in order; a request outside PSUM answers zeros and pulses ``bad_request``.
     """
 
     def __init__(self, *, n, banks, words, add_stages, meta_layout):
         self._n, self._banks, self._words, self._add_stages = n, banks, words, add_stages
         super().__init__({
-            "sums": In(data.ArrayLayout(32, n)), "meta": In(meta_layout),
+            "sums": In(data.ArrayLayout(32, n)), "meta_early": In(meta_layout),
             "drain_req": In(stream.Signature(drain_request_layout(banks, words))),
             "drain_resp": Out(stream.Signature(data.ArrayLayout(32, n))),
             "written": Out(1), "bad_request": Out(1),
@@ -527,18 +531,24 @@ class _Psum(wiring.Component):
         wr = mem.write_port(granularity=1)
 
         # --- Read (for accumulate), add, write. ------------------------------------------------
-        meta = self.meta
-        m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(meta.bank * words + meta.addr)]
+        # Design note: the block RAM's clock-to-output is most of a cycle at 100 MHz, so the
+        # old value is read a cycle early and registered beside the row; it misses a write in
+        # flight one cycle longer (TensorEngine.hazard_window has the extra cycle).
+        early = self.meta_early
+        m.d.comb += [acc_rd.en.eq(1), acc_rd.addr.eq(early.bank * words + early.addr)]
+        meta = Signal.like(early)
         row_a = Signal(data.ArrayLayout(32, n))
-        meta_a = Signal.like(meta)
-        m.d.sync += [row_a.eq(self.sums), meta_a.eq(meta)]
+        old_a = Signal(data.ArrayLayout(32, n))
+        meta_a = Signal.like(early)
+        m.d.sync += [meta.eq(early), row_a.eq(self.sums), old_a.eq(acc_rd.data),
+                     meta_a.eq(meta)]
         adders = []
         for i in range(n):
             add = shared(Fp32Adder(stages=self._add_stages), "hdl.fp32_add:Fp32Adder",
                          {"stages": self._add_stages}, clocked=self._add_stages > 0)
             m.submodules[f"acc_add{i}"] = add
             # The contract's accumulate: p = p + s (the old PSUM value is the left operand).
-            m.d.comb += [add.en.eq(1), add.a.eq(acc_rd.data[i]), add.b.eq(row_a[i])]
+            m.d.comb += [add.en.eq(1), add.a.eq(old_a[i]), add.b.eq(row_a[i])]
             adders.append(add)
         row_w = delay(m, row_a, self._add_stages, name="row_w")
         meta_w = delay(m, meta_a, self._add_stages, name="meta_w")
