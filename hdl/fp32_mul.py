@@ -12,7 +12,7 @@ from .pipeline import delay
 __all__ = ["Fp32Multiplier", "FP32_MUL_MAX_STAGES"]
 
 #: The largest supported ``stages``.
-FP32_MUL_MAX_STAGES = 3
+FP32_MUL_MAX_STAGES = 6
 
 _MAN_BITS = 23
 _SIG_BITS = 24
@@ -33,6 +33,31 @@ class _Product(data.Struct):
     zero: 1  # a zero operand (and no NaN, no inf)
     exp: _EXP
     sig: _PROD_BITS
+
+
+class _Partial(data.Struct):
+    """The product as four partial products: sig = pp0 + (pp1 + pp2)·2^12 + pp3·2^24."""
+    sign: 1
+    nan: 1
+    inf: 1
+    zero: 1
+    exp: _EXP
+    pp: data.ArrayLayout(_SIG_BITS, 4)  # lo·lo, lo·hi, hi·lo, hi·hi (a's half · b's half)
+
+
+class _Counted(data.Struct):
+    """The product with its normalising shift: left by ``left``, or right by ``right``."""
+    product: _Product
+    target: _EXP  # the exponent of bit 47 after the shift
+    left: _EXP  # < 0: shift right
+    right: range(_RIGHT_MAX + 1)  # -left, at most _RIGHT_MAX (when left < 0)
+
+
+class _Shifted(data.Struct):
+    product: _Product
+    target: _EXP
+    sig: _PROD_BITS  # the shifted significand
+    lost: 1  # bits shifted off the bottom (right shifts only)
 
 
 class _Normalised(data.Struct):
@@ -62,9 +87,11 @@ class Fp32Multiplier(wiring.Component):
     Parameters
     ----------
     stages : int
-        0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers, at three cut points: after the
-        24 x 24 significand multiply, after normalisation, and at the output (the stage plan at
-        the top of ``elaborate`` says which points each count uses).
+        0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers. Up to 3, at three cut points: after
+        the 24 x 24 significand multiply, after normalisation, and at the output (the stage
+        plan at the top of ``elaborate`` says which points each count uses); the 4th and 5th
+        split the normalisation, after its leading-zero count and after its shift, and the
+        6th the multiply, after its partial products.
 
     Raises
     ------
@@ -96,14 +123,21 @@ class Fp32Multiplier(wiring.Component):
         #   then sticky. RNE adds one to {exponent field, fraction}, so a carry out of the
         #   fraction bumps the exponent (subnormal -> normal, 2.0 -> next binade, max -> inf).
         m = Module()
+        # Stages 4 and 5 split the normalisation, after the leading-zero count and after the
+        # shift, and stage 6 the multiply, after its four 12 x 12 partial products; the plan
+        # below places the first three registers (stages 0 to 3).
+        cut_count = 1 if self.stages >= 4 else 0
+        cut_shift = 1 if self.stages >= 5 else 0
+        cut_part = 1 if self.stages >= 6 else 0  # and the 6th splits the multiply
+        stages = self.stages - cut_count - cut_shift - cut_part
         # lab5 begin: cuts
         # Stage plan (measured in docs/labs/lab5-synthesis-timing, Tasks 3-5): the first
         # register after the multiply, so that the DSP product and the normalisation (the
         # longest segment) are in different cycles; the second after normalisation; the output
         # register last, as at 2 stages the longest path is already inside normalisation.
-        cut_mul = 1 if self.stages >= 1 else 0
-        cut_norm = 1 if self.stages >= 2 else 0
-        cut_out = self.stages - cut_mul - cut_norm
+        cut_mul = 1 if stages >= 1 else 0
+        cut_norm = 1 if stages >= 2 else 0
+        cut_out = stages - cut_mul - cut_norm
         # lab5 end: cuts
 
         a = data.View(_Fp32, self.a)
@@ -119,37 +153,57 @@ class Fp32Multiplier(wiring.Component):
 
         a_nan, a_inf, a_zero, a_sig, a_exp = unpack(a)
         b_nan, b_inf, b_zero, b_sig, b_exp = unpack(b)
+        # The significand product from four 12 x 12 partial products (one DSP each), which
+        # stage 6 registers before they are summed.
+        part = Signal(_Partial)
+        half = _SIG_BITS // 2
+        m.d.comb += [
+            part.sign.eq(a.sign ^ b.sign),
+            part.nan.eq(a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)),
+            part.inf.eq(a_inf | b_inf),
+            part.zero.eq(a_zero | b_zero),
+            part.exp.eq(a_exp + b_exp),
+        ]
+        for i, (x, y) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+            m.d.comb += part.pp[i].eq(a_sig[x * half:(x + 1) * half]
+                                      * b_sig[y * half:(y + 1) * half])
+        q = delay(m, part, cut_part, name="part", en=self.en)
         prod = Signal(_Product)
         m.d.comb += [
-            prod.sign.eq(a.sign ^ b.sign),
-            prod.nan.eq(a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)),
-            prod.inf.eq(a_inf | b_inf),
-            prod.zero.eq(a_zero | b_zero),
-            prod.exp.eq(a_exp + b_exp),
-            prod.sig.eq(a_sig * b_sig),
+            prod.sign.eq(q.sign), prod.nan.eq(q.nan), prod.inf.eq(q.inf), prod.zero.eq(q.zero),
+            prod.exp.eq(q.exp),
+            prod.sig.eq(q.pp[0] + ((q.pp[1] + q.pp[2]) << half) + (q.pp[3] << _SIG_BITS)),
         ]
         p = delay(m, prod, cut_mul, name="prod", en=self.en)
 
         # Normalise. Bit 47 of sig has exponent E = p.exp + 1; pad to 64 bits for the count.
+        # The leading one's exponent is E - lz; it stays there (a left shift by lz) if that is
+        # >= -126, i.e. if lz <= room = E + 126; else the shift is by room (< lz; right if
+        # < 0). Every term but the count's is computed beside it, not after it.
         lz, _ = count_leading_zeros(Cat(Const(1 << 15, 16), p.sig))  # all-zero -> 48
-        big_e = Signal(_EXP)
-        lead = Signal(_EXP)  # exponent of the leading one
-        target = Signal(_EXP)  # exponent of bit 47 after the shift
-        m.d.comb += [big_e.eq(p.exp + 1), lead.eq(big_e - lz),
-                     target.eq(Mux(lead >= _EMIN, lead, _EMIN))]
-        left = Signal(_EXP)
-        m.d.comb += left.eq(big_e - target)  # < 0: shift right
-        shifted = Signal(_PROD_BITS)
-        lost = Signal()  # bits shifted off the bottom (right shifts only)
-        right = Signal(range(_RIGHT_MAX + 1))
-        m.d.comb += right.eq(Mux(-left > _RIGHT_MAX, _RIGHT_MAX, -left))
-        with m.If(left >= 0):
-            m.d.comb += shifted.eq(p.sig << left[:6])
+        room = Signal(_EXP)
+        normal = Signal()
+        count = Signal(_Counted)
+        m.d.comb += [room.eq(p.exp + 1 - _EMIN), normal.eq(lz <= room),
+                     count.product.eq(p),
+                     count.target.eq(Mux(normal, p.exp + 1 - lz, _EMIN)),  # bit 47's, shifted
+                     count.left.eq(Mux(normal, lz, room)),  # < 0: shift right
+                     # -room, at most _RIGHT_MAX: the compare on p.exp, beside the sum
+                     count.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
+                                        _EMIN - 1 - p.exp))]
+        c = delay(m, count, cut_count, name="count", en=self.en)
+        shift = Signal(_Shifted)  # lost: bits shifted off the bottom (right shifts only)
+        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target)]
+        with m.If(c.left >= 0):
+            m.d.comb += shift.sig.eq(c.product.sig << c.left[:6])
         with m.Else():
-            window = Cat(Const(0, _RIGHT_MAX), p.sig) >> right
-            m.d.comb += [shifted.eq(window[_RIGHT_MAX:]), lost.eq(window[:_RIGHT_MAX].any())]
+            window = Cat(Const(0, _RIGHT_MAX), c.product.sig) >> c.right
+            m.d.comb += [shift.sig.eq(window[_RIGHT_MAX:]),
+                         shift.lost.eq(window[:_RIGHT_MAX].any())]
+        sh = delay(m, shift, cut_shift, name="shift", en=self.en)
+        p, shifted, lost = sh.product, sh.sig, sh.lost
         norm = Signal(_Normalised)
-        field = target + 127  # 1 .. (255 + 127): the exponent field if bit 47 is set
+        field = sh.target + 127  # 1 .. (255 + 127): the exponent field if bit 47 is set
         m.d.comb += [
             norm.sign.eq(p.sign), norm.nan.eq(p.nan), norm.inf.eq(p.inf),
             norm.zero.eq(p.zero | (p.sig == 0)),

@@ -98,19 +98,18 @@ class TensorEngine(wiring.Component):
     Timing: a moving column enters the array the cycle after its beat is taken and reaches PSUM
     :attr:`latency` cycles after that (``n·add_stages + mul_stages + n + 1 + add_stages``:
     7n + 12 with the default stages; one more when n = 1 with no stages). When the streams never
-    pause, one moving column is taken per cycle (n² MACs per cycle), and **a LOAD_STATIONARY of k rows costs no cycle when the
-    multiplication just before it has at least max(k, 2) columns** (so always with
-    :attr:`load_hidden_after` = max(n, 2) columns), at every pipeline depth: its rows are taken
-    one per cycle from the cycle that multiplication takes its first column, and the next
-    multiplication's first column (carrying ``swap``) may follow the last row; the 2 is the
-    dispatch, one command per cycle. A shorter multiplication before it leaves a gap of the
-    difference. (Several multiplications between two LOAD_STATIONARYs are dispatched one after
-    the other, and the LOAD_STATIONARY after the last of them: that one's columns count.)
-    Only the first multiplication after a
-    LOAD_STATIONARY swaps. An accumulating column waits (at most :attr:`hazard_window` cycles)
-    only while a column taken at most :attr:`hazard_window` cycles before it targets the same
-    PSUM word, so its read never misses a write still in flight; otherwise multiplications
-    follow each other without a gap.
+    pause, one moving column is taken per cycle (n² MACs per cycle), and **a LOAD_STATIONARY of
+    k rows costs no cycle when the multiplication just before it has at least max(k, 2)
+    columns** (so always with :attr:`load_hidden_after` = max(n, 2) columns), at every pipeline
+    depth: its rows are taken one per cycle from the cycle that multiplication takes its first
+    column, and the next multiplication's first column (carrying ``swap``) may follow the last
+    row; the 2 is the dispatch, one command per cycle. A shorter multiplication before it leaves
+    a gap of the difference. (Several multiplications between two LOAD_STATIONARYs are
+    dispatched one after the other, and the LOAD_STATIONARY after the last of them: that one's
+    columns count.) Only the first multiplication after a LOAD_STATIONARY swaps. An accumulating
+    column waits (at most :attr:`hazard_window` cycles) only while a column taken at most
+    :attr:`hazard_window` cycles before it targets the same PSUM word, so its read never misses
+    a write still in flight; otherwise multiplications follow each other without a gap.
 
     Reset: a command in progress and every column still in the array or on its way to PSUM
     are abandoned (none is written to PSUM after the reset); ``busy`` and ``error`` clear, the
@@ -507,8 +506,9 @@ class _Psum(wiring.Component):
     ``bank``, as ``p = s`` or, with ``accumulate``, ``p = p + s`` (the old value is read the
     cycle before the row arrives, held in a register as the row is, and added in
     ``add_stages`` cycles); ``written`` pulses as it is written, ``1 + add_stages`` cycles
-    after it arrived; ``done`` (with ``done_bank``) as a row with ``last`` is written. ``drain_req`` / ``drain_resp``: one row per cycle,
-    responses in order; a request outside PSUM answers zeros and pulses ``bad_request``.
+    after it arrived; ``done`` (with ``done_bank``) as a row with ``last`` is written.
+    ``drain_req`` / ``drain_resp``: one row per cycle, responses in order; a request outside
+    PSUM answers zeros and pulses ``bad_request``.
     """
 
     def __init__(self, *, n, banks, words, add_stages, meta_layout):

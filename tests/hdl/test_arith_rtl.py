@@ -2,6 +2,7 @@
 
 import pytest
 
+from hdl.fp32_mul import FP32_MUL_MAX_STAGES
 from sim import runner
 
 
@@ -11,7 +12,7 @@ def test_fp32_adder(simulator, stages):
                testcase="adder_matches_golden")
 
 
-@pytest.mark.parametrize("stages", [0, 3])
+@pytest.mark.parametrize("stages", [0, 3, FP32_MUL_MAX_STAGES])
 def test_fp32_multiplier(simulator, stages):
     runner.run("hdl.fp32_mul:Fp32Multiplier", {"stages": stages}, "sim.tb.fp32_arith",
                simulator, testcase="multiplier_matches_golden")
