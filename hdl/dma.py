@@ -135,9 +135,12 @@ class DmaEngine(wiring.Component):
             "error": Out(1),
         })
 
-    def _burst_walker(self, m, name, cmd, size, start):
+    def _burst_walker(self, m, name, start, cmd, size_logs):
         """The address side (AR or AW): rows of bursts. Returns (active, addr, beats, fire)
-        where the caller drives ``fire`` on a handshake."""
+        where the caller drives ``fire`` on a handshake. It reads the command from the stream
+        in the start cycle and from ``cmd`` after it; ``size_logs``: log2 of the element's bytes
+        of each."""
+        first = self.cmd.payload
         B, lg = self.lanes, self.lanes.bit_length() - 1
         row = Signal(range(self.n + 1), name=f"{name}_row")
         row_start = Signal(32, name=f"{name}_row_start")
@@ -150,24 +153,33 @@ class DmaEngine(wiring.Component):
         m.d.comb += beats.eq(Mux(left < self.max_burst, Mux(left < to_4k, left, to_4k),
                                  Mux(to_4k < self.max_burst, to_4k, self.max_burst)))
 
-        def row_beats(a):
-            return (a[:lg] + cmd.cols * size + B - 1) >> lg
+        def row_beats(a, c, size_log):
+            return (a[:lg] + (c.cols << size_log) + B - 1) >> lg
 
         def aligned(a):
             return Cat(Const(0, lg), a[lg:])
 
         with m.If(start):
-            m.d.sync += [active.eq(1), row.eq(0), row_start.eq(cmd.dram_addr),
-                         addr.eq(aligned(cmd.dram_addr)), left.eq(row_beats(cmd.dram_addr))]
+            m.d.sync += [active.eq(1), row.eq(0), row_start.eq(first.dram_addr),
+                         addr.eq(aligned(first.dram_addr)),
+                         left.eq(row_beats(first.dram_addr, first, size_logs[0]))]
         with m.Elif(fire):
-            with m.If(left == beats):
+            # The row's last burst (left == beats, from the compares beside `beats`'s).
+            with m.If((left <= self.max_burst) & (left <= to_4k)):
                 next_start = row_start + cmd.dram_stride
                 m.d.sync += [row.eq(row + 1), row_start.eq(next_start),
-                             addr.eq(aligned(next_start)), left.eq(row_beats(next_start))]
+                             addr.eq(aligned(next_start)),
+                             left.eq(row_beats(next_start, cmd, size_logs[1]))]
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
-                m.d.sync += [addr.eq(addr + (beats << lg)), left.eq(left - beats)]
+                # addr + beats·B and left - beats, from the two candidates for beats, not after
+                # the choice: a burst cut at the 4 KiB boundary ends there.
+                room = Mux(left < self.max_burst, left, self.max_burst)
+                cut = to_4k < room
+                m.d.sync += [addr.eq(Mux(cut, Cat(Const(0, 12), addr[12:] + 1),
+                                         addr + (room << lg))),
+                             left.eq(Mux(cut, left - to_4k, left - room))]
         return active, addr, beats, fire
 
     def elaborate(self, platform):
@@ -187,24 +199,30 @@ class DmaEngine(wiring.Component):
         m.d.comb += [self.busy.eq(busy), self.error.eq(error)]
         start = Signal()
         m.d.comb += [self.cmd.ready.eq(~busy), start.eq(self.cmd.valid & ~busy)]
-        # The walkers read the command from the stream in the start cycle, from cmd_q later.
-        cmd = Signal(self.cmd_layout)
-        m.d.comb += cmd.eq(Mux(start, self.cmd.payload, cmd_q))
         with m.If(start):
             m.d.sync += [cmd_q.eq(self.cmd.payload), busy.eq(1), error.eq(0)]
-        size_log = Signal(2)  # log2 of the element's bytes: 0 (fp8), 1 (bf16, fp16), 2 (fp32)
-        with m.Switch(cmd.dtype):
-            with m.Case(Dtype.FP8_E4M3, Dtype.FP8_E5M2):
-                m.d.comb += size_log.eq(0)
-            with m.Case(Dtype.BF16, Dtype.FP16):
-                m.d.comb += size_log.eq(1)
-            with m.Default():
-                m.d.comb += size_log.eq(2)
-        size = Signal(3)
-        m.d.comb += size.eq(1 << size_log)
+
+        def size_log_of(dtype, name):
+            """log2 of the element's bytes: 0 (fp8), 1 (bf16, fp16), 2 (fp32)."""
+            size_log = Signal(2, name=name)
+            with m.Switch(dtype):
+                with m.Case(Dtype.FP8_E4M3, Dtype.FP8_E5M2):
+                    m.d.comb += size_log.eq(0)
+                with m.Case(Dtype.BF16, Dtype.FP16):
+                    m.d.comb += size_log.eq(1)
+                with m.Default():
+                    m.d.comb += size_log.eq(2)
+            return size_log
+
+        # The running command's (the data side does nothing in the start cycle).
+        size_log = size_log_of(cmd_q.dtype, "size_log")
 
         # --- Address side. -------------------------------------------------------------------
-        a_active, a_addr, a_beats, a_fire = self._burst_walker(m, "a", cmd, size, start)
+        # (It reads the command's fields from the stream in the start cycle and from cmd_q
+        # after it, not through a multiplexer of the two: the start does not reach its sums.)
+        a_active, a_addr, a_beats, a_fire = self._burst_walker(
+            m, "a", start, cmd_q, (size_log_of(self.cmd.payload.dtype, "first_size_log"),
+                                   size_log))
         is_store = cmd_q.store
         m.d.comb += [
             axi.arid.eq(0), axi.araddr.eq(a_addr), axi.arlen.eq(a_beats - 1),
@@ -269,7 +287,7 @@ class DmaEngine(wiring.Component):
                 m.d.sync += error.eq(1)
         shifted = Signal(self.data_width)
         m.d.comb += shifted.eq(beat >> Cat(Const(0, 3), beat_off))
-        with m.Switch(size_log):  # the running command's (size_log follows cmd_q then)
+        with m.Switch(size_log):
             for lg_size in range(3):
                 with m.Case(lg_size):
                     bits = 8 << lg_size

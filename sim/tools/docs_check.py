@@ -410,7 +410,8 @@ def update_file(path: Path, root: Path = REPO_ROOT, progress=print) -> int:
             progress(f"{cmd.id}: updated")
     for first, count, new in reversed(edits):  # from the end: earlier line numbers stay valid
         lines[first:first + count] = [line + "\n" for line in new]
-    path.write_text("".join(lines))
+    if edits:  # (not otherwise: the file may have been edited meanwhile)
+        path.write_text("".join(lines))
     return left
 
 
