@@ -2,7 +2,7 @@
 
 import functools
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -271,10 +271,15 @@ class Sequencer(wiring.Component):
                             m.d.sync += psum.eq(0)
 
     def elaborate(self, platform):
-        # Design note: the head register holds one descriptor; all checks are combinational on
-        # it (the DRAM bound is a 9 x 32-bit multiply), so a legal command dispatches the cycle
-        # after it arrives if its engine is free. Each engine runs one command at a time; the
-        # hazard records are the regions of the command each engine holds.
+        # Design note: the head register holds one descriptor. Its checks run as it enters
+        # (the DRAM bound is a 9 x 32-bit multiply) and their result, `fault_q`, and the shapes
+        # the dispatch needs are registered beside it, so the dispatch decision reads registers
+        # and a legal command dispatches the cycle after it arrives if its engine is free. The
+        # MATMUL checks read the last LOAD_STATIONARY's k and R: a MATMUL that enters in the
+        # cycle a LOAD_STATIONARY is dispatched is checked again, from the head, the cycle
+        # after (`recheck`; it cannot dispatch then anyway: the tensor path is busy with the
+        # LOAD_STATIONARY). Each engine runs one command at a time; the hazard records are the
+        # regions of the command each engine holds.
         m = Module()
         n, words, banks, pwords = self.n, self.sbuf_words, self.psum_banks, self.psum_words
 
@@ -296,35 +301,65 @@ class Sequencer(wiring.Component):
         dma_index = Signal(ERROR_INDEX_BITS)  # the position of the DMA command dispatched last
         coll_index = Signal(ERROR_INDEX_BITS)  # ... and of the COLLECTIVE
 
-        # --- Checks. ---------------------------------------------------------------------------
+        # --- Checks, of the descriptor entering the head register (or of the head's). -------
         def sbuf_ok(part, rows, addr, cols):
             return (part + rows <= n) & (addr + cols <= words)
 
-        fault = Signal(ErrorCode)  # the head's first failing check, or OK
+        recheck = Signal()  # the head is checked again this cycle
+        entry = Signal()  # a descriptor enters the head register this cycle
+        chk = Signal(DESCRIPTOR_BITS)
+        m.d.comb += chk.eq(Mux(recheck, head, self.desc.payload))
+        cv = {o: data.View(DESCRIPTOR_LAYOUTS[o], chk) for o in Opcode}
+        fault = Signal(ErrorCode)  # chk's first failing check, or OK
 
         # A LOAD_STATIONARY reads its tile's rows (slots) from as many partitions; a MATMUL
         # after a sparse one reads R words of ceil(K / R) partitions a moving column.
-        ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         patterns = parse_sparsity(_PATTERNS if self.sparse else ())
-        ls_slots = slots_of(m, ls.k, ls.sparsity.as_value(), patterns, name="ls_slots")
-        ls_ratio = ratio_of(m, ls.sparsity.as_value(), patterns, name="ls_ratio")
-        mm_rows = ceil_div(m, mm.k, stat_ratio, name="mm_rows")
-        mm_words = Signal(18)
-        m.d.comb += mm_words.eq(mm.f * stat_ratio)
+        chk_ls, chk_mm = cv[Opcode.LOAD_STATIONARY], cv[Opcode.MATMUL]
+        chk_ls_slots = slots_of(m, chk_ls.k, chk_ls.sparsity.as_value(), patterns,
+                                name="chk_ls_slots")
+        chk_ls_ratio = ratio_of(m, chk_ls.sparsity.as_value(), patterns, name="chk_ls_ratio")
+        chk_mm_rows = ceil_div(m, chk_mm.k, stat_ratio, name="chk_mm_rows")
+        chk_mm_words = Signal(18)
+        m.d.comb += chk_mm_words.eq(chk_mm.f * stat_ratio)
+        # ... registered beside the head, for the dispatch.
+        ls_slots, ls_ratio, mm_rows, mm_words = (
+            Signal.like(x, name=x.name[len("chk_"):])
+            for x in (chk_ls_slots, chk_ls_ratio, chk_mm_rows, chk_mm_words))
+        # A DMA command's DRAM bound, last byte <= dram_bytes, is checked in the dispatch
+        # cycle from the product, (rows - 1) * stride, and the room, dram_bytes - dram_addr -
+        # cols * size, registered as the command enters: `fault` holds the checks before it,
+        # `fault_after` those after it.
+        fault_after = Signal(ErrorCode)
+        bound = Signal()  # chk is a DMA command whose checks before the bound pass
+        span = Signal(41)  # (rows - 1) * dram_stride
+        room = Signal(signed(35))  # dram_bytes - dram_addr - cols * size
+        fault_q, fault_after_q = Signal(ErrorCode), Signal(ErrorCode)
+        bound_q, span_q, room_q = Signal(), Signal.like(span), Signal.like(room)
+        with m.If(entry | recheck):
+            m.d.sync += [fault_q.eq(fault), fault_after_q.eq(fault_after), bound_q.eq(bound),
+                         span_q.eq(span), room_q.eq(room),
+                         ls_slots.eq(chk_ls_slots), ls_ratio.eq(chk_ls_ratio),
+                         mm_rows.eq(chk_mm_rows), mm_words.eq(chk_mm_words)]
+        head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
+        m.d.comb += head_fault.eq(Mux(bound_q & ((room_q < 0) | (span_q > room_q)),
+                                      ErrorCode.BAD_RANGE, fault_after_q))
+        with m.If(fault_q != ErrorCode.OK):
+            m.d.comb += head_fault.eq(fault_q)
 
-        def chain(checks):
-            """checks: (ok, code) in order; the first not ok sets ``fault``."""
+        def chain(checks, target=fault):
+            """checks: (ok, code) in order; the first not ok sets ``target``."""
             first = True
             for ok, code in checks:
                 ctx = m.If(~ok) if first else m.Elif(~ok)
                 first = False
                 with ctx:
-                    m.d.comb += fault.eq(code)
+                    m.d.comb += target.eq(code)
 
-        with m.Switch(op):
+        with m.Switch(chk[:4]):
             for o in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
                 with m.Case(o):
-                    f = v[o]
+                    f = cv[o]
                     dt = f.dtype.as_value()
                     shift = Signal(2)
                     with m.Switch(dt):
@@ -332,34 +367,35 @@ class Sequencer(wiring.Component):
                             m.d.comb += shift.eq(1)
                         with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
                             m.d.comb += shift.eq(2)
-                    last = Signal(48)  # dram_addr + (rows - 1) * stride + cols * size
-                    m.d.comb += last.eq(f.dram_addr + (f.rows - 1) * f.dram_stride
-                                        + (f.cols << shift))
+                    m.d.comb += [span.eq((f.rows - 1) * f.dram_stride),
+                                 room.eq(self.dram_bytes - f.dram_addr - (f.cols << shift)),
+                                 bound.eq(fault == ErrorCode.OK)]
                     align = Mux(shift == 2, 0b11, Mux(shift == 1, 0b01, 0b00))
                     chain([(dt <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                            ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
-                           (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
-                           (last <= self.dram_bytes, ErrorCode.BAD_RANGE),
-                           (((f.dram_addr[:2] | f.dram_stride[:2]) & align) == 0,
-                            ErrorCode.BAD_ALIGN)])
+                           (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE)])
+                    # (then the bound)
+                    chain([(((f.dram_addr[:2] | f.dram_stride[:2]) & align) == 0,
+                            ErrorCode.BAD_ALIGN)], target=fault_after)
             with m.Case(Opcode.LOAD_STATIONARY):
-                f = v[Opcode.LOAD_STATIONARY]
+                f = cv[Opcode.LOAD_STATIONARY]
                 sp = f.sparsity.as_value()
                 chain([((sp == 0) | ((sp <= int(max(_isa.Sparsity))) & self.sparse),
                         ErrorCode.BAD_FIELD),
                        (f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
-                       ((f.k >= 1) & (ls_slots >= 1) & (ls_slots <= n) & (f.m >= 1)
+                       ((f.k >= 1) & (chk_ls_slots >= 1) & (chk_ls_slots <= n) & (f.m >= 1)
                         & (f.m <= n), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
+                       (sbuf_ok(f.part, chk_ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.MATMUL):
-                f = v[Opcode.MATMUL]
+                f = cv[Opcode.MATMUL]
                 chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, mm_rows, f.sbuf_addr, mm_words), ErrorCode.BAD_RANGE),
+                       (sbuf_ok(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
+                        ErrorCode.BAD_RANGE),
                        ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.ACTIVATE):
-                f = v[Opcode.ACTIVATE]
+                f = cv[Opcode.ACTIVATE]
                 apart = Signal(17)
                 m.d.comb += apart.eq(Mux(f.src_addr >= f.dst_addr, f.src_addr - f.dst_addr,
                                          f.dst_addr - f.src_addr))
@@ -375,7 +411,7 @@ class Sequencer(wiring.Component):
                        (src_ok, ErrorCode.BAD_RANGE),
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.COLLECTIVE):
-                f = v[Opcode.COLLECTIVE]
+                f = cv[Opcode.COLLECTIVE]
                 # P: the size of the sub-ring `dim` names (a ring's row is the ring).
                 R = self.torus_rows
                 P_row = self.ranks // R if self.ring else 0
@@ -418,9 +454,9 @@ class Sequencer(wiring.Component):
             if self.vector_engine:
                 for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
                     with m.Case(o):
-                        chain(self._vector_checks(m, o, v[o], sbuf_ok))
+                        chain(self._vector_checks(m, o, cv[o], sbuf_ok))
                 with m.Case(Opcode.TRANSPOSE):
-                    f = v[Opcode.TRANSPOSE]
+                    f = cv[Opcode.TRANSPOSE]
                     meet = ((f.part < f.dst_part + f.cols) & (f.dst_part < f.part + f.rows)
                             & (f.src_addr < f.dst_addr + f.rows)
                             & (f.dst_addr < f.src_addr + f.cols))
@@ -472,8 +508,10 @@ class Sequencer(wiring.Component):
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
         tags_wait = Signal()
         tags_index = Signal(ERROR_INDEX_BITS)
-        m.d.comb += ok.eq(head_valid & (fault == ErrorCode.OK) & ~abort & ~tags_wait)
+        m.d.comb += ok.eq(head_valid & ~recheck & (head_fault == ErrorCode.OK) & ~abort
+                          & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
+        ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
         with m.Switch(op):
@@ -571,14 +609,14 @@ class Sequencer(wiring.Component):
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
-        fail = head_valid & (fault != ErrorCode.OK) & ~tags_wait
+        fail = head_valid & ~recheck & (head_fault != ErrorCode.OK) & ~tags_wait
         m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
         with m.If(self.clear_error):
             m.d.sync += error.eq(ErrorCode.OK)
         with m.If(dispatch):
             m.d.sync += [head_valid.eq(0), executed.eq(executed + 1)]
         with m.If(fail):  # after clear_error: an error in the same cycle is not lost
-            m.d.sync += [head_valid.eq(0), error.eq(fault), error_index.eq(executed)]
+            m.d.sync += [head_valid.eq(0), error.eq(head_fault), error_index.eq(executed)]
         # Errors of running commands: on the rising edge of the engine's flag (the DMA's stays
         # up until its next command; the collective engine's likewise). The DMA and the
         # collective engine never run at the same time, so at most one rises in a cycle.
@@ -604,8 +642,13 @@ class Sequencer(wiring.Component):
         with m.Elif(link_timeout):
             m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.LINK_TIMEOUT),
                          error_index.eq(coll_index)]
-        with m.If(self.desc.valid & self.desc.ready & ~stopped & ~abort):
+        m.d.comb += entry.eq(self.desc.valid & self.desc.ready & ~stopped & ~abort)
+        with m.If(entry):
             m.d.sync += [head.eq(self.desc.payload), head_valid.eq(1)]
+        # A MATMUL's checks read stat_k and stat_ratio, which a LOAD_STATIONARY dispatched in
+        # the same cycle changes.
+        m.d.sync += recheck.eq(entry & dispatch & (op == Opcode.LOAD_STATIONARY)
+                               & (self.desc.payload[:4] == Opcode.MATMUL))
 
         m.d.comb += self.busy.eq(head_valid | ~all_idle)
         return m
