@@ -1,7 +1,7 @@
 """The activation/vector engine: ``out = cast(f(x·scale + bias))`` and the vector operations
 (``a op b``, ``a op scalar``, reductions along the free axis) on N lanes, through the SRU."""
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -12,7 +12,13 @@ from .fp32_mul import FP32_MUL_MAX_STAGES, Fp32Multiplier
 from .instances import shared
 from .params import check_int
 from .pipeline import delay
-from .sru import SRU_MAX_RANDOM_BITS, SRU_MAX_STAGES, StochasticRounder, sru_layouts
+from .sru import (
+    SRU_DEFAULT_STAGES,
+    SRU_MAX_RANDOM_BITS,
+    SRU_MAX_STAGES,
+    StochasticRounder,
+    sru_layouts,
+)
 
 __all__ = ["ActivationFunc", "AluOp", "CommandKind", "ActivationEngine",
            "activation_command_layout", "activation_beat_layout"]
@@ -76,6 +82,21 @@ def activation_beat_layout(lanes: int) -> data.StructLayout:
                               "b": data.ArrayLayout(32, lanes)})
 
 
+class _XSource(enum.Enum, shape=2):
+    """Where a lane's x comes from: operand a, or the comparison's result."""
+
+    A = 0
+    MAX = 1
+    MIN = 2
+    GREATER = 3
+
+
+#: A lane at the intake: operand a, the comparison's operands, m and c.
+_SELECT_LANE = data.StructLayout({"a": 32, "cmp_a": 32, "cmp_b": 32, "m": 32, "c": 32})
+#: A lane's operands of x·m + c.
+_OPERAND_LANE = data.StructLayout({"x": 32, "m": 32, "c": 32})
+
+
 class ActivationEngine(wiring.Component):
     """N lanes of ``out = cast(f(x·scale + bias))`` and of the vector operations, one beat of
     N values per cycle.
@@ -118,13 +139,15 @@ class ActivationEngine(wiring.Component):
       never set for a legal command); ``seed`` / ``seeding``: the SRU's (``SET_SEED``; ``i``
       waits while it seeds).
 
-    Timing: ``latency = mul_stages + add_stages + sru_stages`` cycles from ``i`` to ``o``; one
+    Timing: ``latency = glue_stages + mul_stages + add_stages + sru_stages`` cycles from ``i``
+    to ``o`` (16 with the defaults); one
     beat per cycle while the streams allow, commands back to back (the next one is taken with
     the last beat of the current one); full back-pressure: the whole pipeline holds while
     ``o`` is stalled. A REDUCE takes a beat only once the one before it has left the adder:
-    one beat per ``mul_stages + add_stages + 1`` cycles. A seed on ``seed`` is taken only when
-    the engine is not ``busy``, so beats taken before it draw from the old stream, as in
-    program order.
+    one beat per :attr:`reduce_step` cycles (``mul_stages + add_stages + 1`` plus the glue
+    registers before the adder's output: 2 of the default 3). A seed on ``seed`` is
+    taken only when the engine is not ``busy``, so beats taken before it draw from the old
+    stream, as in program order.
 
     Reset drops the command in progress (its remaining beats are not expected) and every beat
     in flight (none comes out), clears ``error`` and ``busy``; the SRU then seeds itself with 0.
@@ -133,12 +156,19 @@ class ActivationEngine(wiring.Component):
     ----------
     lanes : int
         N, the values per beat, 1 to 256.
+    glue_stages : int
+        Registers in the logic around the arithmetic units, 0 to 3 (default 3): after the
+        comparison (x), then also before the SRU (after the relu), then also after the
+        operands' selection (m, c and the comparison's operands).
     mul_stages : int
-        The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (3).
+        The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (6;
+        default 6).
     add_stages : int
-        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7).
+        The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7;
+        default 4).
     sru_stages : int
-        The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (3).
+        The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (3; default
+        :data:`~hdl.sru.SRU_DEFAULT_STAGES`).
     random_bits : int
         r, the SRU's random bits per SR decision, 1 to :data:`~hdl.sru.SRU_MAX_RANDOM_BITS`.
     targets : collection of :class:`~hdl.formats.Dtype` or names
@@ -147,21 +177,26 @@ class ActivationEngine(wiring.Component):
     Raises
     ------
     TypeError
-        If ``lanes``, ``mul_stages``, ``add_stages``, ``sru_stages`` or ``random_bits`` is not
-        an integer; if ``targets`` is not a collection.
+        If ``lanes``, ``glue_stages``, ``mul_stages``, ``add_stages``, ``sru_stages`` or
+        ``random_bits`` is not an integer; if ``targets`` is not a collection.
     ValueError
         If one of them is out of range; if ``targets`` is empty or names an unknown dtype.
     """
 
-    def __init__(self, *, lanes: int, mul_stages: int = 2, add_stages: int = 2,
-                 sru_stages: int = 2, random_bits: int = 16, targets=tuple(Dtype)):
+    def __init__(self, *, lanes: int, glue_stages: int = 3, mul_stages: int = 6,
+                 add_stages: int = 4, sru_stages: int = SRU_DEFAULT_STAGES,
+                 random_bits: int = 16, targets=tuple(Dtype)):
         self.lanes = check_int("lanes", lanes, lo=1, hi=256)
+        self.glue_stages = check_int("glue_stages", glue_stages, lo=0, hi=3)
         self.mul_stages = check_int("mul_stages", mul_stages, lo=0, hi=FP32_MUL_MAX_STAGES)
         self.add_stages = check_int("add_stages", add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         self.sru_stages = check_int("sru_stages", sru_stages, lo=0, hi=SRU_MAX_STAGES)
         self.random_bits = check_int("random_bits", random_bits, lo=1, hi=SRU_MAX_RANDOM_BITS)
         self.targets = parse_dtypes(targets, param="targets")
-        self.latency = mul_stages + add_stages + sru_stages
+        self.latency = glue_stages + mul_stages + add_stages + sru_stages
+        #: A REDUCE takes a beat every ``reduce_step`` cycles (when its beat before has left
+        #: the adder).
+        self.reduce_step = (glue_stages - (glue_stages >= 2)) + mul_stages + add_stages + 1
         self._sru = StochasticRounder(lanes=lanes, random_bits=random_bits, stages=sru_stages,
                                       targets=self.targets)
         _, o_layout = sru_layouts(lanes, self.targets)
@@ -176,14 +211,15 @@ class ActivationEngine(wiring.Component):
         })
 
     def elaborate(self, platform):
-        # Design note. The multipliers, adders and the relu form one clock-enabled pipeline of
-        # mul_stages + add_stages registers with a valid bit per stage; it advances (`en`)
-        # unless its last stage holds a beat the SRU cannot take, so the SRU's back-pressure
-        # holds everything. Each beat carries its command's settings (and its per-lane
-        # addend c) down the pipeline, so the next command can start while the last one's
-        # beats are still in flight. A REDUCE's beats before its last never reach the SRU:
-        # they leave the adder into the accumulator, and the next beat waits until the
-        # pipeline is empty (it reads the accumulator at the intake).
+        # Design note. The glue registers, multipliers, adders and the relu form one
+        # clock-enabled pipeline of glue_stages + mul_stages + add_stages registers with a
+        # valid bit per stage; it advances (`en`) unless its last stage holds a beat the SRU
+        # cannot take, so the SRU's back-pressure holds everything. Each beat carries its
+        # command's settings (and its per-lane addend c) down the pipeline, so the next
+        # command can start while the last one's beats are still in flight. A REDUCE's beats
+        # before its last never reach the SRU: they leave the adder into the accumulator,
+        # and the next beat waits until the pipeline is empty (it reads the accumulator at
+        # the intake).
         m = Module()
         N, ms, ad = self.lanes, self.mul_stages, self.add_stages
         m.submodules.sru = sru = self._sru
@@ -208,11 +244,13 @@ class ActivationEngine(wiring.Component):
                  & ((cmd.kind == CommandKind.ACTIVATE) | alu_ok) & (cmd.count != 0))
 
         # Pipeline advance and intake.
-        depth = ms + ad
+        # Glue registers: after the comparison (x), before the SRU, after the selection.
+        cut_x, cut_post, cut_sel = (int(self.glue_stages >= k) for k in (1, 2, 3))
+        depth = cut_sel + cut_x + ms + ad + cut_post
         en = Signal()
         take = Signal()
         v_end = Signal()  # the pipeline's last stage holds a beat for the SRU
-        in_pipe = Signal(range(depth + 2))  # beats in the multiplier/adder stages
+        in_pipe = Signal(range(depth + 2))  # beats before the adder's output
         active = left != 0
         reduce = cur.kind == CommandKind.REDUCE
         intake_ok = active & (~reduce | (in_pipe == 0))
@@ -224,18 +262,21 @@ class ActivationEngine(wiring.Component):
         else:
             m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(intake_ok & en)]
         m.d.comb += take.eq(self.i.valid & self.i.ready)
+        # The accumulator: a REDUCE's first beat reads its start (`fresh`: none taken yet),
+        # the others what the beat before left in `acc` (not written as the command is taken:
+        # its enable would hang on the take).
+        acc = Signal(data.ArrayLayout(32, N))
+        fresh = Signal()
         with m.If(take):
-            m.d.sync += left.eq(left - 1)
+            m.d.sync += [left.eq(left - 1), fresh.eq(0)]
+        start = Mux(cur.alu == AluOp.MAX, _NEG_INF, Mux(cur.alu == AluOp.MIN, _POS_INF, 0))
+        acc_now = [Mux(fresh, start, acc[j]) for j in range(N)]
 
         # Commands: the next one once the current one has taken its last beat.
-        acc = Signal(data.ArrayLayout(32, N))
         m.d.comb += self.cmd.ready.eq(~active | (take & (left == 1)))
         with m.If(self.cmd.valid & self.cmd.ready):
             with m.If(legal):
-                m.d.sync += [cur.eq(cmd), left.eq(cmd.count)]
-                start = Mux(cmd.alu == AluOp.MAX, _NEG_INF,
-                            Mux(cmd.alu == AluOp.MIN, _POS_INF, 0))
-                m.d.sync += [acc[j].eq(start) for j in range(N)]
+                m.d.sync += [cur.eq(cmd), left.eq(cmd.count), fresh.eq(1)]
             with m.Else():
                 m.d.sync += error.eq(1)
 
@@ -250,47 +291,68 @@ class ActivationEngine(wiring.Component):
                      tag.dtype.eq(cur.dtype), tag.mode.eq(cur.mode),
                      tag.saturate.eq(cur.saturate), tag.to_acc.eq(reduce & (left != 1)),
                      tag.to_sru.eq(~reduce | (left == 1))]
-        tag_add = delay(m, tag, ms, name="tag_mul", en=en)
+        tag_mul = delay(m, tag, cut_sel + cut_x, name="tag_in", en=en)
+        tag_add = delay(m, tag_mul, ms, name="tag_mul", en=en)
         tag_out = delay(m, tag_add, ad, name="tag_add", en=en)
-        m.d.comb += v_end.eq(tag_out.valid & tag_out.to_sru)
+        tag_sru = delay(m, tag_out, cut_post, name="tag_sru", en=en)
+        m.d.comb += v_end.eq(tag_sru.valid & tag_sru.to_sru)
         if depth:
             leaves = tag_out.valid & en
             m.d.sync += in_pipe.eq(in_pipe + take - leaves)
 
-        # x·m + c per lane, the operands picked by the command (the table above).
-        c_lanes = Signal(data.ArrayLayout(32, N))
-        xs, mbs = [], []  # x and m of each lane
+        # x·m + c per lane, the operands picked by the command (the table above): at the
+        # intake, m, c and the comparison's operands (registered if glue_stages = 3); then the
+        # comparison and x (registered if glue_stages >= 1).
+        sel = Signal(data.StructLayout({"lanes": data.ArrayLayout(_SELECT_LANE, N),
+                                        "x": _XSource}))
         op, rev = cur.alu, cur.reverse
         tensor = cur.kind == CommandKind.TENSOR_TENSOR
+        with m.If(~is_act & (op == AluOp.MAX)):
+            m.d.comb += sel.x.eq(_XSource.MAX)
+        with m.Elif(~is_act & (op == AluOp.MIN)):
+            m.d.comb += sel.x.eq(_XSource.MIN)
+        with m.Elif(~is_act & (op == AluOp.GREATER)):
+            m.d.comb += sel.x.eq(_XSource.GREATER)
         for j in range(N):
-            a = self.i.payload.a[j]
+            a, lane = self.i.payload.a[j], sel.lanes[j]
             big_b = Mux(tensor, self.i.payload.b[j], cur.scale)
-            cmp = m.submodules[f"cmp{j}"] = Fp32Compare()
-            m.d.comb += [cmp.a.eq(Mux(reduce, acc[j], Mux(rev, big_b, a))),
-                         cmp.b.eq(Mux(reduce, a, Mux(rev, a, big_b)))]
-            x, mul_b, c = Signal(32, name=f"x{j}"), Signal(32, name=f"m{j}"), c_lanes[j]
-            m.d.comb += [x.eq(a), mul_b.eq(_ONE), c.eq(_NEG_ZERO)]
+            m.d.comb += [lane.a.eq(a), lane.cmp_a.eq(Mux(reduce, acc_now[j], Mux(rev, big_b, a))),
+                         lane.cmp_b.eq(Mux(reduce, a, Mux(rev, a, big_b))),
+                         lane.m.eq(_ONE), lane.c.eq(_NEG_ZERO)]
             with m.If(is_act):
-                m.d.comb += [mul_b.eq(cur.scale), c.eq(cur.bias[j])]
+                m.d.comb += [lane.m.eq(cur.scale), lane.c.eq(cur.bias[j])]
             with m.Elif(op == AluOp.ADD):
-                m.d.comb += c.eq(Mux(reduce, acc[j], big_b))
+                m.d.comb += lane.c.eq(Mux(reduce, acc_now[j], big_b))
             with m.Elif(op == AluOp.SUBTRACT):
-                m.d.comb += [mul_b.eq(Mux(rev, _MINUS_ONE, _ONE)),
-                             c.eq(Mux(rev, big_b, big_b ^ _NEG_ZERO))]
+                m.d.comb += [lane.m.eq(Mux(rev, _MINUS_ONE, _ONE)),
+                             lane.c.eq(Mux(rev, big_b, big_b ^ _NEG_ZERO))]
             with m.Elif(op == AluOp.MULTIPLY):
-                m.d.comb += mul_b.eq(big_b)
-            with m.Elif(op == AluOp.MAX):
-                m.d.comb += x.eq(cmp.max)
-            with m.Elif(op == AluOp.MIN):
-                m.d.comb += x.eq(cmp.min)
-            with m.Else():
-                m.d.comb += x.eq(cmp.greater)
-            xs.append(x)
-            mbs.append(mul_b)
-        c_add = delay(m, c_lanes, ms, name="c", en=en)
+                m.d.comb += lane.m.eq(big_b)
+        sel_q = delay(m, sel, cut_sel, name="select", en=en)
+        operands = Signal(data.ArrayLayout(_OPERAND_LANE, N))
+        for j in range(N):
+            lane, opnd = sel_q.lanes[j], operands[j]
+            cmp = m.submodules[f"cmp{j}"] = Fp32Compare()
+            m.d.comb += [cmp.a.eq(lane.cmp_a), cmp.b.eq(lane.cmp_b),
+                         opnd.m.eq(lane.m), opnd.c.eq(lane.c)]
+            with m.Switch(sel_q.x):
+                with m.Case(_XSource.A):
+                    m.d.comb += opnd.x.eq(lane.a)
+                with m.Case(_XSource.MAX):
+                    m.d.comb += opnd.x.eq(cmp.max)
+                with m.Case(_XSource.MIN):
+                    m.d.comb += opnd.x.eq(cmp.min)
+                with m.Case(_XSource.GREATER):
+                    m.d.comb += opnd.x.eq(cmp.greater)
+        operands_q = delay(m, operands, cut_x, name="operands", en=en)
+        xs = [operands_q[j].x for j in range(N)]
+        mbs = [operands_q[j].m for j in range(N)]
+        c_add = delay(m, Cat(*(operands_q[j].c for j in range(N))), ms, name="c", en=en)
+        c_add = data.View(data.ArrayLayout(32, N), c_add)
         # A REDUCE's beat but its last replaces the accumulator as it leaves the adder (the last
         # goes to the SRU only: the next REDUCE may have set the accumulator's start by then).
         acc_write = (take if depth == 0 else tag_out.valid & en) & tag_out.to_acc
+        ys = []  # each lane's result, after the relu
         for j in range(N):
             mul = shared(Fp32Multiplier(stages=ms), "hdl.fp32_mul:Fp32Multiplier",
                          {"stages": ms}, clocked=ms > 0)
@@ -302,14 +364,16 @@ class ActivationEngine(wiring.Component):
                          add.en.eq(en), add.a.eq(mul.result), add.b.eq(c_add[j])]
             y = add.result
             relu = Mux(y[31] & ~((y[23:31] == 0xFF) & (y[:23] != 0)), 0, y)
-            m.d.comb += sru.i.payload.data[j].eq(Mux(tag_out.relu, relu, y))
+            ys.append(Mux(tag_out.relu, relu, y))
             with m.If(acc_write):
                 m.d.sync += acc[j].eq(y)
+        # (registered if glue_stages >= 2)
+        m.d.comb += sru.i.payload.data.eq(delay(m, Cat(*ys), cut_post, name="y", en=en))
         m.d.comb += [
             sru.i.valid.eq(v_end),
-            sru.i.payload.dtype.eq(tag_out.dtype),
-            sru.i.payload.mode.eq(tag_out.mode),
-            sru.i.payload.saturate.eq(tag_out.saturate),
+            sru.i.payload.dtype.eq(tag_sru.dtype),
+            sru.i.payload.mode.eq(tag_sru.mode),
+            sru.i.payload.saturate.eq(tag_sru.saturate),
         ]
 
         # Busy: a command is taking beats or a beat bound for the SRU is in the pipeline or

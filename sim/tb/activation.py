@@ -25,7 +25,7 @@ Tests (selected by the runner's ``testcase``):
   reserved operation, reductions that subtract, multiply or compare) that must set ``error``;
   every output beat bit-exact with ``golden.vector`` cast by the same SR draws.
 * ``throughput`` - one 300-beat command with no gaps: 300 beats in 300 + latency + 2 cycles;
-  a 20-beat reduction: one beat per ``mul_stages + add_stages + 1`` cycles.
+  a 20-beat reduction: one beat per ``reduce_step`` cycles.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import numpy as np
 from golden.activation import ActivationModel, pre_cast
 from golden.rounding import DEFAULT_SATURATE
 from golden.vector import alu, reduce_free
-from hdl.activation import CommandKind, activation_command_layout
+from hdl.activation import ActivationEngine, CommandKind, activation_command_layout
 from hdl.formats import Dtype, Rounding
 from hdl.sru import sru_layouts
 from hdl.xorwow import seeding_cycles
@@ -98,9 +98,9 @@ class ActivationTB:
         self.dut = dut
         p = tbutil.params()
         self.lanes = p["lanes"]
-        self.r = p.get("random_bits", 16)
-        self.sru_stages = p.get("sru_stages", 2)
-        self.latency = p.get("mul_stages", 2) + p.get("add_stages", 2) + self.sru_stages
+        engine = ActivationEngine(**p)
+        self.r, self.latency, self.reduce_step = (engine.random_bits, engine.latency,
+                                                  engine.reduce_step)
         names = p.get("targets", [d.golden_name for d in Dtype])
         self.built = [d for d in Dtype if d.golden_name in names]
         self.layout = activation_command_layout(self.lanes)
@@ -383,7 +383,7 @@ async def throughput(dut):
     out = await tb.run([r])
     cycles = tb.cycles - start - 1
     tb.check(ActivationModel(tb.lanes, random_bits=tb.r), [r], out)
-    step = tb.latency - tb.sru_stages + 1
+    step = tb.reduce_step
     assert 20 * step <= cycles <= 20 * step + tb.latency + 2, \
         f"a 20-beat reduction took {cycles} cycles, want {20 * step} + up to the latency"
     dut._log.info("reduction: 20 beats in %d cycles (one per %d)", cycles, step)

@@ -2,8 +2,8 @@
 """The activation engine in cocotb, Icarus and Verilator: bit-exact against golden.activation.
 
 Configurations: 4 lanes with the default pipelines and every dtype; 3 lanes fully
-combinational (mul, add and SRU at 0 stages: the intake then follows the SRU's ready
-directly); 2 lanes with deep pipelines and an fp8-only SRU (other dtypes are illegal).
+combinational (glue, mul, add and SRU at 0 stages: the intake then follows the SRU's ready
+directly); 2 lanes with other pipeline depths and an fp8-only SRU (other dtypes are illegal).
 """
 
 import pytest
@@ -13,8 +13,10 @@ from sim import runner
 ACT = "hdl.activation:ActivationEngine"
 CONFIGS = {
     "l4": ({"lanes": 4}, "60"),
-    "l3-comb": ({"lanes": 3, "mul_stages": 0, "add_stages": 0, "sru_stages": 0}, "30"),
-    "l2-deep-fp8": ({"lanes": 2, "mul_stages": 3, "add_stages": 5, "sru_stages": 3,
+    "l3-comb": ({"lanes": 3, "glue_stages": 0, "mul_stages": 0, "add_stages": 0, "sru_stages": 0},
+                "30"),
+    "l2-deep-fp8": ({"lanes": 2, "glue_stages": 2, "mul_stages": 3, "add_stages": 5,
+                     "sru_stages": 2,
                      "random_bits": 8, "targets": ["fp8_e4m3", "fp8_e5m2"]}, "30"),
 }
 
@@ -27,7 +29,8 @@ def test_activation(simulator, config):
 
 
 @pytest.mark.parametrize("kwargs, param", [
-    ({"lanes": 0}, "lanes"), ({"lanes": 2, "mul_stages": 4}, "mul_stages"),
+    ({"lanes": 0}, "lanes"), ({"lanes": 2, "glue_stages": 4}, "glue_stages"),
+    ({"lanes": 2, "mul_stages": 7}, "mul_stages"),
     ({"lanes": 2, "add_stages": 8}, "add_stages"), ({"lanes": 2, "sru_stages": 4}, "sru_stages"),
     ({"lanes": 2, "targets": ["int8"]}, "targets"),
 ])

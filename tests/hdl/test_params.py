@@ -189,6 +189,7 @@ _PLAYED = {"design": "sim.tb.selftest_design:StreamRegister", "params": {}, "pla
 COMPONENTS = [
     (ActivationEngine, {"lanes": 2}, [
         ({"lanes": "2"}, T, "lanes"), ({"lanes": 0}, V, "lanes"), ({"lanes": 257}, V, "lanes"),
+        ({"glue_stages": "2"}, T, "glue_stages"), ({"glue_stages": 4}, V, "glue_stages"),
         ({"mul_stages": 1.0}, T, "mul_stages"),
         ({"mul_stages": FP32_MUL_MAX_STAGES + 1}, V, "mul_stages"),
         ({"add_stages": True}, T, "add_stages"),
