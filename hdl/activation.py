@@ -333,17 +333,20 @@ class ActivationEngine(wiring.Component):
         for j in range(N):
             lane, opnd = sel_q.lanes[j], operands[j]
             cmp = m.submodules[f"cmp{j}"] = Fp32Compare()
+            # (x is a signal of its own: a Switch driving part of `operands` would leave the
+            # rest in an `always @*` block a 4-state simulator may never run)
+            x = Signal(32, name=f"x{j}")
             m.d.comb += [cmp.a.eq(lane.cmp_a), cmp.b.eq(lane.cmp_b),
-                         opnd.m.eq(lane.m), opnd.c.eq(lane.c)]
+                         opnd.x.eq(x), opnd.m.eq(lane.m), opnd.c.eq(lane.c)]
             with m.Switch(sel_q.x):
                 with m.Case(_XSource.A):
-                    m.d.comb += opnd.x.eq(lane.a)
+                    m.d.comb += x.eq(lane.a)
                 with m.Case(_XSource.MAX):
-                    m.d.comb += opnd.x.eq(cmp.max)
+                    m.d.comb += x.eq(cmp.max)
                 with m.Case(_XSource.MIN):
-                    m.d.comb += opnd.x.eq(cmp.min)
+                    m.d.comb += x.eq(cmp.min)
                 with m.Case(_XSource.GREATER):
-                    m.d.comb += opnd.x.eq(cmp.greater)
+                    m.d.comb += x.eq(cmp.greater)
         operands_q = delay(m, operands, cut_x, name="operands", en=en)
         xs = [operands_q[j].x for j in range(N)]
         mbs = [operands_q[j].m for j in range(N)]

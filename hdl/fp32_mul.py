@@ -192,14 +192,17 @@ class Fp32Multiplier(wiring.Component):
                      count.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
                                         _EMIN - 1 - p.exp))]
         c = delay(m, count, cut_count, name="count", en=self.en)
-        shift = Signal(_Shifted)  # lost: bits shifted off the bottom (right shifts only)
-        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target)]
+        # (sig and lost are signals of their own: an If driving part of `shift` would leave
+        # the rest in an `always @*` block a 4-state simulator may never run)
+        sig, lost = Signal(_PROD_BITS), Signal()  # lost: bits shifted off (right shifts only)
         with m.If(c.left >= 0):
-            m.d.comb += shift.sig.eq(c.product.sig << c.left[:6])
+            m.d.comb += sig.eq(c.product.sig << c.left[:6])
         with m.Else():
             window = Cat(Const(0, _RIGHT_MAX), c.product.sig) >> c.right
-            m.d.comb += [shift.sig.eq(window[_RIGHT_MAX:]),
-                         shift.lost.eq(window[:_RIGHT_MAX].any())]
+            m.d.comb += [sig.eq(window[_RIGHT_MAX:]), lost.eq(window[:_RIGHT_MAX].any())]
+        shift = Signal(_Shifted)
+        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target), shift.sig.eq(sig),
+                     shift.lost.eq(lost)]
         sh = delay(m, shift, cut_shift, name="shift", en=self.en)
         p, shifted, lost = sh.product, sh.sig, sh.lost
         norm = Signal(_Normalised)

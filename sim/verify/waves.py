@@ -335,17 +335,24 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
     and the pipeline depths are read from the names: ``n`` from the PEs
     ``array.pe_<k>_<m>``, ``add_stages`` from the registers of row 1's input skew
     (``array.x_row1_d<i>``), the array's latency from the metadata delay line
-    (``meta_d<i>``), which carries each moving column's ``valid`` beside the array; the
+    (``meta_d<i>``, then ``psum.meta``), which carries each moving column's ``valid`` beside
+    the array; the
     loader, mover and PSUM are the engine's submodules ``loader``, ``mover`` and ``psum``."""
     names = set(names)
     scope = _engine_scope(names, scope)
     t, a = f"{scope}.", f"{scope}.array."
     n = _array_size(names, scope)
     add_stages = max(_numbered(names, f"{a}x_row1_d"), default=0)
-    latency = max(_numbered(names, f"{t}meta_d"), default=0)  # n*add + mul + n - 1
+    # n*add + mul + n - 1: the delay line stops a cycle short (PSUM reads ahead of the sums)
+    # and PSUM's `meta` register is its last tap.
+    latency = max(_numbered(names, f"{t}meta_d"), default=0) + 1
     write_delay = max(_numbered(names, f"{t}psum.meta_w_d"), default=0)  # add_stages
-    if not n or (n > 1 and not add_stages) or not latency or not write_delay:
+    if not n or (n > 1 and not add_stages) or latency < 2 or not write_delay:
         raise ValueError(f"the dump does not look like a tensor engine's under {scope!r}")
+
+    def meta(d: int) -> str:
+        """The metadata delayed d cycles beside the array (1 <= d <= latency)."""
+        return f"{t}meta_d{d}" if d < latency else f"{t}psum.meta"
 
     def sum_delay(k: int, m: int) -> int:
         # A column taken into the issue register (mover.x) reaches PE (k, m)'s input after
@@ -381,12 +388,12 @@ def tensor_engine_traces(names, scope: str | None = None) -> list[tuple[str, lis
                                 f"row {k} x_in significand (skewed)")]
         for m in range(n):
             d = sum_delay(k, m)
-            traces += [(f"{t}meta_d{d}.valid", "bin", f"pe_{k}_{m} sum valid (meta_d{d})"),
+            traces += [(f"{meta(d)}.valid", "bin", f"pe_{k}_{m} sum valid (meta, {d} cycles)"),
                        (f"{a}pe_{k}_{m}.psum_out", "hex", f"pe_{k}_{m} psum_out")]
         groups.append((f"row {k}: skewed operand, partial sums", traces))
     groups += [
-        ("array result (deskewed)", [(f"{t}meta_d{latency}.valid", "bin",
-                                      f"result valid (meta_d{latency})")]
+        ("array result (deskewed)", [(f"{meta(latency)}.valid", "bin",
+                                      f"result valid (meta, {latency} cycles)")]
          + [(f"{a}result[{m}]", "hex", f"result[{m}]") for m in range(n)]),
         ("PSUM write", [(f"{t}psum.meta_w_d{write_delay}.valid", "bin", "write valid"),
                         (f"{t}psum.meta_w_d{write_delay}.accumulate", "bin", "accumulate"),
