@@ -192,17 +192,19 @@ class Fp32Multiplier(wiring.Component):
                      count.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
                                         _EMIN - 1 - p.exp))]
         c = delay(m, count, cut_count, name="count", en=self.en)
-        # (sig and lost are signals of their own: an If driving part of `shift` would leave
-        # the rest in an `always @*` block a 4-state simulator may never run)
-        sig, lost = Signal(_PROD_BITS), Signal()  # lost: bits shifted off (right shifts only)
+        # (signals of their own: an If driving part of `shift` would leave the rest in an
+        # `always @*` block a 4-state simulator may never run; shifted_off: bits shifted off
+        # the bottom, right shifts only)
+        shifted_sig, shifted_off = Signal(_PROD_BITS), Signal()
         with m.If(c.left >= 0):
-            m.d.comb += sig.eq(c.product.sig << c.left[:6])
+            m.d.comb += shifted_sig.eq(c.product.sig << c.left[:6])
         with m.Else():
             window = Cat(Const(0, _RIGHT_MAX), c.product.sig) >> c.right
-            m.d.comb += [sig.eq(window[_RIGHT_MAX:]), lost.eq(window[:_RIGHT_MAX].any())]
+            m.d.comb += [shifted_sig.eq(window[_RIGHT_MAX:]),
+                         shifted_off.eq(window[:_RIGHT_MAX].any())]
         shift = Signal(_Shifted)
-        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target), shift.sig.eq(sig),
-                     shift.lost.eq(lost)]
+        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target),
+                     shift.sig.eq(shifted_sig), shift.lost.eq(shifted_off)]
         sh = delay(m, shift, cut_shift, name="shift", en=self.en)
         p, shifted, lost = sh.product, sh.sig, sh.lost
         norm = Signal(_Normalised)
