@@ -40,6 +40,35 @@ class _Region:
         return (self.plo < phi) & (plo < self.phi) & (self.lo < hi) & (lo < self.hi)
 
 
+class _Bounds:
+    """A command's regions as the dispatch compares them: the SBUF rectangle it writes (or,
+    tensor path, reads) [plo, phi) x [lo, hi); the ends of its sources' words (an
+    ACTIVATE's, a vector command's in0 and in1: partitions as the rectangle's, words from
+    the field to ``src_hi``); a MATMUL's PSUM words' end. The sums are the dispatch's
+    critical path when formed from the head, so they are formed as the command enters."""
+
+    layout = data.StructLayout({"plo": 8, "phi": 10, "lo": 16, "hi": 18,
+                                "src_hi": data.ArrayLayout(18, 2), "psum_hi": 18})
+
+    def __init__(self, name):
+        self.sig = Signal(self.layout, name=name)
+        self.src_hi, self.psum_hi = self.sig.src_hi, self.sig.psum_hi
+
+    def rect(self, part, rows, addr, cols):
+        """The statements that set the rectangle: partitions part + rows, words addr + cols."""
+        b = self.sig
+        return [b.plo.eq(part), b.phi.eq(part + rows), b.lo.eq(addr), b.hi.eq(addr + cols)]
+
+    @property
+    def region(self):
+        b = self.sig
+        return (b.plo, b.phi, b.lo, b.hi)
+
+    def source(self, i, addr):
+        """Source ``i``'s rectangle, its words from ``addr``."""
+        return (self.sig.plo, self.sig.phi, addr, self.src_hi[i])
+
+
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
     """The memory sizes a core can be built with (each fits its descriptor field).
 
@@ -230,7 +259,7 @@ class Sequencer(wiring.Component):
                 checks.append((~sbuf | (apart == 0) | (apart >= f.cols), ErrorCode.BAD_RANGE))
         return checks
 
-    def _vector_dispatch(self, m, v, go, ok, head, te_held, te_r, dma_held, act_held,
+    def _vector_dispatch(self, m, v, go, ok, head, bounds, te_held, te_r, dma_held, act_held,
                          coll_held, mm_count, mm_r, act_r, act_srcs):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
@@ -238,18 +267,14 @@ class Sequencer(wiring.Component):
                   Opcode.TRANSPOSE):
             f = v[o]
             with m.Case(o):
-                if o == Opcode.TRANSPOSE:
-                    rect = (f.dst_part, f.dst_part + f.cols, f.dst_addr, f.dst_addr + f.rows)
-                    ins = []
-                else:
-                    out_cols = 1 if o == Opcode.TENSOR_REDUCE else f.cols
-                    rect = (f.part, f.part + f.rows, f.dst_addr, f.dst_addr + out_cols)
-                    ins = ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else [])
+                rect = bounds.region
+                ins = ([] if o == Opcode.TRANSPOSE else
+                       ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
                 raw = Signal(name=f"{o.name.lower()}_raw")  # a MATMUL writes an operand
                 terms = []
-                for i in ins:
-                    sbuf, bank, addr = (getattr(f, f"{i}_{k}") for k in ("sbuf", "bank", "addr"))
-                    src = (f.part, f.part + f.rows, addr, addr + f.cols)
+                for k, i in enumerate(ins):
+                    sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
+                    src = bounds.source(k, addr)
                     for b in range(self.psum_banks):
                         terms.append(~sbuf & (bank == b) & (mm_count[b] != 0)
                                      & mm_r[b].overlaps(*src))
@@ -257,15 +282,15 @@ class Sequencer(wiring.Component):
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & te_r.overlaps(*rect)) & ~raw)
                 with m.If(go & ok):
-                    m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
-                                 *act_r.set(*rect)]
+                    m.d.sync += self.act.valid.eq(1)
+                with m.If(~act_held):
+                    m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect)]
                     for k, (region, psum, bank_sig) in enumerate(act_srcs):
                         if k < len(ins):
                             i = ins[k]
                             sbuf, bank, addr = (getattr(f, f"{i}_{x}")
                                                 for x in ("sbuf", "bank", "addr"))
-                            m.d.sync += [*region.set(f.part, f.part + f.rows, addr,
-                                                     addr + f.cols),
+                            m.d.sync += [*region.set(*bounds.source(k, addr)),
                                          psum.eq(~sbuf), bank_sig.eq(bank)]
                         else:
                             m.d.sync += psum.eq(0)
@@ -279,7 +304,11 @@ class Sequencer(wiring.Component):
         # cycle a LOAD_STATIONARY is dispatched is checked again, from the head, the cycle
         # after (`recheck`; it cannot dispatch then anyway: the tensor path is busy with the
         # LOAD_STATIONARY). Each engine runs one command at a time; the hazard records are the
-        # regions of the command each engine holds.
+        # regions of the command each engine holds. An engine's payload and hazard record load
+        # the head's fields in every cycle the engine is free (not `held`), dispatched or not:
+        # the dispatch cycle is the last such, and nothing reads them before it. So only the
+        # valid bits, the indices and the counts wait for the dispatch decision, whose enable
+        # would otherwise fan out to some 700 flip-flops (the sequencer's critical path).
         m = Module()
         n, words, banks, pwords = self.n, self.sbuf_words, self.psum_banks, self.psum_words
 
@@ -326,6 +355,8 @@ class Sequencer(wiring.Component):
         ls_slots, ls_ratio, mm_rows, mm_words = (
             Signal.like(x, name=x.name[len("chk_"):])
             for x in (chk_ls_slots, chk_ls_ratio, chk_mm_rows, chk_mm_words))
+        # The command's regions (see _Bounds), computed as it enters and registered beside it.
+        bounds, bounds_q = _Bounds("chk"), _Bounds("head")
         # A DMA command's DRAM bound, last byte <= dram_bytes, is checked in the dispatch
         # cycle from the product, (rows - 1) * stride, and the room, dram_bytes - dram_addr -
         # cols * size, registered as the command enters: `fault` holds the checks before it,
@@ -340,7 +371,8 @@ class Sequencer(wiring.Component):
             m.d.sync += [fault_q.eq(fault), fault_after_q.eq(fault_after), bound_q.eq(bound),
                          span_q.eq(span), room_q.eq(room),
                          ls_slots.eq(chk_ls_slots), ls_ratio.eq(chk_ls_ratio),
-                         mm_rows.eq(chk_mm_rows), mm_words.eq(chk_mm_words)]
+                         mm_rows.eq(chk_mm_rows), mm_words.eq(chk_mm_words),
+                         bounds_q.sig.eq(bounds.sig)]
         head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
         m.d.comb += head_fault.eq(Mux(bound_q & ((room_q < 0) | (span_q > room_q)),
                                       ErrorCode.BAD_RANGE, fault_after_q))
@@ -367,6 +399,7 @@ class Sequencer(wiring.Component):
                             m.d.comb += shift.eq(1)
                         with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
                             m.d.comb += shift.eq(2)
+                    m.d.comb += bounds.rect(f.part, f.rows, f.sbuf_addr, f.cols)
                     m.d.comb += [span.eq((f.rows - 1) * f.dram_stride),
                                  room.eq(self.dram_bytes - f.dram_addr - (f.cols << shift)),
                                  bound.eq(fault == ErrorCode.OK)]
@@ -379,6 +412,7 @@ class Sequencer(wiring.Component):
                             ErrorCode.BAD_ALIGN)], target=fault_after)
             with m.Case(Opcode.LOAD_STATIONARY):
                 f = cv[Opcode.LOAD_STATIONARY]
+                m.d.comb += bounds.rect(f.part, chk_ls_slots, f.sbuf_addr, f.m)
                 sp = f.sparsity.as_value()
                 chain([((sp == 0) | ((sp <= int(max(_isa.Sparsity))) & self.sparse),
                         ErrorCode.BAD_FIELD),
@@ -388,6 +422,8 @@ class Sequencer(wiring.Component):
                        (sbuf_ok(f.part, chk_ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.MATMUL):
                 f = cv[Opcode.MATMUL]
+                m.d.comb += [*bounds.rect(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
+                             bounds.psum_hi.eq(f.psum_addr + f.f)]
                 chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
@@ -396,6 +432,8 @@ class Sequencer(wiring.Component):
                        ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
             with m.Case(Opcode.ACTIVATE):
                 f = cv[Opcode.ACTIVATE]
+                m.d.comb += [*bounds.rect(f.part, f.rows, f.dst_addr, f.cols),
+                             bounds.src_hi[0].eq(f.src_addr + f.cols)]
                 apart = Signal(17)
                 m.d.comb += apart.eq(Mux(f.src_addr >= f.dst_addr, f.src_addr - f.dst_addr,
                                          f.dst_addr - f.src_addr))
@@ -454,9 +492,15 @@ class Sequencer(wiring.Component):
             if self.vector_engine:
                 for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
                     with m.Case(o):
-                        chain(self._vector_checks(m, o, cv[o], sbuf_ok))
+                        f = cv[o]
+                        out_cols = 1 if o == Opcode.TENSOR_REDUCE else f.cols
+                        m.d.comb += bounds.rect(f.part, f.rows, f.dst_addr, out_cols)
+                        for i in range(2 if o == Opcode.TENSOR_TENSOR else 1):
+                            m.d.comb += bounds.src_hi[i].eq(getattr(f, f"in{i}_addr") + f.cols)
+                        chain(self._vector_checks(m, o, f, sbuf_ok))
                 with m.Case(Opcode.TRANSPOSE):
                     f = cv[Opcode.TRANSPOSE]
+                    m.d.comb += bounds.rect(f.dst_part, f.cols, f.dst_addr, f.rows)
                     meet = ((f.part < f.dst_part + f.cols) & (f.dst_part < f.part + f.rows)
                             & (f.src_addr < f.dst_addr + f.rows)
                             & (f.dst_addr < f.src_addr + f.cols))
@@ -516,42 +560,41 @@ class Sequencer(wiring.Component):
         a = v[Opcode.ACTIVATE]
         with m.Switch(op):
             with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
-                rect = (d.part, d.part + d.rows, d.sbuf_addr, d.sbuf_addr + d.cols)
+                rect = bounds_q.region
                 is_load = op == Opcode.DMA_LOAD
                 m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
                                   & ~(is_load & te_held & te_r.overlaps(*rect)))
                 with m.If(go & ok):
-                    m.d.sync += [self.dma.valid.eq(1), *dma_r.set(*rect),
-                                 dma_load.eq(is_load), dma_index.eq(executed)]
+                    m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
+                with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
                     p = self.dma.payload
-                    m.d.sync += [p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
+                    m.d.sync += [*dma_r.set(*rect), dma_load.eq(is_load),
+                                 p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
                                  p.rows.eq(d.rows), p.sbuf_addr.eq(d.sbuf_addr),
                                  p.cols.eq(d.cols), p.dram_addr.eq(d.dram_addr),
                                  p.dram_stride.eq(d.dram_stride)]
             with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
                 is_mm = op == Opcode.MATMUL
-                rect = (Mux(is_mm, mm.part, ls.part),
-                        Mux(is_mm, mm.part + mm_rows, ls.part + ls_slots),
-                        Mux(is_mm, mm.sbuf_addr, ls.sbuf_addr),
-                        Mux(is_mm, mm.sbuf_addr + mm_words, ls.sbuf_addr + ls.m))
+                rect = bounds_q.region
                 count = Signal.like(mm_count[0])
                 for b in range(banks):
                     with m.If(mm.bank == b):
                         m.d.comb += count.eq(mm_count[b])
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
                 war = act_held & ((act_psum & (act_bank == mm.bank)
-                                   & act_src.overlaps(0, stat_m, mm.psum_addr,
-                                                      mm.psum_addr + mm.f))
+                                   & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
                                   | (act_psum1 & (act_bank1 == mm.bank)
                                      & act_src1.overlaps(0, stat_m, mm.psum_addr,
-                                                         mm.psum_addr + mm.f)))
+                                                         bounds_q.psum_hi)))
                 m.d.comb += go.eq(
                     ~te_held & ~coll_held
                     & ~(dma_held & dma_load & dma_r.overlaps(*rect))
                     & ~(act_held & act_r.overlaps(*rect))
                     & ~(is_mm & (war | (count == _MAX_MATMULS))))
+                with m.If(~te_held):
+                    m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
                 with m.If(go & ok):
-                    m.d.sync += [self.te.valid.eq(1), self.te.payload.eq(head), *te_r.set(*rect)]
+                    m.d.sync += self.te.valid.eq(1)
                     with m.If(is_mm):
                         m.d.comb += mm_go.eq(1)
                     with m.Else():
@@ -559,8 +602,8 @@ class Sequencer(wiring.Component):
                         with m.If(ls.sparsity.as_value() != 0):
                             m.d.sync += [tags_wait.eq(1), tags_index.eq(executed)]
             with m.Case(Opcode.ACTIVATE):
-                rect = (a.part, a.part + a.rows, a.dst_addr, a.dst_addr + a.cols)
-                src = (a.part, a.part + a.rows, a.src_addr, a.src_addr + a.cols)
+                rect = bounds_q.region
+                src = bounds_q.source(0, a.src_addr)
                 raw = Signal()  # a MATMUL in flight writes PSUM words it reads
                 for b in range(banks):
                     with m.If(a.src_bank == b):
@@ -568,26 +611,29 @@ class Sequencer(wiring.Component):
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & te_r.overlaps(*rect))
                                   & ~(~a.src_sbuf & raw))
-                with m.If(go & ok):
-                    m.d.sync += [self.act.valid.eq(1), self.act.payload.eq(head),
-                                 *act_r.set(*rect), *act_src.set(*src),
+                with m.If(~act_held):
+                    m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
                                  act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
                                  act_psum1.eq(0)]
+                with m.If(go & ok):
+                    m.d.sync += self.act.valid.eq(1)
             if self.vector_engine:
-                self._vector_dispatch(m, v, go, ok, head, te_held, te_r, dma_held, act_held,
-                                      coll_held, mm_count, mm_r, act_r, act_srcs)
+                self._vector_dispatch(m, v, go, ok, head, bounds_q, te_held, te_r, dma_held,
+                                      act_held, coll_held, mm_count, mm_r, act_r, act_srcs)
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
+                with m.If(~act_held):
+                    m.d.sync += self.seed.payload.eq(v[Opcode.SET_SEED].seed)
                 with m.If(go & ok):
-                    m.d.sync += [self.seed.valid.eq(1),
-                                 self.seed.payload.eq(v[Opcode.SET_SEED].seed)]
+                    m.d.sync += self.seed.valid.eq(1)
             with m.Case(Opcode.BARRIER):
                 m.d.comb += go.eq(all_idle)
             with m.Case(Opcode.COLLECTIVE):
                 m.d.comb += go.eq(all_idle & ~self.hold)
+                with m.If(~coll_held):
+                    m.d.sync += self.coll.payload.eq(head)
                 with m.If(go & ok):
-                    m.d.sync += [self.coll.valid.eq(1), self.coll.payload.eq(head),
-                                 coll_index.eq(executed)]
+                    m.d.sync += [self.coll.valid.eq(1), coll_index.eq(executed)]
 
         # MATMULs in flight per bank: one more as one is dispatched, one less as the tensor
         # engine reports its last write; the region grows by each dispatched MATMUL's and is
@@ -597,7 +643,7 @@ class Sequencer(wiring.Component):
             dec = self.te_done & (self.te_done_bank == b)
             m.d.sync += mm_count[b].eq(mm_count[b] + inc - dec)
             r = mm_r[b]
-            lo, hi = mm.psum_addr, mm.psum_addr + mm.f
+            lo, hi = mm.psum_addr, bounds_q.psum_hi
             with m.If(inc):
                 with m.If((mm_count[b] == 0) | ((mm_count[b] == 1) & dec)):
                     m.d.sync += r.set(0, stat_m, lo, hi)
