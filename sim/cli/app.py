@@ -794,13 +794,16 @@ _XDIST_NOISE = "bringing up nodes...\n"
 def _run_filtered(args, cwd) -> int:
     """Run ``args``, passing its output through as it comes (pytest's progress dots), without
     pytest-xdist's "bringing up nodes..." lines."""
+    import codecs
     import os
     import subprocess
 
     proc = subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     pending = ""
+    # (incremental: a character split between two reads is decoded whole)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     while chunk := os.read(proc.stdout.fileno(), 4096):
-        pending += chunk.decode(errors="replace")
+        pending += decoder.decode(chunk)
         pending = pending.replace(_XDIST_NOISE, "")
         # Hold back only what may be the start of the noise line (a suffix shorter than it).
         keep = next((len(pending) - i
@@ -809,7 +812,7 @@ def _run_filtered(args, cwd) -> int:
         out, pending = pending[:len(pending) - keep], pending[len(pending) - keep:]
         sys.stdout.write(out)
         sys.stdout.flush()
-    sys.stdout.write(pending)
+    sys.stdout.write(pending + decoder.decode(b"", final=True))
     proc.stdout.close()
     return proc.wait()
 

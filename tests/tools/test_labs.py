@@ -233,6 +233,17 @@ def test_lab_check_output_has_no_xdist_start_up_lines(capfd):
     assert capfd.readouterr().out == "..F\nbringx\n"
 
 
+def test_lab_check_output_keeps_a_character_split_between_reads(capfd):
+    """A UTF-8 character whose bytes arrive in two reads comes out whole (each read was
+    decoded on its own before, which printed two replacement characters)."""
+    from sim.cli.app import _run_filtered
+
+    code = ("import sys, time; b = '× ok\\n'.encode(); out = sys.stdout.buffer; "
+            "out.write(b[:1]); out.flush(); time.sleep(0.2); out.write(b[1:]); out.flush()")
+    assert _run_filtered([sys.executable, "-c", code], REPO_ROOT) == 0
+    assert capfd.readouterr().out == "× ok\n"
+
+
 def test_lab5_quotes_the_current_report():
     """Lab 5's text quotes synth/report.json (areas, Fmax, paths, the fit): when `make
     synth-report` changes the report, this names each figure the text has to follow (and
