@@ -3,6 +3,7 @@
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .formats import Dtype, Rounding, parse_dtypes
@@ -136,18 +137,20 @@ class ActivationEngine(wiring.Component):
       dropped without taking beats, and sets the sticky ``error``.
     * ``i`` (:func:`activation_beat_layout`): beats of ``lanes`` fp32 values ``a`` (and ``b``);
       ``o``: the SRU's output beats (results zero-extended to the SRU's lane width, ``invalid``
-      never set for a legal command); ``seed`` / ``seeding``: the SRU's (``SET_SEED``; ``i``
-      waits while it seeds).
+      never set for a legal command); ``seed`` / ``seeding``: the SRU's (``SET_SEED``; beats
+      wait for the SRU while it seeds: in the queue, or at ``i``).
 
     Timing: ``latency = glue_stages + mul_stages + add_stages + sru_stages`` cycles from ``i``
-    to ``o`` (16 with the defaults); one
-    beat per cycle while the streams allow, commands back to back (the next one is taken with
-    the last beat of the current one); full back-pressure: the whole pipeline holds while
-    ``o`` is stalled. A REDUCE takes a beat only once the one before it has left the adder:
-    one beat per :attr:`reduce_step` cycles (``mul_stages + add_stages + 1`` plus the glue
-    registers before the adder's output: 2 of the default 3). A seed on ``seed`` is
-    taken only when the engine is not ``busy``, so beats taken before it draw from the old
-    stream, as in program order.
+    to ``o`` (16 with the defaults); one beat per cycle while the streams allow, commands back
+    to back (the next one is taken with the last beat of the current one); full
+    back-pressure: with ``glue_stages`` >= 2 a queue of ``glue_stages + mul_stages +
+    add_stages + 1`` entries waits beside the register before the SRU and ``i`` stops taking
+    beats while ``o`` is stalled (those in flight wait in the queue), below 2 the whole
+    pipeline holds while ``o`` is stalled. A REDUCE takes a beat only once the one before it
+    has left the adder: one beat per :attr:`reduce_step` cycles (``mul_stages + add_stages +
+    1`` plus the glue registers before the adder's output: 2 of the default 3). A seed on
+    ``seed`` is taken only when the engine is not ``busy``, so beats taken before it draw
+    from the old stream, as in program order.
 
     Reset drops the command in progress (its remaining beats are not expected) and every beat
     in flight (none comes out), clears ``error`` and ``busy``; the SRU then seeds itself with 0.
@@ -158,8 +161,8 @@ class ActivationEngine(wiring.Component):
         N, the values per beat, 1 to 256.
     glue_stages : int
         Registers in the logic around the arithmetic units, 0 to 3 (default 3): after the
-        comparison (x), then also before the SRU (after the relu), then also after the
-        operands' selection (m, c and the comparison's operands).
+        comparison (x), then also before the SRU (after the relu; a queue beside it),
+        then also after the operands' selection (m, c and the comparison's operands).
     mul_stages : int
         The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (6;
         default 6).
@@ -212,8 +215,13 @@ class ActivationEngine(wiring.Component):
 
     def elaborate(self, platform):
         # Design note. The glue registers, multipliers, adders and the relu form one
-        # clock-enabled pipeline of glue_stages + mul_stages + add_stages registers with a
-        # valid bit per stage; it advances (`en`) unless its last stage holds a beat the SRU
+        # pipeline of glue_stages + mul_stages + add_stages registers with a valid bit per
+        # stage. With glue_stages >= 2 the last of them, before the SRU, has a queue beside it
+        # of one entry more than the pipeline's depth: the pipeline never stalls (no enable fans out
+        # to its thousands of flip-flops, the engine's critical path at 82 MHz), and the
+        # intake takes a beat only while the queue would have room for every beat bound for
+        # the SRU (`owed`), so the SRU's back-pressure stops the intake, not the pipeline.
+        # Below that the pipeline advances (`en`) unless its last stage holds a beat the SRU
         # cannot take, so the SRU's back-pressure holds everything. Each beat carries its
         # command's settings (and its per-lane addend c) down the pipeline, so the next
         # command can start while the last one's beats are still in flight. A REDUCE's beats
@@ -254,11 +262,18 @@ class ActivationEngine(wiring.Component):
         active = left != 0
         reduce = cur.kind == CommandKind.REDUCE
         intake_ok = active & (~reduce | (in_pipe == 0))
+        # With the register before the SRU (cut_post) the pipeline never stalls: a queue
+        # beside that register holds the beats it cannot take, and a beat is taken only while
+        # the queue has room for it and for every beat bound for the SRU before it (`owed`).
+        queue_depth = depth + 1
+        owed = Signal(range(queue_depth + 1))
         if depth == 0:
             # Combinational: the beat goes straight to the SRU (valid never waits for ready),
             # unless it is a REDUCE's beat before its last (it goes to the accumulator).
             to_sru_now = ~reduce | (left == 1)
             m.d.comb += self.i.ready.eq(intake_ok & (sru.i.ready | ~to_sru_now))
+        elif cut_post:
+            m.d.comb += [en.eq(1), self.i.ready.eq(intake_ok & (owed != queue_depth))]
         else:
             m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(intake_ok & en)]
         m.d.comb += take.eq(self.i.valid & self.i.ready)
@@ -294,8 +309,7 @@ class ActivationEngine(wiring.Component):
         tag_mul = delay(m, tag, cut_sel + cut_x, name="tag_in", en=en)
         tag_add = delay(m, tag_mul, ms, name="tag_mul", en=en)
         tag_out = delay(m, tag_add, ad, name="tag_add", en=en)
-        tag_sru = delay(m, tag_out, cut_post, name="tag_sru", en=en)
-        m.d.comb += v_end.eq(tag_sru.valid & tag_sru.to_sru)
+        m.d.comb += v_end.eq(tag_out.valid & tag_out.to_sru)
         if depth:
             leaves = tag_out.valid & en
             m.d.sync += in_pipe.eq(in_pipe + take - leaves)
@@ -370,14 +384,23 @@ class ActivationEngine(wiring.Component):
             ys.append(Mux(tag_out.relu, relu, y))
             with m.If(acc_write):
                 m.d.sync += acc[j].eq(y)
-        # (registered if glue_stages >= 2)
-        m.d.comb += sru.i.payload.data.eq(delay(m, Cat(*ys), cut_post, name="y", en=en))
-        m.d.comb += [
-            sru.i.valid.eq(v_end),
-            sru.i.payload.dtype.eq(tag_sru.dtype),
-            sru.i.payload.mode.eq(tag_sru.mode),
-            sru.i.payload.saturate.eq(tag_sru.saturate),
-        ]
+        beat = Signal.like(sru.i.payload, name="sru_beat")  # the SRU's beat, as it leaves
+        m.d.comb += [beat.data.eq(Cat(*ys)), beat.dtype.eq(tag_out.dtype),
+                     beat.mode.eq(tag_out.mode), beat.saturate.eq(tag_out.saturate)]
+        if cut_post:  # (glue_stages >= 2) the register before the SRU, and the queue
+            # The register takes the queue's oldest beat, or the beat leaving the pipeline
+            # when the queue is empty; the beat waits in the queue when the register is held.
+            queue = m.submodules.queue = SyncFIFO(width=len(beat.as_value()), depth=queue_depth)
+            free = ~sru.i.valid | sru.i.ready  # the register takes a beat this cycle
+            direct = free & ~queue.r_rdy
+            m.d.comb += [queue.w_en.eq(v_end & ~direct), queue.w_data.eq(beat),
+                         queue.r_en.eq(free)]
+            with m.If(free):
+                m.d.sync += [sru.i.valid.eq(queue.r_rdy | v_end),
+                             sru.i.payload.eq(Mux(queue.r_rdy, queue.r_data, beat))]
+            m.d.sync += owed.eq(owed + (take & tag.to_sru) - (sru.i.valid & sru.i.ready))
+        else:
+            m.d.comb += [sru.i.valid.eq(v_end), sru.i.payload.eq(beat)]
 
         # Busy: a command is taking beats or a beat bound for the SRU is in the pipeline or
         # the SRU (a REDUCE's earlier beats are in the pipeline only while it takes beats).
