@@ -63,6 +63,10 @@ _SHORT = {Opcode.DMA_LOAD: "load", Opcode.DMA_STORE: "store", Opcode.LOAD_STATIO
 assert set(_SHORT) == set(Opcode), "every opcode needs a label in the profile"
 
 
+#: Label levels above a core's engines, and their spacing in engine rows.
+_LABEL_LEVELS, _LABEL_STEP = 3, 0.9
+
+
 def _label(words, line) -> str:
     op = _SHORT[Opcode(decode_descriptor(words)[0])]
     return f"{op} :{line[1]}" if line and line[1] else op
@@ -77,13 +81,17 @@ def draw(path, cores: list[dict], title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    band = 2.6  # the labels' band above each core's engines
+    band = 0.25 + _LABEL_STEP * _LABEL_LEVELS  # the labels' band above each core's engines
     rows = len(cores) * (len(ENGINES) + band)
     fig, ax = plt.subplots(figsize=(14, 1.4 + 0.42 * rows))
     colors = {"tensor": "tab:red", "activation": "tab:green", "dma": "tab:blue",
               "collective": "tab:purple"}
     firsts = [d[0][0] for d in (dispatches(c["events"]) for c in cores) if d]
     start = min(firsts) if firsts else 0
+    # Labels closer than a label's width (in cycles: the axes' ~12 inches of 72 points span
+    # the run; a label is ~8 points wide) go on the next of _LABEL_LEVELS levels up.
+    span = max(1, max(c["end"] for c in cores) - start)
+    gap = span * 8 / (12 * 72)
     ticks, names = [], []
     y = 0.0
     for r, core in enumerate(cores):
@@ -94,12 +102,16 @@ def draw(path, cores: list[dict], title: str) -> None:
             ticks.append(y + 0.4)
             names.append(f"core {r} {engine}" if len(cores) > 1 else engine)
             y += 1
+        last = [-gap] * _LABEL_LEVELS  # the cycle of each level's last label
         for cycle, index in dispatches(core["events"]):
             if index < len(core["program"]):
-                ax.plot([cycle - start] * 2, [y - len(ENGINES), y + 0.1], color="0.8", lw=0.4,
-                        zorder=0)
-                ax.text(cycle - start, y + 0.15, _label(core["program"][index],
-                                                        core["lines"][index]),
+                x = cycle - start
+                level = next((k for k in range(_LABEL_LEVELS) if x - last[k] >= gap),
+                             min(range(_LABEL_LEVELS), key=last.__getitem__))
+                last[level] = x
+                top = y + 0.15 + _LABEL_STEP * level
+                ax.plot([x] * 2, [y - len(ENGINES), top - 0.05], color="0.8", lw=0.4, zorder=0)
+                ax.text(x, top, _label(core["program"][index], core["lines"][index]),
                         fontsize=5.5, rotation=90, va="bottom", ha="center")
         y += band
     ax.set_yticks(ticks, names)
