@@ -178,6 +178,19 @@ def test_nclite_in_a_copy_runs_the_copys_code(tmp_path):
     assert proc.stderr.startswith("error: lab 2: ") and "lab 2's scratch copy" in proc.stderr
 
 
+def test_lab1_explore_in_a_copy_says_not_built_quietly(tmp_path):
+    """Lab 1's explorer, run in the copy before the exercise is written, prints the golden
+    product and "not built yet" for the RTL, and no "created but never used" warnings."""
+    dest = tmp_path / "lab1"
+    labs.start(1, dest)
+    proc = subprocess.run([str(dest / ".venv" / "bin" / "python"),
+                           "docs/labs/lab1-fp-pe/explore.py", "mul", "bf16", "0x3f80", "bf16",
+                           "0x4000"], cwd=dest, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "RTL FpMultiplier  : not built yet (lab 1: " in proc.stdout, proc.stdout
+    assert proc.stderr == "", proc.stderr
+
+
 @pytest.mark.parametrize("number", sorted(LABS))
 def test_each_task_says_where_it_runs(number):
     """Every task of a lab's text says which tree it runs in, and a stub that raises raises the
