@@ -771,7 +771,7 @@ def lab_check(number, tree, fast, jobs, verbose, as_json):
     else:
         returncode = _run_filtered(args, tree)
     ok = returncode == 0
-    summary = [] if ok or verbose else labs.failure_summary(junit, number)
+    summary = [] if ok or verbose else labs.failure_summary(junit, number, tree=tree)
     if as_json:
         click.echo(json.dumps({"lab": number, "dir": str(tree), "passed": ok,
                                "command": args, "returncode": returncode,

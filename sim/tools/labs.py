@@ -295,10 +295,24 @@ def check_args(number: int, tree: Path, *, fast: bool = False, jobs: str = "auto
     return out + list(tests)
 
 
-def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6) -> list[str]:
+def _nodeid(classname: str, name: str, tree: Path) -> str:
+    """pytest's node id of a junit test case: the class name's longest prefix that is a file
+    of ``tree`` is the module, the rest its classes (``tests.x.test_y.TestZ`` ->
+    ``tests/x/test_y.py::TestZ::name``)."""
+    parts = classname.split(".")
+    for i in range(len(parts), 0, -1):
+        module = "/".join(parts[:i]) + ".py"
+        if (tree / module).is_file():
+            return "::".join([module, *parts[i:], name])
+    return "/".join(parts) + ".py::" + name
+
+
+def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6,
+                    tree: Path | None = None) -> list[str]:
     """What failed in a lab check, short: the failures grouped by their message's first line
     (numbers aside), each group's first test and the first lines of its message (the checks'
     own diagnosis: the seed, which sums, the hint), then how to rerun one and see everything.
+    ``tree``: where the check ran (default: the working directory), for the tests' node ids.
 
     Returns no lines when nothing failed.
     """
@@ -316,7 +330,8 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
         if bad is None:
             bad = case.find("error")
         if bad is not None:
-            nodeid = case.get("classname", "").replace(".", "/") + ".py::" + case.get("name", "")
+            nodeid = _nodeid(case.get("classname", ""), case.get("name", ""),
+                             Path.cwd() if tree is None else Path(tree))
             # The report's text holds the whole message (its "message" attribute is cut at a
             # few lines): from the first line pytest marks with "E" to a traceback location.
             report = (bad.text or "").splitlines()

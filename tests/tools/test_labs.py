@@ -236,6 +236,20 @@ def test_failure_summary_is_short(tmp_path):
     assert labs.failure_summary(junit, 2) == []
 
 
+def test_failure_summary_names_a_test_in_a_class(tmp_path):
+    """junit's classname of a test in a class holds the class after the module: the rerun
+    command gets pytest's node id, module path then class (not the class as a file)."""
+    (tmp_path / "tests" / "hdl").mkdir(parents=True)
+    (tmp_path / "tests" / "hdl" / "test_x.py").write_text("")
+    junit = tmp_path / "r.xml"
+    junit.write_text('<testsuites><testsuite><testcase classname="tests.hdl.test_x.TestArray" '
+                     'name="test_a"><failure message="m">E   AssertionError: no</failure>'
+                     '</testcase></testsuite></testsuites>')
+    out = labs.failure_summary(junit, 2, tree=tmp_path)
+    assert "  tests/hdl/test_x.py::TestArray::test_a:" in out, out
+    assert out[-2] == "rerun one   : python -m pytest -q 'tests/hdl/test_x.py::TestArray::test_a'"
+
+
 def test_lab_check_output_has_no_xdist_start_up_lines(capfd):
     from sim.cli.app import _run_filtered
 
