@@ -9,7 +9,8 @@ Cycles
     another; the first edge is cycle 0), and a row shows what that edge samples: each value
     one time unit before the edge, as the flip-flops see it (:func:`sim.verify.waves.rising_edges`).
     A register written at edge c therefore shows its new value in row c + 1. With
-    ``clock=None`` the rows are the dump's own times instead, one per change.
+    ``clock=None`` the rows are the dump's own times instead, one per change (and a first
+    row at ``start`` with the values then, when no change falls on it).
 Names
     A pattern is a full dotted name (``tensor_engine.mover.meta.valid``), the end of one after a
     dot (``meta.valid``, ``psum_out``: every signal whose name ends so), or a glob with ``*``,
@@ -227,6 +228,8 @@ def table(path: Path | str, patterns, *, clock: str | None = "clk", start: int |
         if key < lo or key > hi:
             last = vals
             continue
+        if clock is None and not kept and key > lo and last is not None:
+            kept.append((lo, lo, last))  # the state at --from, when no change falls on it
         if every or vals != last or key in (lo, hi):
             kept.append((key, t, vals))
         last = vals

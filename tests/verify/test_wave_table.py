@@ -82,6 +82,9 @@ def test_without_a_clock_a_row_per_change(vcd):
     rows = _rows(wave_table.table(vcd, ["top.data"], clock=None))
     assert rows == [["time", "(ns)", "data"], ["0.000", "xx01"], ["0.005", "5"], ["0.012", "a"],
                     ["0.013", "c"]]
+    # --from between two changes: its first row is the state at that time.
+    rows = _rows(wave_table.table(vcd, ["top.data"], clock=None, start=7, stop=12))
+    assert rows == [["time", "(ns)", "data"], ["0.007", "5"], ["0.012", "a"]]
 
 
 def test_cli(vcd):
