@@ -54,8 +54,9 @@ $(STAMP): pyproject.toml | system-deps
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@# --no-compile: Python compiles what is imported on first use, into build/pycache
-	@# (sim.toolchain.cache_bytecode; halves the install's time)
-	$(PY) -m pip install -q --no-compile -e '.[test]'
+	@# (sim.toolchain.cache_bytecode; halves the install's time). setuptools warns of any
+	@# editable install that folders named like the package could shadow it: ours has none.
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q --no-compile -e '.[test]'
 	@touch $@
 
 doctor: setup
