@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """Fp32Multiplier in amaranth.sim against golden.fp32.fp32_mul (itself checked against
 Berkeley SoftFloat in test_golden_fp32.py): every special pair, random pairs, product ties
-in the normal and subnormal ranges, at every stage count, with clock-enable stalls; bad
-parameters. The cocotb testbench (sim/tb/fp32_arith.py) runs 10^4 pairs on the Verilog.
+in the normal and subnormal ranges, at every stage count, with clock-enable stalls (junk
+operands while stalled, the output checked to hold); bad parameters. The cocotb testbench
+(sim/tb/fp32_arith.py) runs 10^4 pairs on the Verilog.
 Seed: ``NCLITE_SEED`` (default 1).
 """
 
@@ -23,7 +24,7 @@ def _rtl(a, b, stages, stall_p=0.25):
     dut = Fp32Multiplier(stages=stages)
     rng = np.random.default_rng([SEED, stages])
     sim = Simulator(dut)
-    got = []
+    got, held = [], []  # results; results after which a stall changed the output
 
     async def comb(ctx):
         for x, y in zip(a.tolist(), b.tolist(), strict=True):
@@ -40,6 +41,9 @@ def _rtl(a, b, stages, stall_p=0.25):
             if en:
                 ctx.set(dut.a, int(a[i]) if i < len(a) else 0)
                 ctx.set(dut.b, int(b[i]) if i < len(a) else 0)
+            else:  # junk a stalled pipeline must not take (nor advance on)
+                ctx.set(dut.a, int(rng.integers(1 << 32)))
+                ctx.set(dut.b, int(rng.integers(1 << 32)))
             await ctx.tick()
             if en:
                 entered.append(i)
@@ -48,6 +52,8 @@ def _rtl(a, b, stages, stall_p=0.25):
                 # enabled edges ago (counting this one).
                 if len(entered) >= stages and entered[-stages] < len(a):
                     got.append(ctx.get(dut.result))
+            elif got and len(held) < 4 and ctx.get(dut.result) != got[-1]:
+                held.append(len(got))  # a stalled pipeline's output must hold
 
     if stages == 0:
         sim.add_testbench(comb)
@@ -55,6 +61,8 @@ def _rtl(a, b, stages, stall_p=0.25):
         sim.add_clock(1e-6)
         sim.add_testbench(piped)
     sim.run()
+    assert not held, (f"stages={stages}: the output changed during a stall after results "
+                      f"{held} (seed {SEED}): every register must hold while en is 0")
     return np.array(got, dtype=np.uint32)
 
 
