@@ -50,6 +50,24 @@ def test_shown_output_is_compared(tmp_path):
                                  ("one", "", "  sim speed : 1 per s")))
 
 
+def test_synthesis_figures_are_compared_with_the_reports_tools(tmp_path, monkeypatch):
+    """`area:` / `Fmax:` / `critical path:` lines are compared where the installed flow is the
+    one synth/report.json records (the docs show its figures), ignored with other versions."""
+    real = dc.synth_figures_compared
+    shown = ("  area: 776 LUTs", "  Fmax: 10.56 MHz")
+    cmd = dc.DocCommand("README.md", 1, "echo '  area: 818 LUTs'; echo '  Fmax: 18.25 MHz'",
+                        shown)
+    monkeypatch.setattr(dc, "synth_figures_compared", lambda: True)
+    with pytest.raises(AssertionError, match="818 LUTs"):
+        dc.run_command(cmd)
+    monkeypatch.setattr(dc, "synth_figures_compared", lambda: False)
+    dc.run_command(cmd)
+    # The check itself: the recorded packages against the installed ones.
+    (tmp_path / "synth").mkdir()
+    (tmp_path / "synth" / "report.json").write_text('{"tools": {"amaranth": "0.0.0"}}')
+    assert real.__wrapped__(tmp_path) is False
+
+
 def test_update_writes_what_the_commands_print(tmp_path):
     """``python -m sim.tools.docs_check --update FILE``: each differing compared line of a
     shown output becomes the printed one; blank, volatile and stderr lines stay; an output
