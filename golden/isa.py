@@ -33,6 +33,7 @@ numpy only.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -363,13 +364,19 @@ FIELD_DEFAULTS: dict[Opcode, dict[str, int]] = {Opcode.COLLECTIVE: {"dim": 0}}
 
 def field_offsets(op: Opcode) -> dict[str, tuple[int, int]]:
     """``{name: (offset, width)}`` of ``op``'s fields in the descriptor (opcode included)."""
-    out = {"op": (0, OPCODE_BITS)}
-    pos = OPCODE_BITS
+    return {"op": (0, OPCODE_BITS), **{name: (off, width) for name, off, width in _fields(op)}}
+
+
+@functools.cache
+def _fields(op: int) -> tuple[tuple[str, int, int], ...]:
+    """``(name, offset, width)`` of ``op``'s fields but the opcode (computed once per opcode:
+    the ISS decodes every command it runs)."""
+    out, pos = [], OPCODE_BITS
     for name, width in FIELDS[Opcode(op)]:
-        out[name] = (pos, width)
+        out.append((name, pos, width))
         pos += width
     assert pos <= DESCRIPTOR_BITS
-    return out
+    return tuple(out)
 
 
 def encode(op, **fields) -> np.ndarray:
@@ -398,13 +405,8 @@ def encode(op, **fields) -> np.ndarray:
 def decode(words) -> tuple[int, dict[str, int]]:
     """``(opcode, fields)`` of a descriptor; an illegal opcode gives ``(code, {})``."""
     w = np.asarray(words, dtype=np.uint32).reshape(DESCRIPTOR_WORDS)
-    value = 0
-    for i, word in enumerate(w.tolist()):
-        value |= int(word) << (32 * i)
+    value = int.from_bytes(w.astype("<u4").tobytes(), "little")
     code = value & ((1 << OPCODE_BITS) - 1)
-    try:
-        op = Opcode(code)
-    except ValueError:
+    if code not in Opcode._value2member_map_:
         return code, {}
-    return int(op), {name: (value >> off) & ((1 << width) - 1)
-                     for name, (off, width) in field_offsets(op).items() if name != "op"}
+    return code, {name: (value >> off) & ((1 << width) - 1) for name, off, width in _fields(code)}
