@@ -323,6 +323,7 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
     except (OSError, ET.ParseError):
         return [f"(no report in {junit}: see the output above)"]
     cases = root.iter("testcase")
+    here = Path.cwd() if tree is None else Path(tree)  # (for the tests' node ids)
     failed, total = [], 0
     for case in cases:
         total += 1
@@ -330,8 +331,7 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
         if bad is None:
             bad = case.find("error")
         if bad is not None:
-            nodeid = _nodeid(case.get("classname", ""), case.get("name", ""),
-                             Path.cwd() if tree is None else Path(tree))
+            nodeid = _nodeid(case.get("classname", ""), case.get("name", ""), here)
             # The report's text holds the whole message (its "message" attribute is cut at a
             # few lines): from the first line pytest marks with "E" to a traceback location.
             report = (bad.text or "").splitlines()
