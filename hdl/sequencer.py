@@ -11,7 +11,7 @@ from golden import isa as _isa
 from .dma import dma_command_layout
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, ErrorCode, Opcode
 from .params import check_int
-from .sparsity import MAX_RATIO, ceil_div, parse_sparsity, ratio_of, slots_of
+from .sparsity import MAX_RATIO, ceil_div, parse_sparsity, ratio_of, slots_of, times_ratio
 from .torus import check_torus_rows
 
 __all__ = ["Sequencer", "ERROR_INDEX_BITS", "check_core_sizes"]
@@ -50,8 +50,8 @@ class _Bounds:
     layout = data.StructLayout({"plo": 8, "phi": 10, "lo": 16, "hi": 18,
                                 "src_hi": data.ArrayLayout(18, 2), "psum_hi": 18})
 
-    def __init__(self, name):
-        self.sig = Signal(self.layout, name=name)
+    def __init__(self, name=None, *, sig=None):
+        self.sig = Signal(self.layout, name=name) if sig is None else sig
         self.src_hi, self.psum_hi = self.sig.src_hi, self.sig.psum_hi
 
     def rect(self, part, rows, addr, cols):
@@ -97,7 +97,8 @@ class Sequencer(wiring.Component):
     ``ceil(K / R)`` partitions of ``f · R`` words (``golden.sparse.moving_layout``).
 
     On a failing command: ``error_code`` and ``error_index`` (= ``executed`` then: the
-    commands executed since the last reset) are set, the command is dropped, and every
+    commands executed since the last reset) are set, the command is dropped with the one
+    behind it if that one has entered (the sequencer holds two), and every
     descriptor that arrives while the error is set is dropped unexecuted (the queue stops,
     as the ISS runs nothing until ``clear_error``); the commands already dispatched finish.
     ``clear_error`` clears the code and lets the next descriptor in.
@@ -107,20 +108,21 @@ class Sequencer(wiring.Component):
     * After a sparse LOAD_STATIONARY nothing is dispatched (and no check error reported) until
       the tensor feeder and the tensor engine are done with its rows (``te_loading`` low);
       then ``te_tags_bad`` sets BAD_TAGS with its index (unless an earlier command's error,
-      a DMA's BUS_ERROR, arrived meanwhile: that one stands), the queue stops (no descriptor
-      enters the head in that cycle), and the K of the last LOAD_STATIONARY is forgotten (a
-      MATMUL is BAD_SHAPE until the next one).
+      a DMA's BUS_ERROR, arrived meanwhile: that one stands), the queue stops (the command
+      waiting behind is dropped, and no descriptor enters in that cycle), and the K of the
+      last LOAD_STATIONARY is forgotten (a MATMUL is BAD_SHAPE until the next one).
     * ``dma_error`` rising (the DMA got SLVERR or DECERR on R or B; it falls when the DMA
       takes its next command) sets BUS_ERROR; ``coll_timeout`` rising (the collective engine's
       watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. The index is that command's
       position: ``executed`` when it was dispatched (what a check error of that command would
-      have reported). The queue stops as above; the command in the head register, not yet
-      dispatched, is dropped too. Commands dispatched after the failing one before its error
+      have reported). The queue stops as above; the commands the sequencer holds, not yet
+      dispatched, are dropped too. Commands dispatched after the failing one before its error
       arrived still run (so EXECUTED may count some); the DMA runs one command at a time and
       a COLLECTIVE runs alone, so the failing command is known. Such an error replaces a
       check error already reported (the check error's command came later).
 
-    Dispatch (one command per cycle at most, in order; a command waits at the head):
+    Dispatch (one command per cycle at most, in order; a command waits at the head, the
+    older of the two the sequencer holds; a descriptor enters while one of them is free):
 
     * ``dma`` — DMA_LOAD / DMA_STORE, when the DMA and the activation path are free (they
       share the SBUF's second read port and its write port); a load also waits while the
@@ -228,6 +230,20 @@ class Sequencer(wiring.Component):
         }
         super().__init__(ports)
 
+    @staticmethod
+    def _slot_layout() -> data.StructLayout:
+        """A slot: a descriptor with its checks' results and its regions, for the dispatch."""
+        return data.StructLayout({
+            "desc": DESCRIPTOR_BITS,
+            "fault": ErrorCode,  # the first failing check before the DRAM bound, or OK
+            "fault_after": ErrorCode,  # ... after it
+            "bound": 1,  # a DMA command whose checks before the bound pass
+            "span": 41,  # (rows - 1) * dram_stride
+            "room": signed(35),  # dram_bytes - dram_addr - cols * size
+            "ls_ratio": range(MAX_RATIO + 1),  # a LOAD_STATIONARY's R
+            "bounds": _Bounds.layout,
+        })
+
     def _vector_checks(self, m, op, f, sbuf_ok):
         """TENSOR_TENSOR / TENSOR_SCALAR / TENSOR_REDUCE: (ok, code) in the ISS's order."""
         n, banks, pwords = self.n, self.psum_banks, self.psum_words
@@ -296,24 +312,36 @@ class Sequencer(wiring.Component):
                             m.d.sync += psum.eq(0)
 
     def elaborate(self, platform):
-        # Design note: the head register holds one descriptor. Its checks run as it enters
-        # (the DRAM bound is a 9 x 32-bit multiply) and their result, `fault_q`, and the shapes
-        # the dispatch needs are registered beside it, so the dispatch decision reads registers
-        # and a legal command dispatches the cycle after it arrives if its engine is free. The
-        # MATMUL checks read the last LOAD_STATIONARY's k and R: a MATMUL that enters in the
-        # cycle a LOAD_STATIONARY is dispatched is checked again, from the head, the cycle
-        # after (`recheck`; it cannot dispatch then anyway: the tensor path is busy with the
-        # LOAD_STATIONARY). Each engine runs one command at a time; the hazard records are the
-        # regions of the command each engine holds. An engine's payload and hazard record load
-        # the head's fields in every cycle the engine is free (not `held`), dispatched or not:
-        # the dispatch cycle is the last such, and nothing reads them before it. So only the
-        # valid bits, the indices and the counts wait for the dispatch decision, whose enable
-        # would otherwise fan out to some 700 flip-flops (the sequencer's critical path).
+        # Design note: two slots hold a descriptor each; the older is the head, which the dispatch
+        # reads. A descriptor's checks run as it enters a slot (the DRAM bound is a 9 x 32-bit
+        # multiply) and their result, `fault`, its regions and the shapes the dispatch needs are
+        # registered in the slot beside it, so the dispatch decision reads registers and a legal
+        # command dispatches the cycle after it arrives if its engine is free. Whether a descriptor
+        # enters depends only on the slots' valid bits (registers), never on the dispatch, and the
+        # dispatch only flips `cur` and clears a valid bit: the decision's enable reaches a few
+        # flip-flops, not the some 400 of a head register that reloads as its command leaves (with
+        # one slot, the region compares -> go -> desc.ready -> entry -> those enables were the
+        # sequencer's critical path). The dispatch timing is a single head register's: a command
+        # behind the head dispatches the cycle after the head at the earliest, as it would entering
+        # then. The MATMUL checks read the k and R of the last LOAD_STATIONARY that entered before
+        # it (it dispatches first, or it fails and the MATMUL is dropped with it). Each engine runs
+        # one command at a time; the hazard records are the regions of the command each engine
+        # holds. An engine's payload and hazard record load the head's fields in every cycle the
+        # engine is free (not `held`), dispatched or not: the dispatch cycle is the last such, and
+        # nothing reads them before it. So only the valid bits, the indices and the counts wait for
+        # the dispatch decision.
         m = Module()
         n, words, banks, pwords = self.n, self.sbuf_words, self.psum_banks, self.psum_words
 
-        head = Signal(DESCRIPTOR_BITS)
-        head_valid = Signal()
+        # The two slots (see the design note) and the head: the older slot's record.
+        slot_layout = self._slot_layout()
+        slots = [Signal(slot_layout, name=f"slot{i}") for i in range(2)]
+        slot_valid = [Signal(name=f"slot{i}_valid") for i in range(2)]
+        cur = Signal()  # the older slot: the head
+        h = Signal(slot_layout)
+        m.d.comb += h.eq(Mux(cur, slots[1], slots[0]))
+        head, head_valid = h.desc, Signal()
+        m.d.comb += head_valid.eq(Mux(cur, slot_valid[1], slot_valid[0]))
         op = Signal(4)
         m.d.comb += op.eq(head[:4])
         v = {o: data.View(DESCRIPTOR_LAYOUTS[o], head) for o in Opcode}
@@ -334,10 +362,9 @@ class Sequencer(wiring.Component):
         def sbuf_ok(part, rows, addr, cols):
             return (part + rows <= n) & (addr + cols <= words)
 
-        recheck = Signal()  # the head is checked again this cycle
-        entry = Signal()  # a descriptor enters the head register this cycle
+        entry = Signal()  # a descriptor enters a slot this cycle
         chk = Signal(DESCRIPTOR_BITS)
-        m.d.comb += chk.eq(Mux(recheck, head, self.desc.payload))
+        m.d.comb += chk.eq(self.desc.payload)
         cv = {o: data.View(DESCRIPTOR_LAYOUTS[o], chk) for o in Opcode}
         fault = Signal(ErrorCode)  # chk's first failing check, or OK
 
@@ -348,15 +375,17 @@ class Sequencer(wiring.Component):
         chk_ls_slots = slots_of(m, chk_ls.k, chk_ls.sparsity.as_value(), patterns,
                                 name="chk_ls_slots")
         chk_ls_ratio = ratio_of(m, chk_ls.sparsity.as_value(), patterns, name="chk_ls_ratio")
-        chk_mm_rows = ceil_div(m, chk_mm.k, stat_ratio, name="chk_mm_rows")
-        chk_mm_words = Signal(18)
-        m.d.comb += chk_mm_words.eq(chk_mm.f * stat_ratio)
-        # ... registered beside the head, for the dispatch.
-        ls_slots, ls_ratio, mm_rows, mm_words = (
-            Signal.like(x, name=x.name[len("chk_"):])
-            for x in (chk_ls_slots, chk_ls_ratio, chk_mm_rows, chk_mm_words))
+        # A MATMUL is checked against the last LOAD_STATIONARY that entered a slot before it:
+        # every command ahead of it dispatches first, or fails and takes it along (`drop`,
+        # which sets these back to the last dispatched one's).
+        last_k, last_ratio = Signal.like(stat_k), Signal.like(stat_ratio)
+        if self.sparse:
+            chk_mm_rows = ceil_div(m, chk_mm.k, last_ratio, name="chk_mm_rows")
+            chk_mm_words = times_ratio(m, chk_mm.f, last_ratio, name="chk_mm_words", width=18)
+        else:  # R is 1
+            chk_mm_rows, chk_mm_words = chk_mm.k, chk_mm.f
         # The command's regions (see _Bounds), computed as it enters and registered beside it.
-        bounds, bounds_q = _Bounds("chk"), _Bounds("head")
+        bounds, bounds_q = _Bounds("chk"), _Bounds(sig=h.bounds)
         # A DMA command's DRAM bound, last byte <= dram_bytes, is checked in the dispatch
         # cycle from the product, (rows - 1) * stride, and the room, dram_bytes - dram_addr -
         # cols * size, registered as the command enters: `fault` holds the checks before it,
@@ -365,14 +394,20 @@ class Sequencer(wiring.Component):
         bound = Signal()  # chk is a DMA command whose checks before the bound pass
         span = Signal(41)  # (rows - 1) * dram_stride
         room = Signal(signed(35))  # dram_bytes - dram_addr - cols * size
-        fault_q, fault_after_q = Signal(ErrorCode), Signal(ErrorCode)
-        bound_q, span_q, room_q = Signal(), Signal.like(span), Signal.like(room)
-        with m.If(entry | recheck):
-            m.d.sync += [fault_q.eq(fault), fault_after_q.eq(fault_after), bound_q.eq(bound),
-                         span_q.eq(span), room_q.eq(room),
-                         ls_slots.eq(chk_ls_slots), ls_ratio.eq(chk_ls_ratio),
-                         mm_rows.eq(chk_mm_rows), mm_words.eq(chk_mm_words),
-                         bounds_q.sig.eq(bounds.sig)]
+        # What a slot records: the descriptor, its checks and its regions. Entering, it goes
+        # to the head's slot if that is empty, else to the other.
+        record = Signal(slot_layout)
+        m.d.comb += [record.desc.eq(chk), record.fault.eq(fault),
+                     record.fault_after.eq(fault_after), record.bound.eq(bound),
+                     record.span.eq(span), record.room.eq(room),
+                     record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
+        target = Signal()
+        m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
+        for i, slot in enumerate(slots):
+            with m.If(entry & (target == i)):
+                m.d.sync += slot.eq(record)
+        fault_q, fault_after_q, bound_q = h.fault, h.fault_after, h.bound
+        span_q, room_q, ls_ratio = h.span, h.room, h.ls_ratio
         head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
         m.d.comb += head_fault.eq(Mux(bound_q & ((room_q < 0) | (span_q > room_q)),
                                       ErrorCode.BAD_RANGE, fault_after_q))
@@ -426,7 +461,7 @@ class Sequencer(wiring.Component):
                              bounds.psum_hi.eq(f.psum_addr + f.f)]
                 chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
-                       ((stat_k != 0) & (f.k == stat_k), ErrorCode.BAD_SHAPE),
+                       ((last_k != 0) & (f.k == last_k), ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
                         ErrorCode.BAD_RANGE),
                        ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
@@ -552,7 +587,7 @@ class Sequencer(wiring.Component):
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
         tags_wait = Signal()
         tags_index = Signal(ERROR_INDEX_BITS)
-        m.d.comb += ok.eq(head_valid & ~recheck & (head_fault == ErrorCode.OK) & ~abort
+        m.d.comb += ok.eq(head_valid & (head_fault == ErrorCode.OK) & ~abort
                           & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
@@ -655,14 +690,26 @@ class Sequencer(wiring.Component):
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
-        fail = head_valid & ~recheck & (head_fault != ErrorCode.OK) & ~tags_wait
-        m.d.comb += self.desc.ready.eq(stopped | ~head_valid | dispatch)
+        fail = head_valid & (head_fault != ErrorCode.OK) & ~tags_wait
+        # A slot free (or the queue stopped, dropping what arrives): registers only.
+        m.d.comb += self.desc.ready.eq(stopped | ~(slot_valid[0] & slot_valid[1]))
+        m.d.comb += entry.eq(self.desc.valid & self.desc.ready & ~stopped & ~abort)
         with m.If(self.clear_error):
             m.d.sync += error.eq(ErrorCode.OK)
+        with m.If(dispatch | fail):  # the head leaves; the other slot is the head next
+            m.d.sync += cur.eq(~cur)
+            for i in range(2):
+                with m.If(cur == i):
+                    m.d.sync += slot_valid[i].eq(0)
         with m.If(dispatch):
-            m.d.sync += [head_valid.eq(0), executed.eq(executed + 1)]
+            m.d.sync += executed.eq(executed + 1)
+        for i in range(2):
+            with m.If(entry & (target == i)):
+                m.d.sync += slot_valid[i].eq(1)
+        drop = Signal()  # an error stops the queue: both slots are dropped
         with m.If(fail):  # after clear_error: an error in the same cycle is not lost
-            m.d.sync += [head_valid.eq(0), error.eq(head_fault), error_index.eq(executed)]
+            m.d.comb += drop.eq(1)
+            m.d.sync += [error.eq(head_fault), error_index.eq(executed)]
         # Errors of running commands: on the rising edge of the engine's flag (the DMA's stays
         # up until its next command; the collective engine's likewise). The DMA and the
         # collective engine never run at the same time, so at most one rises in a cycle.
@@ -680,21 +727,20 @@ class Sequencer(wiring.Component):
             # The tensor engine forgot the tile: so does the MATMUL check, whatever the code.
             m.d.sync += stat_k.eq(0)
             with m.If(~stopped):  # an earlier command's error (a DMA's BUS_ERROR) stands
-                m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BAD_TAGS),
-                             error_index.eq(tags_index)]
+                m.d.comb += drop.eq(1)
+                m.d.sync += [error.eq(ErrorCode.BAD_TAGS), error_index.eq(tags_index)]
         with m.If(bus_error):  # last: it wins over a check error in the same cycle
-            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.BUS_ERROR),
-                         error_index.eq(dma_index)]
+            m.d.comb += drop.eq(1)
+            m.d.sync += [error.eq(ErrorCode.BUS_ERROR), error_index.eq(dma_index)]
         with m.Elif(link_timeout):
-            m.d.sync += [head_valid.eq(0), error.eq(ErrorCode.LINK_TIMEOUT),
-                         error_index.eq(coll_index)]
-        m.d.comb += entry.eq(self.desc.valid & self.desc.ready & ~stopped & ~abort)
-        with m.If(entry):
-            m.d.sync += [head.eq(self.desc.payload), head_valid.eq(1)]
-        # A MATMUL's checks read stat_k and stat_ratio, which a LOAD_STATIONARY dispatched in
-        # the same cycle changes.
-        m.d.sync += recheck.eq(entry & dispatch & (op == Opcode.LOAD_STATIONARY)
-                               & (self.desc.payload[:4] == Opcode.MATMUL))
-
-        m.d.comb += self.busy.eq(head_valid | ~all_idle)
+            m.d.comb += drop.eq(1)
+            m.d.sync += [error.eq(ErrorCode.LINK_TIMEOUT), error_index.eq(coll_index)]
+        with m.If(entry & (chk[:4] == Opcode.LOAD_STATIONARY)):
+            m.d.sync += [last_k.eq(cv[Opcode.LOAD_STATIONARY].k), last_ratio.eq(chk_ls_ratio)]
+        with m.If(drop):  # (after the entry: a descriptor entering in this cycle goes too)
+            m.d.sync += [slot_valid[0].eq(0), slot_valid[1].eq(0),
+                         last_k.eq(stat_k), last_ratio.eq(stat_ratio)]
+        with m.If(bad_tags):  # the tile is forgotten, whether or not the queue was stopped
+            m.d.sync += last_k.eq(0)
+        m.d.comb += self.busy.eq(slot_valid[0] | slot_valid[1] | ~all_idle)
         return m

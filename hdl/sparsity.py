@@ -14,7 +14,8 @@ from golden.sparse import PATTERNS
 from .formats import Fmt
 
 __all__ = ["SPARSITY_CODES", "WEIGHT_LANE", "MAX_RATIO", "parse_sparsity", "window",
-           "moving_rows", "sparse_column_layout", "slots_of", "ceil_div", "ratio_of"]
+           "moving_rows", "sparse_column_layout", "slots_of", "ceil_div", "ratio_of",
+           "times_ratio"]
 
 #: A lane of a sparse engine's stationary row: the value and its tag, as the SBUF word holds
 #: them (``golden.sparse.pack_words``: the tag at bit 16).
@@ -73,7 +74,8 @@ def _div3(m, value, name):
 
 
 def ceil_div(m, value, r, *, name: str):
-    """A signal: ``ceil(value / r)`` for ``r`` (a signal) in 1..4 and ``value`` below 1022."""
+    """A signal: ``ceil(value / r)`` for ``r`` (a signal) in 1..4 and ``value`` of at most 9
+    bits (``value + 2`` is divided by 3 below 1024)."""
     out = Signal(len(value), name=name)
     with m.Switch(r):
         for k in (1, 2, 4):
@@ -82,6 +84,19 @@ def ceil_div(m, value, r, *, name: str):
         with m.Case(3):
             v2 = Signal(len(value) + 1, name=f"{name}_p2")
             m.d.comb += [v2.eq(value + 2), out.eq(_div3(m, v2, f"{name}_d3"))]
+    return out
+
+
+def times_ratio(m, value, r, *, name: str, width: int):
+    """A signal of ``width`` bits: ``value · r`` for ``r`` (a signal) in 1..4, as shifts and
+    one adder (a multiplier's block would be the longest path of a check)."""
+    out = Signal(width, name=name)
+    with m.Switch(r):
+        for k in (1, 2, 4):
+            with m.Case(k):
+                m.d.comb += out.eq(value << (k.bit_length() - 1))
+        with m.Case(3):
+            m.d.comb += out.eq(value + (value << 1))
     return out
 
 

@@ -2,7 +2,7 @@
 """The sequencer's wait for a sparse tile's tags (``hdl.sequencer``), in Amaranth's simulator:
 the corner cases the whole-core programs do not time exactly. After a sparse LOAD_STATIONARY
 whose tags are bad, the error is BAD_TAGS at its index with one command executed, as the ISS
-says, whether the next descriptor waits in the head register or arrives in the very cycle the
+says, whether the next descriptor waits in the sequencer or arrives in the very cycle the
 tags are known; a DMA's BUS_ERROR that arrived during the wait stands; either way a MATMUL is
 BAD_SHAPE afterwards (the tile is forgotten)."""
 

@@ -106,7 +106,7 @@ def _mutants() -> list[FormalProperty]:
                        f"sequencer_liveness_small with the bound {small - 1} instead of {small}: "
                        "must FAIL (the check is live and its bound tight)",
                        lambda: seq.sequencer_liveness_top(**_SEQ_SMALL, bound=small - 1),
-                       "bmc", 16, engine="boolector", fast=False, expect="FAIL"),
+                       "bmc", 20, engine="boolector", fast=False, expect="FAIL"),
     ]
 
 

@@ -36,19 +36,21 @@ __all__ = ["sequencer_liveness_top", "bound_for", "TAKE", "BUSY", "HOLD", "BOUND
 TAKE = 2  # cycles an engine may leave a command offered
 BUSY = 3  # cycles after taking a command in which an engine's busy may be high
 HOLD = 2  # cycles in a row ``hold`` may be high
-#: Cycles in a row the sequencer may be stuck. Worst case: the head waits for the engine that
-#: took the previous command (TAKE + 1 cycles offered, BUSY of busy, 1 to dispatch), then its
-#: own engine takes it and stays busy (TAKE + 1 + BUSY) before ``busy`` can fall; ``hold``
-#: may add HOLD; plus 1 for the head register. A smaller bound fails (the mutant
-#: ``mutant_sequencer_tight``). It was one more while a PSUM bank was released only the cycle
-#: after the tensor engine fell idle; a bank is now released by its MATMULs' ``te_done``
-#: pulses, which come within the engine's busy window.
-BOUND = 2 * (TAKE + 1 + BUSY) + HOLD + 1  # = bound_for(TAKE, BUSY, HOLD) = 15
+#: Cycles in a row the sequencer may be stuck. Worst case: the sequencer holds two commands
+#: (its head and the one behind). The head waits for the engine that took the previous command
+#: (TAKE + 1 cycles offered, BUSY of busy, 1 to dispatch), the command behind waits likewise
+#: for the head's engine, and its own engine takes it and stays busy (TAKE + 1 + BUSY) before
+#: ``busy`` can fall; ``hold`` may hold back each of the two dispatches by HOLD; plus 1. A
+#: smaller bound fails (the mutant ``mutant_sequencer_tight``; both bounds were found with
+#: BMC for these TAKE/BUSY/HOLD and for the small ones). With a single head register it was
+#: 2 * (TAKE + 1 + BUSY) + HOLD + 1: the command behind waited in the command queue, offered
+#: but not taken, and its wait counted as stuck only until the head left.
+BOUND = 3 * (TAKE + 1 + BUSY) + 2 * HOLD + 1  # = bound_for(TAKE, BUSY, HOLD) = 23
 
 
 def bound_for(take: int, busy: int, hold: int) -> int:
     """:data:`BOUND` for other engine bounds."""
-    return 2 * (take + 1 + busy) + hold + 1
+    return 3 * (take + 1 + busy) + 2 * hold + 1
 
 
 def _busy_window(m: Module, took, busies, name: str, limit: int) -> Signal:
