@@ -85,6 +85,15 @@ def jobs(*, quick: bool = False) -> list[Job]:
         {"lanes": 1}, "sru_lane")
     add("CollectiveEngine P=4 W=1 depth=256", "component", "hdl.collective:CollectiveEngine",
         {"ranks": 4, "link_width": 1, "depth": 256}, "collective_engine")
+    # The NeuronCore's other blocks, at the sizes of its N = 2 row below.
+    core2 = {"n": 2, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16}
+    add("Sequencer N=2 sbuf 256 words psum 4x16", "core_block", "hdl.sequencer:Sequencer",
+        {**core2, "dram_bytes": 1 << 16}, "sequencer")
+    add("ActivationEngine lanes=2", "core_block", "hdl.activation:ActivationEngine",
+        {"lanes": 2}, "activation_engine")
+    add("DmaEngine N=2 words=256 (32-bit AXI)", "core_block", "hdl.dma:DmaEngine",
+        {"n": 2, "words": 256}, "dma_engine")
+    add("CommandQueue depth=8", "core_block", "hdl.cmdqueue:CommandQueue", {}, "command_queue")
     sizes = [2, 4] if quick else [2, 4, 8]
     for n in sizes:
         # N = 8 (~74k LUTs) fills ~90 % of the 85F: area only (its place-and-route alone
@@ -98,13 +107,13 @@ def jobs(*, quick: bool = False) -> list[Job]:
             macs=16, n=4, formats=fs)
     for n in [2] if quick else [2, 4]:
         add(f"NeuronCore N={n} sbuf 256 words psum 4x16", "core", "hdl.core:NeuronCore",
-            {"n": n, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16},
+            {**core2, "n": n},
             f"neuron_core_n{n}", timing=n <= 2, macs=n * n, n=n)
     # The same PE and the small core on the other parts: does it fit, how fast.
     for dev in ("ecp5-25f", "ice40-up5k"):
         add(f"PE {st}", "devices", "hdl.pe:PE", {}, "pe", device=dev, macs=1, n=1)
         add("NeuronCore N=2 sbuf 256 words psum 4x16", "devices", "hdl.core:NeuronCore",
-            {"n": 2, "sbuf_words": 256, "psum_banks": 4, "psum_words": 16}, "neuron_core_n2",
+            core2, "neuron_core_n2",
             device=dev, timing=False, macs=4, n=2)
     return out
 
@@ -276,6 +285,7 @@ def render_md(report: dict) -> str:
                       "pull it below 2 at small N.",
                   "", "![LUTs against N](area_scaling.png)", "",
                   "![LUTs per MAC by format set](luts_per_mac.png)"]
+    lines += table(group("core_block"), "The core's other blocks (the sizes of its N = 2 row)")
     lines += table(group("core"), "The whole NeuronCore")
     lines += table(group("devices"), "Other parts: ECP5-25F and iCE40 UP5K")
     lines += ["", "## Fit on the parts", "",
