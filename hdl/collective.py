@@ -567,9 +567,7 @@ class CollectiveEngine(wiring.Component):
         m.d.comb += [
             self.tx.valid.eq(Mux(use_fwd, fwd.r_rdy, tx_fifo.r_rdy) & ~flush),
             self.tx.payload.eq(Mux(use_fwd, fwd.r_data, tx_fifo.r_data)),
-            # (a flush resets both FIFOs: it pops neither, as nothing is delivered)
-            fwd.r_en.eq(use_fwd & self.tx.ready & ~flush),
-            tx_fifo.r_en.eq(~use_fwd & self.tx.ready & ~flush),
+            fwd.r_en.eq(use_fwd & self.tx.ready), tx_fifo.r_en.eq(~use_fwd & self.tx.ready),
         ]
         m.d.sync += [hold.eq(self.tx.valid & ~self.tx.ready), hold_fwd.eq(use_fwd)]
 

@@ -29,6 +29,22 @@ _MAG_BITS = _BASE_BITS + 1
 _OVER_BITS = _MAG_BITS + 1
 
 
+def _decode_fields(big_e, f, r):
+    """(shift, base, over) of a lane for the target ``f``, from ``big_e``: the fp32 exponent
+    field, 1 for a subnormal. shift = (23 - p) + max(emin_b - E, 0), at most 24 + r (every
+    compare is of E with a constant, beside one subtraction: one carry chain); base =
+    max(E - emin_b, 0) << p; over as :data:`_OVER_BITS` says."""
+    emin_b = f.emin + 127  # biased fp32 exponent of the target's smallest normal
+    top = 23 - f.man_bits
+    most = _SIG_BITS + r
+    over_k = (1 << _MAG_BITS) - 1 - f.max_finite
+    clamped = big_e < emin_b + top - most  # (a constant; may be < 0)
+    return (Mux(big_e >= emin_b, top, Mux(clamped, most, emin_b + top - big_e)),
+            Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits,
+            Mux(big_e > emin_b, (big_e << f.man_bits) + (over_k - (emin_b << f.man_bits)),
+                over_k))
+
+
 def sru_layouts(lanes: int, targets) -> tuple[data.StructLayout, data.StructLayout]:
     """The input and output payload layouts of a :class:`StochasticRounder`."""
     out_bits = 32 if Dtype.FP32 in targets else 16
@@ -237,7 +253,6 @@ class StochasticRounder(wiring.Component):
         for lane in range(lanes):
             x = payload.data[lane]
             e32, man = x[23:31], x[:23]
-            big_e = Mux(e32 == 0, 1, e32)  # subnormals have the scale of exponent field 1
             ld = Signal(lane_dec, name=f"dec{lane}")
             # The switch drives signals of its own (as in SystolicArray's sparse rows: Yosys
             # writes the fields plain assignments drive beside a switch as `always @*` blocks,
@@ -255,25 +270,20 @@ class StochasticRounder(wiring.Component):
             ]
             if has_fp32:
                 m.d.comb += ld.raw.eq(x)
+            e_zero = Signal(name=f"dec_e_zero{lane}")
+            m.d.comb += e_zero.eq(e32 == 0)
             with m.Switch(payload.dtype):
                 for d in narrow:
                     f = CAST_FORMATS[d]
-                    emin_b = f.emin + 127  # biased fp32 exponent of the target's smallest normal
                     with m.Case(d):
-                        # shift = (23 - p) + max(emin_b - E, 0), at most 24 + r; every compare
-                        # is of E with a constant, beside one subtraction (one carry chain).
-                        top = 23 - f.man_bits
-                        most = _SIG_BITS + r
-                        over_k = (1 << _MAG_BITS) - 1 - f.max_finite
-                        clamped = big_e < emin_b + top - most  # (a constant; may be < 0)
+                        # A subnormal (E = 0) has E = 1's fields: constants, chosen after the
+                        # arithmetic on E rather than muxed into its operand (the zero test is
+                        # then beside the carry chains, not in front of them).
                         m.d.comb += [
-                            shift_v.eq(Mux(big_e >= emin_b, top,
-                                           Mux(clamped, most, emin_b + top - big_e))),
-                            base_v.eq(Mux(big_e > emin_b, big_e - emin_b, 0) << f.man_bits),
-                            over_v.eq(Mux(big_e > emin_b,
-                                          (big_e << f.man_bits) + (over_k - (emin_b << f.man_bits)),
-                                          over_k)),
-                        ]
+                            target.eq(Mux(e_zero, sub, normal))
+                            for target, sub, normal in zip(
+                                (shift_v, base_v, over_v), _decode_fields(Const(1, 8), f, r),
+                                _decode_fields(e32, f, r), strict=True)]
             decoded.append(boundary("decoded", f"decoded{lane}", lane_dec, ld))
         dec_beat = boundary("decoded", "decoded_beat", beat_layout, dec_beat)
         valid_after("decoded")
