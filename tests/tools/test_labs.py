@@ -301,8 +301,8 @@ def test_lab5_quotes_the_current_report():
         f"{round(luts('NeuronCore N=4 sbuf 256 words psum 4x16') / 16)} at N = 4",
         f"{path['logic_levels']} levels, {min(board['fmax_mhz'].values()):.2f} MHz",
         f"`{path['from'].removeprefix('top.')} ->",
-        f"`{te_paths['from'].removeprefix('design.')} -> "
-        f"{te_paths['to'].removeprefix('design.').split('_TRELLIS')[0]}`",
+        "`{} -> {}`".format(*(te_paths[end].removeprefix("design.").split("_TRELLIS")[0]
+                              for end in ("from", "to"))),
     ]
     text = (REPO_ROOT / "docs/labs/lab5-synthesis-timing/README.md").read_text()
     stale = [q for q in quoted if q not in text]
