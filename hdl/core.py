@@ -790,7 +790,7 @@ class NeuronCore(wiring.Component):
         self.n, self.sbuf_words, self.psum_banks = n, sbuf_words, psum_banks
         self.psum_words, self.dram_bytes = psum_words, dram_bytes
         self.random_bits = random_bits
-        check_int("queue_depth", queue_depth, lo=1, hi=256)
+        self.queue_depth = check_int("queue_depth", queue_depth, lo=1, hi=256)
         check_int("te_mul_stages", te_mul_stages, lo=0, hi=FP_MUL_MAX_CUTS)
         check_int("te_add_stages", te_add_stages, lo=0, hi=FP32_ADD_MAX_STAGES)
         check_int("ranks", ranks, lo=2, hi=MAX_RANKS, also=(0,), note="(0: no ring)")

@@ -4,13 +4,16 @@ whole-core simulation runs without Python on the AXI4 bus.
 ::
 
     host (cocotb) --AXI4-Lite--> NeuronCore.axil                 (the registers, unchanged)
+    host --batches--> RegisterPlayer --/                         (or the host's accesses played)
                                  NeuronCore.axi --> AxiStalls --> AxiMemory.axi   ("mem")
     testbench <---------------- VPI backdoor ------------------> mem.ram  (the DRAM words)
 
 With cocotbext-axi's ``AxiRam`` as DRAM, Python runs for every beat on every AXI4 channel (and
 every cycle on each channel with a pause generator). Here DRAM is the block-RAM memory that the
 FPGA board (``hdl.board``) pairs with the core, so the DMA's traffic runs in the simulator
-alone; Python still runs for each register access on the AXI4-Lite port (the host's). The
+alone. The host's register accesses run Python for every cycle of each (cocotbext-axi's
+AXI4-Lite master) unless it plays them: a :class:`~hdl.register_player.RegisterPlayer` beside
+the port makes a program's pushes from batches of accesses (``sim.host.core.CoreHost``). The
 memory takes one burst at a time (an N-beat burst in N + 2 cycles, ``AxiMemory``), where
 ``AxiRam`` overlaps them, so a program's cycle count differs a little from an ``AxiRam`` run.
 
@@ -42,13 +45,17 @@ from .core import NeuronCore
 from .dma import AxiSignature, check_data_width
 from .multicore import CoreRing
 from .params import check_int, check_power_of_two
+from .register_player import ACCESS_LAYOUT, RegisterPlayer
 from .ring import MAX_LINK_LATENCY
+from .sim_batch import _batch_stream
 
 __all__ = ["AxiStalls", "CoreWithDram", "RingWithDram", "AXI_CHANNELS", "core_memories",
-           "TRACE_DEPTH"]
+           "TRACE_DEPTH", "REGISTER_BATCH"]
 
 #: Entries of each core's :class:`~hdl.activity.ActivityRecorder` in these tops.
 TRACE_DEPTH = 512
+#: Accesses per batch of each core's :class:`~hdl.register_player.RegisterPlayer`.
+REGISTER_BATCH = 64
 
 #: The AXI4 channels in the order of :class:`AxiStalls`' random bytes: (name, the members the
 #: sender drives besides valid, whether the master sends).
@@ -73,6 +80,36 @@ def _stall_ports(suffix: str = "") -> dict:
             f"dram_stalls{suffix}": Out(32), f"trace_enable{suffix}": In(1),
             f"trace_clear{suffix}": In(1),
             f"trace_count{suffix}": Out(range(TRACE_DEPTH + 1)), f"trace_full{suffix}": Out(1)}
+
+
+def _register_ports(suffix: str = "") -> dict:
+    return {f"axil{suffix}": Out(AxiLiteSignature()),
+            f"regs{suffix}_batch": In(_batch_stream(ACCESS_LAYOUT, REGISTER_BATCH)),
+            f"regs_active{suffix}": Out(1)}
+
+
+#: AXI4-Lite members a master drives (the others the slave drives).
+_AXIL_MASTER = ("awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr",
+                "arprot", "arvalid", "rready")
+
+
+def _attach_registers(m, top, axil, suffix: str, player: RegisterPlayer) -> None:
+    """The core's register port ``axil`` answers the top's port ``axil<suffix>`` (the
+    testbench's AXI4-Lite master) or the player (fed by ``regs<suffix>_batch``) while the
+    player is active. The testbench starts the player only with no access of its own in
+    flight, and makes none until it is done: its accesses wait (no ready) meanwhile."""
+    outer = getattr(top, f"axil{suffix}")
+    wiring.connect(m, wiring.flipped(getattr(top, f"regs{suffix}_batch")), player.batches)
+    active = player.active
+    m.d.comb += getattr(top, f"regs_active{suffix}").eq(active)
+    for name in axil.signature.members:
+        core_side, own, played = (getattr(x, name) for x in (axil, outer, player.bus))
+        if name in _AXIL_MASTER:
+            m.d.comb += core_side.eq(Mux(active, played, own))
+        elif name.endswith(("valid", "ready")):
+            m.d.comb += [own.eq(core_side & ~active), played.eq(core_side & active)]
+        else:
+            m.d.comb += [own.eq(core_side), played.eq(core_side)]
 
 
 def _attach_trace(m, top, activity, suffix: str, rec: ActivityRecorder) -> None:
@@ -174,7 +211,10 @@ class CoreWithDram(wiring.Component):
     """A :class:`~hdl.core.NeuronCore` whose AXI4 master port reaches an
     :class:`~hdl.axi_mem.AxiMemory` of ``dram_bytes`` (its DRAM) through :class:`AxiStalls`.
 
-    Ports: ``axil`` (the core's AXI4-Lite register port, as on the core); ``busy`` and
+    Ports: ``axil`` (the core's AXI4-Lite register port, as on the core); ``regs_batch``
+    and ``regs_active`` (a :class:`~hdl.register_player.RegisterPlayer`'s ``batches`` and
+    ``active``: accesses played on the register port instead of
+    ``axil``'s while it is active, :data:`REGISTER_BATCH` a batch); ``busy`` and
     ``error`` (the core's); ``dram_stall_rate``, ``dram_stall_seed`` and ``dram_stalls`` (the
     stalls' ``stall_rate``, ``seed`` and ``stalled``: rate 0, the default, never stalls);
     ``trace_enable``, ``trace_clear``, ``trace_count`` and ``trace_full`` of the core's
@@ -222,7 +262,8 @@ class CoreWithDram(wiring.Component):
         self._mem = AxiMemory(size_bytes=self.dram_bytes, data_width=dw)
         self._stalls = AxiStalls(data_width=dw)
         self._trace = ActivityRecorder(depth=TRACE_DEPTH)
-        super().__init__({"axil": Out(AxiLiteSignature()), "busy": Out(1), "error": Out(1),
+        self._regs = RegisterPlayer(k=REGISTER_BATCH)
+        super().__init__({**_register_ports(), "busy": Out(1), "error": Out(1),
                           **_stall_ports()})
 
     def iss_config(self, **kwargs):
@@ -235,7 +276,8 @@ class CoreWithDram(wiring.Component):
         m.submodules.stalls = self._stalls
         m.submodules.mem = self._mem
         m.submodules.trace = self._trace
-        wiring.connect(m, wiring.flipped(self.axil), core.axil)
+        m.submodules.regs = self._regs
+        _attach_registers(m, self, core.axil, "", self._regs)
         m.d.comb += [self.busy.eq(core.busy), self.error.eq(core.error)]
         _attach_dram(m, self, core.axi, "", self._stalls, self._mem)
         _attach_trace(m, self, core.activity, "", self._trace)
@@ -246,7 +288,9 @@ class RingWithDram(wiring.Component):
     """A :class:`~hdl.multicore.CoreRing` whose core r reaches its own
     :class:`~hdl.axi_mem.AxiMemory` ``mem<r>`` through its own :class:`AxiStalls`.
 
-    Ports: the ring's, but ``axi<r>``: ``axil<r>``, ``busy<r>``, ``error<r>`` of each core r
+    Ports: the ring's, but ``axi<r>``: ``axil<r>``, ``busy<r>``, ``error<r>`` of each core r,
+    its register player's ``regs<r>_batch`` and ``regs_active<r>`` (as
+    :class:`CoreWithDram`'s)
     and the links' ``latency``, ``stall_rate``, ``stall_seed``, ``stall_reseed``; and for each
     core r its DRAM stalls' ``dram_stall_rate<r>``, ``dram_stall_seed<r>``, ``dram_stalls<r>``
     (as :class:`CoreWithDram`'s). Core r's DRAM is the memory array ``mem<r>.ram``
@@ -280,11 +324,12 @@ class RingWithDram(wiring.Component):
                       for _ in range(self.ranks)]
         self._stalls = [AxiStalls(data_width=dw) for _ in range(self.ranks)]
         self._traces = [ActivityRecorder(depth=TRACE_DEPTH) for _ in range(self.ranks)]
+        self._regs = [RegisterPlayer(k=REGISTER_BATCH) for _ in range(self.ranks)]
         #: The internal signals a testbench reads and writes (``sim.runner.run(public=...)``).
         self.public = self.public_for(self.ranks, **core)
         ports = {}
         for r in range(self.ranks):
-            ports.update({f"axil{r}": Out(AxiLiteSignature()), f"busy{r}": Out(1),
+            ports.update({**_register_ports(str(r)), f"busy{r}": Out(1),
                           f"error{r}": Out(1), **_stall_ports(str(r))})
         ports.update({"latency": In(range(max_latency + 1), init=1), "stall_rate": In(8),
                       "stall_seed": In(32), "stall_reseed": In(1)})
@@ -312,8 +357,8 @@ class RingWithDram(wiring.Component):
         for r in range(self.ranks):
             m.submodules[f"stalls{r}"] = self._stalls[r]
             m.submodules[f"mem{r}"] = self._mems[r]
-            wiring.connect(m, wiring.flipped(getattr(self, f"axil{r}")),
-                           getattr(ring, f"axil{r}"))
+            m.submodules[f"regs{r}"] = self._regs[r]
+            _attach_registers(m, self, getattr(ring, f"axil{r}"), str(r), self._regs[r])
             m.d.comb += [getattr(self, f"busy{r}").eq(getattr(ring, f"busy{r}")),
                          getattr(self, f"error{r}").eq(getattr(ring, f"error{r}"))]
             _attach_dram(m, self, getattr(ring, f"axi{r}"), str(r), self._stalls[r],

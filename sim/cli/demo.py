@@ -97,13 +97,31 @@ def run_moe_demo(*, simulator: str = "verilator", seed: int = 1,
     return fig
 
 
+def _gemm_dram_bytes(shapes) -> int:
+    """The smallest power of two of at least 4 KiB that holds the largest of these GEMMs'
+    dense A (k x m), B (k x f) and fp32 C (m x f), each at a 64-byte boundary (as
+    ``sim.kernels.trace`` places DRAM tensors)."""
+    from golden.isa import DTYPE_BYTES, Dtype
+
+    def placed(nbytes: int) -> int:
+        return -(-nbytes // 64) * 64
+
+    need = 0
+    for m, k, f, *more in shapes:
+        size = DTYPE_BYTES[Dtype(more[0]) if more else Dtype.BF16]
+        need = max(need, placed(k * m * size) + placed(k * f * size) + placed(m * f * 4))
+    return max(4096, 1 << (need - 1).bit_length())
+
+
 def run_gemm_bench(shapes, *, n: int = 4, simulator: str = "verilator",
                    params: dict | None = None) -> dict:
     """Tiled GEMMs (``(m, k, f)`` or ``(m, k, f, dtype code)``) on a core whose queue holds
     256 descriptors (the host keeps it filled): ``params`` the core's (default: the demo's
-    core at this ``n``, with the smallest SBUF the programs take)."""
+    core at this ``n``, with the smallest SBUF the programs take and the smallest DRAM that
+    holds a dense GEMM's A, B and C: the testbench compares every DRAM word after each)."""
     if params is None:
-        params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256}
+        params = {**CORE_CONFIG, "n": n, "sbuf_words": 2 * n + 3 * 16 + 1, "queue_depth": 256,
+                  "dram_bytes": _gemm_dram_bytes(shapes)}
     tag = "-".join(f"{k}{v}" for k, v in sorted(params.items()))
     return _run("hdl.sim_top:CoreWithDram", params, "gemm_bench", simulator, 1,
                 {"NCLITE_BENCH_GEMMS": json.dumps([list(s) for s in shapes])}, False,

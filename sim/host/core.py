@@ -26,12 +26,15 @@ import logging
 
 import numpy as np
 from cocotb.handle import Immediate
-from cocotb.triggers import ClockCycles, FallingEdge, First, Timer
+from cocotb.triggers import ClockCycles, FallingEdge, First, SimTimeoutError, Timer, with_timeout
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
-from hdl.sim_top import core_memories
+from golden.isa import REGISTER_MAP
+from hdl.register_player import ACCESS_LAYOUT
+from hdl.sim_top import REGISTER_BATCH, core_memories
 from sim.host.driver import CoreDriver, CoreTimeout, RunResult
 from sim.tb import streams
+from sim.tb.batches import BatchSource
 from sim.tb.tbutil import CLOCK_PERIOD_NS
 
 __all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "MemoryPort", "DramFaults",
@@ -39,6 +42,10 @@ __all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "MemoryPort", "
 
 #: The values of :class:`CoreHost`'s ``dram``.
 DRAM_BACKENDS = ("axiram", "memory")
+
+# A played access's fields as multipliers (ACCESS_LAYOUT's offsets).
+_ACCESS_WAIT, _ACCESS_ADDR, _ACCESS_DATA = (1 << ACCESS_LAYOUT[f].offset
+                                            for f in ("wait", "addr", "data"))
 
 
 class _DramFault(Exception):
@@ -246,7 +253,7 @@ class CoreHost(CoreDriver):
     """
 
     def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
-                 suffix: str = "", dram: str | None = None):
+                 suffix: str = "", dram: str | None = None, queue_depth: int | None = None):
         self.dut = dut
         if dram is None:
             dram = "memory" if hasattr(dut, f"dram_stall_rate{suffix}") else "axiram"
@@ -298,10 +305,46 @@ class CoreHost(CoreDriver):
             wait = sleep
 
         self._suffix = suffix
+        self._player, self.last_played = None, None
+        has_player = hasattr(dut, f"regs{suffix}_batch__valid")
+        if queue_depth is not None:
+            if not has_player:
+                raise ValueError(f"queue_depth plays the pushes: the top needs the register "
+                                 f"player of hdl.sim_top (port regs{suffix}_batch)")
+            self._player = BatchSource(dut, f"regs{suffix}", k=REGISTER_BATCH)
+            self._queue_depth = queue_depth
+        elif has_player:  # idle, so that the port is the master's (not X in Icarus)
+            getattr(dut, f"regs{suffix}_batch__valid").value = 0
         self.port = port
         self._backdoor = _memory_backdoor(dut, cfg, suffix)
         super().__init__(cfg, regs, port, wait=wait, now=sim_cycles, perf_names=perf_names,
                          until_idle=until_idle)
+
+    async def push_program(self, program: list, timeout: int = 1_000_000, *,
+                           burst: bool = True) -> None:
+        """As :meth:`CoreDriver.push_program`; on a host made with ``queue_depth``, the
+        accesses (:meth:`CoreDriver.push_accesses`) are played by the top's
+        :class:`~hdl.register_player.RegisterPlayer`, with no Python per cycle, and this
+        returns once the last is done (:attr:`last_played`: how many accesses, in how many
+        cycles). ``timeout``: cycles the queue may stay full."""
+        if self._player is None:
+            return await super().push_program(program, timeout, burst=burst)
+        room = None
+        if burst:
+            level = REGISTER_MAP["STATUS"].get(await self.status(), "level")
+            room = self._queue_depth - level
+        accesses = self.push_accesses(program, room)
+        t0 = sim_cycles()
+        self._player.send(_ACCESS_WAIT * wait | _ACCESS_ADDR * addr | _ACCESS_DATA * value
+                          for wait, addr, value in accesses)
+        limit = timeout + 16 * len(accesses)  # a played access takes a few cycles
+        try:
+            await with_timeout(self._player.wait(), limit * CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            self._player.clear()
+            raise CoreTimeout(f"the played pushes took over {limit} cycles (the command "
+                              f"queue stayed full)") from None
+        self.last_played = (len(accesses), sim_cycles() - t0)
 
     @property
     def has_backdoor(self) -> bool:

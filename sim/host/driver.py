@@ -125,6 +125,48 @@ class CoreDriver:
             await self.write("DESC0", w, i)
         await self.write("PUSH", 0)
 
+    async def push_program(self, program: list, timeout: int = 1_000_000, *,
+                           burst: bool = True) -> None:
+        """Push every descriptor of ``program`` (what :meth:`run` does before it waits): with
+        ``burst``, those that fit while the queue is paused, then the rest as it drains."""
+        i = 0
+        if burst:
+            await self.write("CTRL", Ctrl.PAUSE)
+            while i < len(program) and not await self.status() & Status.FULL:
+                await self.push(program[i], timeout)
+                i += 1
+            await self.write("CTRL", 0)
+        for words in program[i:]:
+            await self.push(words, timeout)
+
+    @staticmethod
+    def push_accesses(program: list, room: int | None) -> list[tuple[bool, int, int]]:
+        """:meth:`push_program`'s register accesses as data, for a host that plays them
+        (``sim.host.core.CoreHost``): ``(wait, byte address, value)``, a write of ``value``
+        or (``wait``) a read repeated until the bits set in ``value`` read 0. ``room``: the
+        descriptors the queue takes while paused (its free entries: the burst), or None
+        for no burst. Each later descriptor waits until STATUS no longer reads FULL, as
+        :meth:`push` does."""
+        out: list[tuple[bool, int, int]] = []
+
+        def push(words, wait: bool) -> None:
+            if wait:
+                out.append((True, R["STATUS"], int(Status.FULL)))
+            out.extend((False, R["DESC0"] + 4 * i, int(w) & 0xFFFFFFFF)
+                       for i, w in enumerate(words))
+            out.append((False, R["PUSH"], 0))
+
+        first = 0
+        if room is not None:
+            first = min(room, len(program))
+            out.append((False, R["CTRL"], int(Ctrl.PAUSE)))
+            for words in program[:first]:
+                push(words, False)
+            out.append((False, R["CTRL"], 0))
+        for words in program[first:]:
+            push(words, True)
+        return out
+
     async def wait_idle(self, timeout: int = 1_000_000, poll: int | None = None) -> int:
         """Poll STATUS until the core is not busy; returns the cycles waited."""
         waited, poll = 0, poll or self.poll_cycles
@@ -147,16 +189,7 @@ class CoreDriver:
         descriptors reach the sequencer back to back, as from a host faster than this bus."""
         start = await self.read("EXECUTED")
         t0 = self._now()
-        program = list(program)
-        i = 0
-        if burst:
-            await self.write("CTRL", Ctrl.PAUSE)
-            while i < len(program) and not await self.status() & Status.FULL:
-                await self.push(program[i], timeout)
-                i += 1
-            await self.write("CTRL", 0)
-        for words in program[i:]:
-            await self.push(words, timeout)
+        await self.push_program(list(program), timeout, burst=burst)
         await self.wait_idle(timeout)
         t1 = self._now()
         code, index = await self.error()

@@ -120,11 +120,13 @@ def bits_from_batch(value: int, k: int, width: int) -> np.ndarray:
 
 class BatchSource:
     """Feeds the played input stream ``name`` of a ``PlayedStreams`` top, ``k`` beats per
-    batch. Full rate only: the beats go out back to back as far as the design takes them."""
+    batch, through its port ``<name>_batch`` (or the batch port ``port``: a player's own,
+    ``batches``). Full rate only: the beats go out back to back as far as the design takes
+    them."""
 
-    def __init__(self, dut, name: str, *, k: int):
+    def __init__(self, dut, name: str, *, k: int, port: str | None = None):
         self.name, self.k = name, k
-        self._batches = StreamSource(dut, f"{name}_batch")
+        self._batches = StreamSource(dut, port or f"{name}_batch")
         self._width = _beat_width(self._batches.payload, k)
 
     def send(self, payloads: int | Iterable[int]) -> None:

@@ -68,6 +68,7 @@ from golden.isa import (
     ErrorCode,
     Opcode,
     Rounding,
+    Status,
     decode,
     encode,
 )
@@ -89,9 +90,12 @@ _RNE, _RTZ, _SR = Rounding.RNE, Rounding.RTZ, Rounding.SR
 class CoreTB:
     """One core, its host (DRAM as ``CoreHost`` picks it for the top) and its ISS.
     ``dram_pauses``: the probability of a DRAM pause per channel and cycle; ``debug_every``:
-    how often SBUF and PSUM are compared through the debug registers (:class:`MemoryCheck`)."""
+    how often SBUF and PSUM are compared through the debug registers (:class:`MemoryCheck`);
+    ``play``: programs are pushed by the top's register player (``sim.host.core.CoreHost``
+    with ``queue_depth``; ``hdl.sim_top`` tops only)."""
 
-    def __init__(self, dut, dram_pauses: float = 0.2, *, debug_every: int = DEBUG_READ_EVERY):
+    def __init__(self, dut, dram_pauses: float = 0.2, *, debug_every: int = DEBUG_READ_EVERY,
+                 play: bool = False):
         self.dut = dut
         self.core = NeuronCore(**tbutil.params())
         self.cfg = self.core.iss_config()
@@ -99,7 +103,8 @@ class CoreTB:
         self.rng = tbutil.rng(0xC0E)
         self.seed = tbutil.seed()
         self.host = CoreHost(dut, self.cfg, PERF_COUNTERS, dram_pauses=dram_pauses,
-                             rng=self.rng)
+                             rng=self.rng,
+                             queue_depth=self.core.queue_depth if play else None)
         self.memories = MemoryCheck(self.host, self.iss, self.seed, debug_every=debug_every)
         # The RTL DRAM's stalls are checked after each program with a DMA command.
         self.check_stalls = self.host.dram_backend == "memory" and dram_pauses > 0
@@ -143,12 +148,13 @@ class CoreTB:
         raw = np.asarray(bits).astype(f"<u{size}").reshape(-1).view(np.uint8)
         self.dram(raw, t.addr)
 
-    async def run(self, program, what: str, *, compare: bool = True, memories: bool = True):
+    async def run(self, program, what: str, *, compare: bool = True, memories: bool = True,
+                  burst: bool = True):
         before = self.iss.executed
         stopped = self.iss.error != ErrorCode.OK  # the queue drops the whole program
         code = self.iss.run(program)
         stalls = self.host.dram_stalls() if self.check_stalls else 0
-        res = await self.host.run(program)
+        res = await self.host.run(program, burst=burst)
         if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
                                      for w in program):
             assert self.host.dram_stalls() > stalls, f"{what}: the RTL DRAM never stalled"
@@ -211,6 +217,44 @@ async def gemm_tiled(dut):
         # Engines overlap: the core was busy for fewer cycles than its engines in sum (the
         # DMA of the next tile runs while the tensor engine works on this one).
         assert p["busy"] < p["tensor_busy"] + p["dma_busy"] + p["activation_busy"], p
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def played_pushes(dut):
+    """Programs pushed by the top's register player (``hdl.sim_top``): a GEMM of more
+    descriptors than the queue holds with a burst, another without (every push polls FULL),
+    each bit-exact with the ISS and none dropped (no OVERFLOW); a burst's writes take three
+    cycles each (``hdl.register_player``)."""
+    tb = CoreTB(dut, play=True)
+    await tb.start()
+    n, depth = tb.cfg.n, tb.core.queue_depth
+    for burst, (m, k, f) in ((True, (2 * n + 1, 3 * n, 40)), (False, (n + 1, 2 * n, 9))):
+        def build(kern, ws, m=m, k=k, f=f):
+            a = kern.dram_tensor((k, m), BF16, "a", data=tb.operands(BF16, (k, m)))
+            b = kern.dram_tensor((k, f), BF16, "b", data=tb.operands(BF16, (k, f)))
+            lib.gemm(ws, a, b, kern.dram_tensor((m, f), FP32, "c"))
+
+        program = tb.load(build)
+        assert len(program) > depth or not burst, (len(program), depth)
+        await tb.run(program, f"GEMM {m}x{k}x{f} played with{'out' * (not burst)} a burst",
+                     burst=burst)
+        assert not await tb.host.status() & Status.OVERFLOW, "a played PUSH was dropped"
+        accesses, cycles = tb.host.last_played
+        if burst:
+            first = len(tb.host.push_accesses(program[:depth], depth))
+            assert accesses > first
+        else:
+            assert accesses == 10 * len(program)  # a poll, eight words and PUSH each
+    # A burst alone (the queue paused, room for all): three cycles a write.
+    program = tb.load(lambda kern, ws: lib.gemm(
+        ws, kern.dram_tensor((n, n), BF16, "a", data=tb.operands(BF16, (n, n))),
+        kern.dram_tensor((n, 4), BF16, "b", data=tb.operands(BF16, (n, 4))),
+        kern.dram_tensor((n, 4), FP32, "c")))
+    assert len(program) < depth
+    await tb.run(program, "a GEMM in one burst")
+    accesses, cycles = tb.host.last_played
+    assert accesses == len(tb.host.push_accesses(program, depth))
+    assert 3 * accesses <= cycles <= 3 * accesses + 2, (accesses, cycles)
 
 
 @cocotb.test(**tbutil.timeout(20))

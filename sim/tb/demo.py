@@ -119,8 +119,10 @@ async def ring_demo(dut):
 async def gemm_bench(dut):
     """GEMMs ``C = A.T @ B`` of the shapes and operand dtypes in ``NCLITE_BENCH_GEMMS``
     (``[m, k, f]`` or ``[m, k, f, dtype code]``, bf16 by default), fp32 results: each
-    program's cycles and per-engine busy cycles, every memory checked against the ISS."""
-    tb = CoreTB(dut, dram_pauses=0.0, debug_every=0)
+    program's cycles and per-engine busy cycles, every memory checked against the ISS. The
+    top's register player pushes the programs (the host's cocotbext-axi master would run
+    Python for every cycle of every register write)."""
+    tb = CoreTB(dut, dram_pauses=0.0, debug_every=0, play=True)
     await tb.start()
     n = tb.cfg.n
     shapes = json.loads(os.environ.get("NCLITE_BENCH_GEMMS", "[[4, 8, 16]]"))

@@ -21,7 +21,7 @@ CONFIG = {"n": 4, "sbuf_words": 64, "psum_banks": 4, "psum_words": 16, "queue_de
 #: the GEMMs' B tiles and stationary blocks (on AxiRam, 64 words: tile by tile).
 RTL_DRAM_CONFIG = CORE_CONFIG
 #: On the RTL DRAM (hdl.sim_top.CoreWithDram).
-RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward", "vector_commands"]
+RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward", "vector_commands", "played_pushes"]
 #: On cocotbext-axi's AxiRam (hdl.core.NeuronCore).
 AXIRAM_TESTS = ["random_commands", "hazards", "errors", "dram_faults"]
 TESTS = RTL_DRAM_TESTS + AXIRAM_TESTS
