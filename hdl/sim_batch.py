@@ -123,6 +123,12 @@ class BeatRecorder(wiring.Component):
     beat (so the last beats of a burst come out one or two cycles after it). ``beats`` is
     always ready while the batch output is taken as soon as it is offered; otherwise a full
     batch holds the stream back.
+
+    A batch's payload stays on ``batches.payload`` after it is taken, until the next batch
+    goes out; ``recorded`` counts the batches put out (wrapping at 2**16) and changes at the
+    clock edge that shows each one. So a testbench that keeps ``batches.ready`` high may read
+    the payload at any time while ``recorded`` holds: one read per ``k`` cycles sees each
+    batch of a steady stream once, without waking up for the handshake.
     """
 
     def __init__(self, shape, k: int):
@@ -130,6 +136,7 @@ class BeatRecorder(wiring.Component):
         super().__init__({
             "beats": In(stream.Signature(shape)),
             "batches": Out(_batch_stream(shape, k)),
+            "recorded": Out(16),
         })
 
     def elaborate(self, platform):
@@ -150,7 +157,7 @@ class BeatRecorder(wiring.Component):
             m.d.sync += batches.valid.eq(0)
         with m.If(flush):
             m.d.sync += [out.beats.eq(acc), out.count.eq(acc_n),
-                         batches.valid.eq(1)]
+                         batches.valid.eq(1), self.recorded.eq(self.recorded + 1)]
         with m.If(taken):
             shifted = Cat(acc[width:], beats.payload)
             m.d.sync += [acc.eq(shifted), acc_n.eq(Mux(flush, 1, acc_n + 1))]
@@ -239,7 +246,10 @@ class CycleReplay(wiring.Component):
     sample per input beat, taken after the clock edge that the beat's cycle ends with (as a
     testbench that sets the inputs, waits for that edge and reads the outputs sees them).
     ``overrun``: set for good if a sample was lost because the previous batch was not taken
-    (a testbench takes ``outputs`` whenever offered, and it never is).
+    (a testbench takes ``outputs`` whenever offered, and it never is). ``recorded``: the
+    recorder's count of output batches (:class:`BeatRecorder`), by which a testbench that
+    reads ``outputs.payload`` once every ``k`` cycles knows a new batch
+    (``sim.tb.batches.replay``).
 
     Parameters
     ----------
@@ -275,6 +285,7 @@ class CycleReplay(wiring.Component):
             "inputs": In(_batch_stream(self.input_layout, k)),
             "outputs": Out(_batch_stream(self.output_layout, k)),
             "overrun": Out(1),
+            "recorded": Out(16),
         })
 
     def elaborate(self, platform):
@@ -290,7 +301,7 @@ class CycleReplay(wiring.Component):
             m.d.comb += getattr(design, name).eq(Mux(player.beats.valid, value, 0))
         played = Signal()  # a beat was played in the cycle that the last edge ended
         m.d.sync += played.eq(player.beats.valid)
-        m.d.comb += recorder.beats.valid.eq(played)
+        m.d.comb += [recorder.beats.valid.eq(played), self.recorded.eq(recorder.recorded)]
         for name in self.output_layout.members:
             m.d.comb += getattr(recorder.beats.payload, name).eq(getattr(design, name))
         with m.If(played & ~recorder.beats.ready):

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from cocotb.triggers import FallingEdge, Timer
 
-from sim.tb.streams import StreamSink, StreamSource
+from sim.tb.streams import StreamSource
 
 __all__ = ["BatchSource", "pack_batches", "bits_of", "layout_bits", "field_values",
            "batches_from_bits", "bits_from_batch", "replay"]
@@ -159,29 +160,58 @@ async def replay(dut, inputs: np.ndarray, *, k: int) -> np.ndarray:
     """Play ``inputs`` (an ``(n, width)`` bit array of input beats, :func:`layout_bits` of
     the top's ``input_layout``; one beat per cycle, back to back) through a ``CycleReplay``
     top; return the output sample of each of those cycles as an ``(n, out_width)`` bit array
-    (:func:`field_values` takes a port out of it). Starts at once (call it after reset,
-    outside the ReadOnly phase); returns once every sample is in, the ports' drivers stopped,
-    so that replays may follow one another (the design keeps its state between them, and
-    sees inputs of 0 in the cycles between them)."""
-    source = StreamSource(dut, "inputs")
+    (:func:`field_values` takes a port out of it). Starts at the next falling edge of
+    ``clk`` (call it after reset, outside the ReadOnly phase); returns once every sample is
+    in, ``inputs.valid`` low, so that replays may follow one another (the design keeps its
+    state between them, and sees inputs of 0 in the cycles between them).
+
+    No handshake wakes the testbench: the top takes a whole batch in ``k`` cycles (its
+    player never stalls), so this writes batch i + 1 half a cycle after the clock edge that
+    takes batch i's last beat, one timer per batch; at each wake it reads the recorder's
+    last batch if its count ``recorded`` moved on (``outputs.ready`` is kept high, and a
+    batch's payload stays until the next: ``hdl.sim_batch.BeatRecorder``), and fails if
+    it moved on by more than one (a batch unread). After the last input batch it reads every
+    cycle until the samples are in."""
+    from sim.tb.tbutil import CLOCK_PERIOD_NS
+
+    width = _beat_width(dut.inputs__payload, k)
+    if inputs.shape[1] != width:
+        raise ValueError(f"inputs have {inputs.shape[1]} bits a beat, the top {width}")
     out_width = _beat_width(dut.outputs__payload, k)
-    if inputs.shape[1] != _beat_width(source.payload, k):
-        raise ValueError(f"inputs have {inputs.shape[1]} bits a beat, the top "
-                         f"{_beat_width(source.payload, k)}")
+    count_mask = (1 << _count_bits(k)) - 1
+    valid, payload = dut.inputs__valid, dut.inputs__payload
+    out_payload, recorded = dut.outputs__payload, dut.recorded
     samples: list[np.ndarray] = []
-    got = [0]
+    got, seen = 0, None
 
-    def on_batch(value: int) -> None:
-        samples.append(bits_from_batch(value, k, out_width))
-        got[0] += len(samples[-1])
+    def read() -> None:
+        nonlocal got, seen
+        now = int(recorded.value)
+        new = (now - seen) % (1 << len(recorded))
+        if new > 1:
+            raise AssertionError(f"replay: {new} output batches were recorded between two "
+                                 f"reads, {new - 1} unread")
+        if new:
+            samples.append(bits_from_batch(int(out_payload.value), k, out_width))
+            got += len(samples[-1])
+        seen = now
 
-    sink = StreamSink(dut, "outputs", on_beat=on_batch)
-    source.send(batches_from_bits(inputs, k))
-    await source.wait()
-    while got[0] < len(inputs):
-        await sink.wait_count(sink.count + 1)
-    source.stop()
-    sink.stop()
+    await FallingEdge(dut.clk)  # mid-cycle: what is written now is there at the next edge
+    dut.outputs__ready.value = 1
+    seen = int(recorded.value)
+    for batch in batches_from_bits(inputs, k):
+        payload.value = batch
+        valid.value = 1
+        await Timer((batch & count_mask) * CLOCK_PERIOD_NS, "ns")  # its beats are played
+        read()
+    valid.value = 0
+    for _ in range(4 * k + 16):  # the last samples: within about k + 2 cycles
+        if got >= len(inputs):
+            break
+        await Timer(CLOCK_PERIOD_NS, "ns")
+        read()
+    if got < len(inputs):
+        raise AssertionError(f"replay: {got} of {len(inputs)} samples recorded")
     if int(dut.overrun.value):
         raise AssertionError("CycleReplay lost output samples (overrun)")
     return np.concatenate(samples)[:len(inputs)]

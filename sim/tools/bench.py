@@ -360,6 +360,8 @@ SPEED_SIZES = {
 }
 #: The issue's targets, cycles per second in Verilator with the testbench (Icarus: measured).
 SPEED_TARGETS = {"te_gemm": 60_000, "core_gemm": 40_000, "pe_chain": 150_000}
+#: Runs of each workload with its testbench in a full run; the fastest is reported.
+SPEED_REPEATS = 3
 #: Wall seconds of each bare-clock measurement per simulator: (full run, quick run).
 BARE_SECONDS = {"verilator": (3.0, 0.5), "icarus": (3.0, 0.5)}
 SPEED_RING = {"ranks": 4, "link_width": 1}
@@ -580,7 +582,7 @@ def fresh_build_seconds(call: dict) -> float:
 
 
 def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: float,
-                      build: bool = True) -> dict:
+                      build: bool = True, repeats: int = 1) -> dict:
     """One workload in one simulator: its speed with its testbench, the model's alone, their
     ratio, and the time of a fresh build.
 
@@ -596,6 +598,10 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
         About how long (wall seconds) the model alone runs.
     build : bool
         Whether to time a fresh build (:func:`fresh_build_seconds`).
+    repeats : int
+        How many times to run the workload with its testbench: ``testbench`` is the fastest
+        run (other jobs on the machine can only slow a run down, as Python's ``timeit``
+        notes), ``testbench_runs`` every run's cycles per second.
 
     Returns
     -------
@@ -617,16 +623,22 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
     RuntimeError
         If the workload's simulation failed or it ran other than one simulation.
     """
+    from hdl.params import check_int
+
     t0 = time.perf_counter()
-    with recording_runs() as calls:
-        r = _run_workload(workload, simulator, size)
-    if len(calls) != 1:
-        raise RuntimeError(f"{workload}: expected one simulation, got {len(calls)}")
-    (call,) = calls
-    if call["result"] is None:  # a workload that reports a failed run instead of raising
-        raise RuntimeError(f"{workload}: the simulation failed: {call['error']}")
-    tb = cocotb_test_timing(call["result"].results_xml)
-    tb["own_cycles_per_s"] = r["own_cycles_per_s"]
+    runs = []
+    for _ in range(check_int("repeats", repeats, lo=1)):
+        with recording_runs() as calls:
+            r = _run_workload(workload, simulator, size)
+        if len(calls) != 1:
+            raise RuntimeError(f"{workload}: expected one simulation, got {len(calls)}")
+        (call,) = calls
+        if call["result"] is None:  # a workload that reports a failed run instead of raising
+            raise RuntimeError(f"{workload}: the simulation failed: {call['error']}")
+        tb = cocotb_test_timing(call["result"].results_xml)
+        tb["own_cycles_per_s"] = r["own_cycles_per_s"]
+        runs.append((tb, r, call))
+    tb, r, call = max(runs, key=lambda run: run[0]["cycles_per_s"])
     t1 = time.perf_counter()
     bare = bare_clock_speed(call, bare_seconds)
     t2 = time.perf_counter()
@@ -635,7 +647,8 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
         "workload": workload, "label": SPEED_WORKLOADS[workload], "simulator": simulator,
         "size": list(size) if isinstance(size, tuple | list) else size,
         "run": _speed_size_text(workload, size), "factory": call["factory"],
-        "params": call["params"], "bit_exact": r["bit_exact"], "testbench": tb,
+        "params": call["params"], "bit_exact": all(run[1]["bit_exact"] for run in runs),
+        "testbench": tb, "testbench_runs": [run[0]["cycles_per_s"] for run in runs],
         "model": bare["model"], "python_clock": bare["python_clock"],
         "ratio": bare["model"]["cycles_per_s"] / tb["cycles_per_s"],
         "build_s": build_s,
@@ -712,7 +725,7 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
         start = time.perf_counter()
         try:
             item = bench_model_speed(workload, simulator, size, bare_seconds=seconds,
-                                     build=build)
+                                     build=build, repeats=1 if quick else SPEED_REPEATS)
             build_text = "" if item["build_s"] is None else f", build {item['build_s']:.1f} s"
             _progress(f"  {item['testbench']['cycles_per_s']:.0f} cycles/s with the testbench, "
                       f"{item['model']['cycles_per_s']:.0f} alone{build_text}, "
@@ -949,15 +962,16 @@ def _render_speed(items: list | None) -> list[str]:
         "",
         "## Simulation speed",
         "",
-        "Four workloads, each in Verilator and in Icarus, each figure from one run in this "
-        "`make bench`:",
+        "Four workloads, each in Verilator and in Icarus, every figure from this `make bench`:",
         "",
         "- *with testbench*: the workload run as its command runs it (`nclite gemm --array 8`, "
         "the core's GEMM program of the section below, `nclite allreduce`, `nclite "
         "pe-chain`), every result checked against golden; simulated cycles / wall seconds of "
         "its whole cocotb test as cocotb times it inside the simulator process (results.xml: "
         "simulated time / 10 ns, wall time from the test's start to its end, stimulus and "
-        "checking included, the build and the simulator's start-up not).",
+        "checking included, the build and the simulator's start-up not); the fastest of "
+        f"{SPEED_REPEATS} runs (other jobs on the machine only slow a run down, as Python's "
+        "`timeit` notes; every run's figure is in results.json, `testbench_runs`).",
         "- *model alone*: the same build run by `sim/tb/bare_clock.py`: cocotb's clock in C, "
         "every input held at 0 after a reset, then a few long `Timer`s and no Python per "
         f"cycle, for about {seconds} s of wall time. An idle model: Verilator evaluates the "

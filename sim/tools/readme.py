@@ -214,6 +214,9 @@ def _speed_rows(speed: list[dict]) -> list[tuple[str, str, str]]:
             f"{sim.capitalize()} {_int(round(sel[sim]['testbench']['cycles_per_s']))} "
             f"(model alone {_int(round(sel[sim]['model']['cycles_per_s']))})" for sim in sims)
         conditions = "cycles/s with its testbench, the build not counted"
+        repeats = max(len(sel[sim].get("testbench_runs", ())) for sim in sims)
+        if repeats > 1:
+            conditions += f", the fastest of {repeats} runs"
         target = sel.get("verilator", {}).get("target")
         if target:
             conditions += f"; target ≥ {_int(target)} in Verilator"
