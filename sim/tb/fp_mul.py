@@ -13,7 +13,6 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge
 
 from golden.formats import FP32_CANONICAL_NAN
 from golden.fp32 import widen_mul
@@ -105,7 +104,6 @@ async def fp8_products_exhaustive(dut):
     dut.outputs__ready.value = 1
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
-    await FallingEdge(dut.clk)
     samples = await batches.replay(dut, inputs, k=top["k"])
     got = batches.field_values(samples, replay_top.output_layout, "result")[:len(expected)]
     bad = np.flatnonzero(got.astype(np.uint32) != expected)

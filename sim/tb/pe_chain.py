@@ -14,7 +14,6 @@ import time
 
 import cocotb
 import numpy as np
-from cocotb.triggers import FallingEdge
 
 from golden.fp32 import dot
 from hdl.sim_batch import CycleReplay
@@ -56,7 +55,6 @@ async def demo(dut):
     dut.outputs__ready.value = 1
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
-    await FallingEdge(dut.clk)
     start = time.perf_counter()
     samples = await batches.replay(dut, inputs, k=k)
     wall = time.perf_counter() - start

@@ -28,6 +28,7 @@ from hdl.instances import ModuleInstance
 from hdl.multicore import CoreRing
 from hdl.params import check_int, check_one_of, check_power_of_two
 from hdl.pe import PE, PEColumn
+from hdl.register_player import RegisterPlayer
 from hdl.ring import CollectiveRing, LinkModel
 from hdl.sequencer import Sequencer
 from hdl.sim_batch import BeatPlayer, BeatRecorder, CycleReplay, PlayedStreams
@@ -290,6 +291,8 @@ COMPONENTS = [
         ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"k": 1025}, V, "k")]),
     (BeatRecorder, {"shape": 16, "k": 4}, [
         ({"k": 4.0}, T, "k"), ({"k": 0}, V, "k")]),
+    (RegisterPlayer, {"k": 4}, [
+        ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"k": 1025}, V, "k")]),
     (PlayedStreams, _PLAYED, [
         ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"design": "StreamRegister"}, V, "design"),
         ({"played": ["o"]}, V, "played"), ({"played": ["nope"]}, V, "played")]),
