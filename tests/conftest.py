@@ -77,8 +77,6 @@ FULL_ONLY: dict[str, str] = {
         "-> test_uart_bridge's errors",
     "tests/hdl/test_uart_bridge_rtl.py::test_uart_bridge*": "-> test_board[*-gemm_over_uart]",
     "tests/hdl/test_dma_rtl.py::test_dma[*-d256]": "-> n3-w40-b4-d64 (a wide bus)",
-    "tests/tb/test_sim_batch_rtl.py::test_replay[*-8]": "-> test_replay[*-1]",
-    "tests/tb/test_sim_batch_rtl.py::test_played_beats[*-4]": "-> test_played_beats[*-1]",
     "tests/hdl/test_pe_rtl.py::test_pe_column[*-2pe-max]": "-> 4pe, 5pe-deep-fp8 (deeper)",
     "tests/hdl/test_pe_rtl.py::test_pe_column[*-3pe-default]": "-> 1pe (default), 3pe-comb",
     "tests/hdl/test_tensor_engine_rtl.py::test_tensor_engine[verilator-gemms-n4]":

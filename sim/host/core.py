@@ -250,6 +250,10 @@ class CoreHost(CoreDriver):
     is None). ``None``: ``"memory"`` on a top with a ``dram_stall_rate<suffix>`` port, else
     ``"axiram"``. Both draw the same numbers from ``rng``, so a test's data do not depend on
     the backend.
+
+    ``queue_depth`` (the core's command queue's, on a top of ``hdl.sim_top``): the programs'
+    pushes are played by the top's register player (:meth:`push_program`) instead of written
+    through cocotbext-axi's master, which still makes every other register access.
     """
 
     def __init__(self, dut, cfg, perf_names=(), *, dram_pauses: float = 0.0, rng=None,
