@@ -2,7 +2,7 @@
 #
 #   make setup      system packages (apt, if missing) + .venv with every Python dependency
 #   make demo       the main job, in Verilator, checked against the golden model
-#   make test       the test suite (parallel, 15-16 min on 2 cores from a fresh clone)
+#   make test       the test suite (parallel, 8-16 min on 2 cores from a fresh clone)
 #   make test-full  the long regressions too (the 8x8 tensor engine, the ring of 8 and the 2x4
 #                   torus, formal's slow proofs, exhaustive fp8 products in pysim, the whole
 #                   demo, the bench smoke run, the board top's gate-level netlist; full
