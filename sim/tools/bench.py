@@ -153,7 +153,7 @@ def count_runs(*, quick: bool = False, sim_runs=None, synth_designs=None, gemm: 
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
     runs = len(sim_runs) + len(synth_designs) + int(core)
     if speed:
-        runs += len(speed_runs(quick))
+        runs += len(speed_runs(quick)) * (1 if quick else SPEED_REPEATS)
     if gemm:
         sizes, dtypes = (GEMM_SIZES[:1], GEMM_DTYPES[:1]) if quick else (GEMM_SIZES, GEMM_DTYPES)
         runs += sum(len(gemm_shapes(n)) for n in sizes) * len(dtypes) + len(GEMM_SPEED_RUNS)
@@ -582,7 +582,7 @@ def fresh_build_seconds(call: dict) -> float:
 
 
 def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: float,
-                      build: bool = True, repeats: int = 1) -> dict:
+                      build: bool = True) -> dict:
     """One workload in one simulator: its speed with its testbench, the model's alone, their
     ratio, and the time of a fresh build.
 
@@ -598,10 +598,6 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
         About how long (wall seconds) the model alone runs.
     build : bool
         Whether to time a fresh build (:func:`fresh_build_seconds`).
-    repeats : int
-        How many times to run the workload with its testbench: ``testbench`` is the fastest
-        run (other jobs on the machine can only slow a run down, as Python's ``timeit``
-        notes), ``testbench_runs`` every run's cycles per second.
 
     Returns
     -------
@@ -623,22 +619,16 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
     RuntimeError
         If the workload's simulation failed or it ran other than one simulation.
     """
-    from hdl.params import check_int
-
     t0 = time.perf_counter()
-    runs = []
-    for _ in range(check_int("repeats", repeats, lo=1)):
-        with recording_runs() as calls:
-            r = _run_workload(workload, simulator, size)
-        if len(calls) != 1:
-            raise RuntimeError(f"{workload}: expected one simulation, got {len(calls)}")
-        (call,) = calls
-        if call["result"] is None:  # a workload that reports a failed run instead of raising
-            raise RuntimeError(f"{workload}: the simulation failed: {call['error']}")
-        tb = cocotb_test_timing(call["result"].results_xml)
-        tb["own_cycles_per_s"] = r["own_cycles_per_s"]
-        runs.append((tb, r, call))
-    tb, r, call = max(runs, key=lambda run: run[0]["cycles_per_s"])
+    with recording_runs() as calls:
+        r = _run_workload(workload, simulator, size)
+    if len(calls) != 1:
+        raise RuntimeError(f"{workload}: expected one simulation, got {len(calls)}")
+    (call,) = calls
+    if call["result"] is None:  # a workload that reports a failed run instead of raising
+        raise RuntimeError(f"{workload}: the simulation failed: {call['error']}")
+    tb = cocotb_test_timing(call["result"].results_xml)
+    tb["own_cycles_per_s"] = r["own_cycles_per_s"]
     t1 = time.perf_counter()
     bare = bare_clock_speed(call, bare_seconds)
     t2 = time.perf_counter()
@@ -647,8 +637,8 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
         "workload": workload, "label": SPEED_WORKLOADS[workload], "simulator": simulator,
         "size": list(size) if isinstance(size, tuple | list) else size,
         "run": _speed_size_text(workload, size), "factory": call["factory"],
-        "params": call["params"], "bit_exact": all(run[1]["bit_exact"] for run in runs),
-        "testbench": tb, "testbench_runs": [run[0]["cycles_per_s"] for run in runs],
+        "params": call["params"], "bit_exact": r["bit_exact"], "testbench": tb,
+        "testbench_runs": [tb["cycles_per_s"]],
         "model": bare["model"], "python_clock": bare["python_clock"],
         "ratio": bare["model"]["cycles_per_s"] / tb["cycles_per_s"],
         "build_s": build_s,
@@ -659,6 +649,24 @@ def bench_model_speed(workload: str, simulator: str, size, *, bare_seconds: floa
         "steps_wall_s": {"workload": t1 - t0, "bare_clock": t2 - t1,
                          "fresh_build": time.perf_counter() - t2},
     }
+
+
+def fastest_speed(items: list[dict]) -> dict:
+    """Several :func:`bench_model_speed` results of one workload in one simulator as one:
+    the fastest run with its testbench and the fastest model alone (other jobs on the
+    machine can only slow a run down, as Python's ``timeit`` notes), ``testbench_runs``
+    every run's cycles per second, bit-exact if every run was, the build time of the run
+    that timed one."""
+    best = dict(max(items, key=lambda item: item["testbench"]["cycles_per_s"]))
+    best["model"] = max((item["model"] for item in items), key=lambda m: m["cycles_per_s"])
+    best["ratio"] = best["model"]["cycles_per_s"] / best["testbench"]["cycles_per_s"]
+    best["testbench_runs"] = [v for item in items for v in item["testbench_runs"]]
+    best["bit_exact"] = all(item["bit_exact"] for item in items)
+    best["build_s"] = next((item["build_s"] for item in items if item["build_s"] is not None),
+                           None)
+    best["steps_wall_s"] = {step: sum(item["steps_wall_s"][step] for item in items)
+                            for step in best["steps_wall_s"]}
+    return best
 
 
 def speed_runs(quick: bool = False) -> list[tuple[str, str, object, float, bool]]:
@@ -719,23 +727,34 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
             _progress(f"  FAILED: {item['error'].splitlines()[0]}")
         results["sim_speed"].append(item)
     results["sim_speed_models"] = [] if speed else None
-    for workload, simulator, size, seconds, build in (speed_runs(quick) if speed else []):
-        _progress(f"sim speed: {SPEED_WORKLOADS[workload]}, "
-                  f"{_speed_size_text(workload, size)} in {simulator} ...")
-        start = time.perf_counter()
-        try:
-            item = bench_model_speed(workload, simulator, size, bare_seconds=seconds,
-                                     build=build, repeats=1 if quick else SPEED_REPEATS)
-            build_text = "" if item["build_s"] is None else f", build {item['build_s']:.1f} s"
-            _progress(f"  {item['testbench']['cycles_per_s']:.0f} cycles/s with the testbench, "
-                      f"{item['model']['cycles_per_s']:.0f} alone{build_text}, "
-                      f"bit_exact={item['bit_exact']} ({time.perf_counter() - start:.1f} s)")
-        except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
-            item = {"workload": workload, "label": SPEED_WORKLOADS[workload],
-                    "simulator": simulator, "run": _speed_size_text(workload, size),
-                    "error": f"{type(exc).__name__}: {exc}"}
-            _progress(f"  FAILED: {item['error'].splitlines()[0]}")
-        results["sim_speed_models"].append(item)
+    # The repeats go in rounds over the workloads, so that a slow spell of the machine (they
+    # last minutes) meets one run of each rather than every run of one.
+    runs = speed_runs(quick) if speed else []
+    done: list[list[dict]] = [[] for _ in runs]
+    for rnd in range(1 if quick else SPEED_REPEATS):
+        for (workload, simulator, size, seconds, build), items in zip(runs, done, strict=True):
+            if items and "error" in items[-1]:
+                continue
+            _progress(f"sim speed: {SPEED_WORKLOADS[workload]}, "
+                      f"{_speed_size_text(workload, size)} in {simulator} ...")
+            start = time.perf_counter()
+            try:
+                item = bench_model_speed(workload, simulator, size, bare_seconds=seconds,
+                                         build=build and rnd == 0)
+                build_text = ("" if item["build_s"] is None
+                              else f", build {item['build_s']:.1f} s")
+                _progress(f"  {item['testbench']['cycles_per_s']:.0f} cycles/s with the "
+                          f"testbench, {item['model']['cycles_per_s']:.0f} alone{build_text}, "
+                          f"bit_exact={item['bit_exact']} ({time.perf_counter() - start:.1f} s)")
+            except Exception as exc:  # noqa: BLE001 - recorded; run_all reports it at the end
+                item = {"workload": workload, "label": SPEED_WORKLOADS[workload],
+                        "simulator": simulator, "run": _speed_size_text(workload, size),
+                        "error": f"{type(exc).__name__}: {exc}"}
+                _progress(f"  FAILED: {item['error'].splitlines()[0]}")
+            items.append(item)
+    for items in done:
+        results["sim_speed_models"].append(
+            items[-1] if "error" in items[-1] else fastest_speed(items))
     for label, factory, params, name in synth_designs:
         _progress(f"yosys: {label} ...")
         start = time.perf_counter()
@@ -970,8 +989,9 @@ def _render_speed(items: list | None) -> list[str]:
         "its whole cocotb test as cocotb times it inside the simulator process (results.xml: "
         "simulated time / 10 ns, wall time from the test's start to its end, stimulus and "
         "checking included, the build and the simulator's start-up not); the fastest of "
-        f"{SPEED_REPEATS} runs (other jobs on the machine only slow a run down, as Python's "
-        "`timeit` notes; every run's figure is in results.json, `testbench_runs`).",
+        f"{SPEED_REPEATS} runs, made in rounds over the workloads (other jobs on the machine "
+        "only slow a run down, as Python's `timeit` notes; every run's figure is in "
+        "results.json, `testbench_runs`).",
         "- *model alone*: the same build run by `sim/tb/bare_clock.py`: cocotb's clock in C, "
         "every input held at 0 after a reset, then a few long `Timer`s and no Python per "
         f"cycle, for about {seconds} s of wall time. An idle model: Verilator evaluates the "
