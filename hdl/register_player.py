@@ -17,11 +17,19 @@ from amaranth.lib.wiring import In, Out
 from .cmdqueue import AxiLiteSignature
 from .sim_batch import BeatPlayer, _batch_stream, _check_batch
 
-__all__ = ["ACCESS_LAYOUT", "RegisterPlayer"]
+__all__ = ["ACCESS_LAYOUT", "RegisterPlayer", "pack_access"]
 
 #: One played access. ``wait`` = 0: write ``data`` to the register at byte address ``addr``;
 #: ``wait`` = 1: read ``addr`` until the bits set in ``data`` all read 0 (a poll).
 ACCESS_LAYOUT = data.StructLayout({"wait": 1, "addr": 12, "data": 32})
+
+
+def pack_access(wait: bool, addr: int, value: int) -> int:
+    """One access of :data:`ACCESS_LAYOUT` as the integer a batch carries (a testbench's
+    side: ``sim.tb.batches.BatchSource``)."""
+    f = ACCESS_LAYOUT
+    return (int(wait) << f["wait"].offset) | (addr << f["addr"].offset) \
+        | (value << f["data"].offset)
 
 
 class RegisterPlayer(wiring.Component):

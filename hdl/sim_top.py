@@ -88,11 +88,6 @@ def _register_ports(suffix: str = "") -> dict:
             f"regs_active{suffix}": Out(1)}
 
 
-#: AXI4-Lite members a master drives (the others the slave drives).
-_AXIL_MASTER = ("awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr",
-                "arprot", "arvalid", "rready")
-
-
 def _attach_registers(m, top, axil, suffix: str, player: RegisterPlayer) -> None:
     """The core's register port ``axil`` answers the top's port ``axil<suffix>`` (the
     testbench's AXI4-Lite master) or the player (fed by ``regs<suffix>_batch``) while the
@@ -102,9 +97,9 @@ def _attach_registers(m, top, axil, suffix: str, player: RegisterPlayer) -> None
     wiring.connect(m, wiring.flipped(getattr(top, f"regs{suffix}_batch")), player.batches)
     active = player.active
     m.d.comb += getattr(top, f"regs_active{suffix}").eq(active)
-    for name in axil.signature.members:
+    for name, member in axil.signature.members.items():
         core_side, own, played = (getattr(x, name) for x in (axil, outer, player.bus))
-        if name in _AXIL_MASTER:
+        if member.flow == In:  # the master drives it
             m.d.comb += core_side.eq(Mux(active, played, own))
         elif name.endswith(("valid", "ready")):
             m.d.comb += [own.eq(core_side & ~active), played.eq(core_side & active)]

@@ -30,7 +30,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, SimTimeoutError, Ti
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam, AxiResp
 
 from golden.isa import REGISTER_MAP
-from hdl.register_player import ACCESS_LAYOUT
+from hdl.register_player import pack_access
 from hdl.sim_top import REGISTER_BATCH, core_memories
 from sim.host.driver import CoreDriver, CoreTimeout, RunResult
 from sim.tb import streams
@@ -42,10 +42,6 @@ __all__ = ["CoreHost", "CoreTimeout", "RunResult", "AxiRamPort", "MemoryPort", "
 
 #: The values of :class:`CoreHost`'s ``dram``.
 DRAM_BACKENDS = ("axiram", "memory")
-
-# A played access's fields as multipliers (ACCESS_LAYOUT's offsets).
-_ACCESS_WAIT, _ACCESS_ADDR, _ACCESS_DATA = (1 << ACCESS_LAYOUT[f].offset
-                                            for f in ("wait", "addr", "data"))
 
 
 class _DramFault(Exception):
@@ -330,7 +326,10 @@ class CoreHost(CoreDriver):
         accesses (:meth:`CoreDriver.push_accesses`) are played by the top's
         :class:`~hdl.register_player.RegisterPlayer`, with no Python per cycle, and this
         returns once the last is done (:attr:`last_played`: how many accesses, in how many
-        cycles). ``timeout``: cycles the queue may stay full."""
+        cycles). ``timeout``: cycles the played pushes may wait for room in all (not per
+        push, as :meth:`CoreDriver.push`'s); past it, :class:`CoreTimeout`, and the register
+        port may hold a half-made write (reset the design before using it again)."""
+        self.last_played = None
         if self._player is None:
             return await super().push_program(program, timeout, burst=burst)
         room = None
@@ -339,15 +338,14 @@ class CoreHost(CoreDriver):
             room = self._queue_depth - level
         accesses = self.push_accesses(program, room)
         t0 = sim_cycles()
-        self._player.send(_ACCESS_WAIT * wait | _ACCESS_ADDR * addr | _ACCESS_DATA * value
-                          for wait, addr, value in accesses)
+        self._player.send(pack_access(*access) for access in accesses)
         limit = timeout + 16 * len(accesses)  # a played access takes a few cycles
         try:
             await with_timeout(self._player.wait(), limit * CLOCK_PERIOD_NS, "ns")
         except SimTimeoutError:
             self._player.clear()
-            raise CoreTimeout(f"the played pushes took over {limit} cycles (the command "
-                              f"queue stayed full)") from None
+            raise CoreTimeout(f"the played pushes waited over {timeout} cycles in all for "
+                              f"room in the command queue") from None
         self.last_played = (len(accesses), sim_cycles() - t0)
 
     @property

@@ -146,7 +146,9 @@ class CoreDriver:
         or (``wait``) a read repeated until the bits set in ``value`` read 0. ``room``: the
         descriptors the queue takes while paused (its free entries: the burst), or None
         for no burst. Each later descriptor waits until STATUS no longer reads FULL, as
-        :meth:`push` does."""
+        :meth:`push` does. (It spells out :meth:`push` and :meth:`push_program`'s writes
+        again: a change to one is a change to the other; ``played_pushes`` in
+        ``sim/tb/core.py`` runs both kinds of push.)"""
         out: list[tuple[bool, int, int]] = []
 
         def push(words, wait: bool) -> None:

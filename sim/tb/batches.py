@@ -156,7 +156,7 @@ class BatchSource:
         self._batches.clear()
 
 
-async def replay(dut, inputs: np.ndarray, *, k: int) -> np.ndarray:
+async def replay(dut, inputs: np.ndarray, *, k: int, period_ns: int | None = None) -> np.ndarray:
     """Play ``inputs`` (an ``(n, width)`` bit array of input beats, :func:`layout_bits` of
     the top's ``input_layout``; one beat per cycle, back to back) through a ``CycleReplay``
     top; return the output sample of each of those cycles as an ``(n, out_width)`` bit array
@@ -171,9 +171,11 @@ async def replay(dut, inputs: np.ndarray, *, k: int) -> np.ndarray:
     last batch if its count ``recorded`` moved on (``outputs.ready`` is kept high, and a
     batch's payload stays until the next: ``hdl.sim_batch.BeatRecorder``), and fails if
     it moved on by more than one (a batch unread). After the last input batch it reads every
-    cycle until the samples are in."""
+    cycle until the samples are in. ``period_ns``: the clock's period (default
+    ``tbutil.CLOCK_PERIOD_NS``, ``tbutil.start_clock``'s): the timers count cycles by it."""
     from sim.tb.tbutil import CLOCK_PERIOD_NS
 
+    period = CLOCK_PERIOD_NS if period_ns is None else period_ns
     width = _beat_width(dut.inputs__payload, k)
     if inputs.shape[1] != width:
         raise ValueError(f"inputs have {inputs.shape[1]} bits a beat, the top {width}")
@@ -202,13 +204,13 @@ async def replay(dut, inputs: np.ndarray, *, k: int) -> np.ndarray:
     for batch in batches_from_bits(inputs, k):
         payload.value = batch
         valid.value = 1
-        await Timer((batch & count_mask) * CLOCK_PERIOD_NS, "ns")  # its beats are played
+        await Timer((batch & count_mask) * period, "ns")  # its beats are played
         read()
     valid.value = 0
-    for _ in range(4 * k + 16):  # the last samples: within about k + 2 cycles
+    for _ in range(4 * k + 16):  # the last samples: at most 2 cycles after the last batch
         if got >= len(inputs):
             break
-        await Timer(CLOCK_PERIOD_NS, "ns")
+        await Timer(period, "ns")
         read()
     if got < len(inputs):
         raise AssertionError(f"replay: {got} of {len(inputs)} samples recorded")

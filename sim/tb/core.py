@@ -240,9 +240,9 @@ async def played_pushes(dut):
                      burst=burst)
         assert not await tb.host.status() & Status.OVERFLOW, "a played PUSH was dropped"
         accesses, cycles = tb.host.last_played
-        if burst:
-            first = len(tb.host.push_accesses(program[:depth], depth))
-            assert accesses > first
+        if burst:  # the queue was empty: a burst of `depth`, then a poll before each push
+            assert accesses == len(tb.host.push_accesses(program, depth)) \
+                == 2 + 9 * depth + 10 * (len(program) - depth)
         else:
             assert accesses == 10 * len(program)  # a poll, eight words and PUSH each
     # A burst alone (the queue paused, room for all): three cycles a write.

@@ -7,22 +7,15 @@ checks the same player with the core's registers behind it.
 """
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteRam
 
-from hdl.register_player import ACCESS_LAYOUT
-from sim.tb import tbutil
+from hdl.register_player import pack_access as access
+from sim.tb import streams, tbutil
 from sim.tb.batches import BatchSource
 
 #: Bytes of the register file behind the player.
 RAM_BYTES = 4096
-
-
-def access(wait: bool, addr: int, data: int) -> int:
-    """One access of :data:`ACCESS_LAYOUT` as an integer."""
-    f = ACCESS_LAYOUT
-    return (int(wait) << f["wait"].offset) | (addr << f["addr"].offset) \
-        | (data << f["data"].offset)
 
 
 class RegisterPlayerTB:
@@ -55,10 +48,25 @@ class RegisterPlayerTB:
         self.ram.write(addr, int(value).to_bytes(4, "little"))
 
 
+async def _active_low_cycles(dut, until) -> int:
+    """Cycles (sampled mid-cycle) in which ``active`` was low before ``until`` (a task) is
+    done."""
+    low = 0
+    while True:
+        await FallingEdge(dut.clk)
+        if until.done():
+            return low
+        low += not dut.active.value
+
+
 @cocotb.test(**tbutil.timeout(2))
 async def writes_in_order(dut):
-    """Random writes, some to the same register: each register holds its last write."""
+    """Random writes, some to the same register, while the RAM takes AW and W at random and
+    apart (each pauses on its own pattern): each register holds its last write, and
+    ``active`` stays high until the last response."""
     tb = RegisterPlayerTB(dut)
+    for i, channel in enumerate((tb.ram.write_if.aw_channel, tb.ram.write_if.w_channel)):
+        channel.set_pause_generator(streams.pauses(tbutil.rng(0x9E7 + i), 0.4))
     await tb.start()
     addrs = 4 * tb.rng.integers(0, 16, 200)
     values = tb.rng.integers(0, 1 << 32, 200, dtype="u8")
@@ -67,7 +75,9 @@ async def writes_in_order(dut):
         want[int(a)] = int(v)
     assert not dut.active.value
     tb.source.send(access(False, int(a), int(v)) for a, v in zip(addrs, values, strict=True))
-    await tb.source.wait()
+    sent = cocotb.start_soon(tb.source.wait())
+    low = await _active_low_cycles(dut, sent)
+    assert low == 0, f"active low in {low} cycles while accesses were left"
     await RisingEdge(dut.clk)
     assert not dut.active.value, "active after the last access"
     for a, v in want.items():

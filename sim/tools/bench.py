@@ -684,7 +684,9 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
     """Run the benchmarks; return the results as a JSON-ready dict.
 
     A failing item is recorded with an ``"error"`` and the others still run. ``speed``: the
-    simulation speed of four workloads (``"sim_speed_models"``, :func:`bench_model_speed`).
+    simulation speed of four workloads (``"sim_speed_models"``, :func:`bench_model_speed`),
+    :data:`SPEED_REPEATS` rounds of them (one in a quick run) merged by
+    :func:`fastest_speed`; a workload that fails in a round is reported as failed.
     """
     sim_runs = SIM_RUNS if sim_runs is None else sim_runs
     synth_designs = SYNTH_DESIGNS if synth_designs is None else synth_designs
@@ -733,10 +735,12 @@ def collect(*, quick: bool = False, sim_runs=None, synth_designs=None,
     done: list[list[dict]] = [[] for _ in runs]
     for rnd in range(1 if quick else SPEED_REPEATS):
         for (workload, simulator, size, seconds, build), items in zip(runs, done, strict=True):
-            if items and "error" in items[-1]:
+            what = (f"sim speed: {SPEED_WORKLOADS[workload]}, "
+                    f"{_speed_size_text(workload, size)} in {simulator}")
+            if items and "error" in items[-1]:  # its failure is what gets reported
+                _progress(f"{what}: failed in an earlier round, not run again ...")
                 continue
-            _progress(f"sim speed: {SPEED_WORKLOADS[workload]}, "
-                      f"{_speed_size_text(workload, size)} in {simulator} ...")
+            _progress(f"{what} ...")
             start = time.perf_counter()
             try:
                 item = bench_model_speed(workload, simulator, size, bare_seconds=seconds,
