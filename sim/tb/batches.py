@@ -20,6 +20,7 @@ import numpy as np
 from cocotb.triggers import FallingEdge, Timer
 
 from sim.tb.streams import StreamSource
+from sim.tb.tbutil import CLOCK_PERIOD_NS
 
 __all__ = ["BatchSource", "pack_batches", "bits_of", "layout_bits", "field_values",
            "batches_from_bits", "bits_from_batch", "replay"]
@@ -156,7 +157,8 @@ class BatchSource:
         self._batches.clear()
 
 
-async def replay(dut, inputs: np.ndarray, *, k: int, period_ns: int | None = None) -> np.ndarray:
+async def replay(dut, inputs: np.ndarray, *, k: int,
+                 period_ns: int = CLOCK_PERIOD_NS) -> np.ndarray:
     """Play ``inputs`` (an ``(n, width)`` bit array of input beats, :func:`layout_bits` of
     the top's ``input_layout``; one beat per cycle, back to back) through a ``CycleReplay``
     top; return the output sample of each of those cycles as an ``(n, out_width)`` bit array
@@ -171,11 +173,8 @@ async def replay(dut, inputs: np.ndarray, *, k: int, period_ns: int | None = Non
     last batch if its count ``recorded`` moved on (``outputs.ready`` is kept high, and a
     batch's payload stays until the next: ``hdl.sim_batch.BeatRecorder``), and fails if
     it moved on by more than one (a batch unread). After the last input batch it reads every
-    cycle until the samples are in. ``period_ns``: the clock's period (default
-    ``tbutil.CLOCK_PERIOD_NS``, ``tbutil.start_clock``'s): the timers count cycles by it."""
-    from sim.tb.tbutil import CLOCK_PERIOD_NS
-
-    period = CLOCK_PERIOD_NS if period_ns is None else period_ns
+    cycle until the samples are in. ``period_ns``: the clock's period (``tbutil.start_clock``'s
+    default): the timers count cycles by it."""
     width = _beat_width(dut.inputs__payload, k)
     if inputs.shape[1] != width:
         raise ValueError(f"inputs have {inputs.shape[1]} bits a beat, the top {width}")
@@ -204,13 +203,13 @@ async def replay(dut, inputs: np.ndarray, *, k: int, period_ns: int | None = Non
     for batch in batches_from_bits(inputs, k):
         payload.value = batch
         valid.value = 1
-        await Timer((batch & count_mask) * period, "ns")  # its beats are played
+        await Timer((batch & count_mask) * period_ns, "ns")  # its beats are played
         read()
     valid.value = 0
     for _ in range(4 * k + 16):  # the last samples: at most 2 cycles after the last batch
         if got >= len(inputs):
             break
-        await Timer(period, "ns")
+        await Timer(period_ns, "ns")
         read()
     if got < len(inputs):
         raise AssertionError(f"replay: {got} of {len(inputs)} samples recorded")
