@@ -8,8 +8,11 @@ cycle; outputs come back the same way, ``k`` samples per batch.
 
 * :class:`BeatPlayer` — a batch stream in, a stream of beats out, no bubble between batches;
 * :class:`BeatRecorder` — a stream of beats in, batches out;
-* :class:`PlayedStreams` — a design whose chosen input streams are fed by players, every other
-  port passed through unchanged (``hdl.tensor_engine`` in ``sim/tb/tensor_engine.py``);
+* :class:`PulseCounter` — counts a pulse per index and says when the counts reach targets, so
+  that a testbench waiting for the n-th pulse wakes once, not at every pulse;
+* :class:`PlayedStreams` — a design whose chosen input streams are fed by players and whose
+  chosen pulses are counted, every other port passed through unchanged
+  (``hdl.tensor_engine`` in ``sim/tb/tensor_engine.py``);
 * :class:`CycleReplay` — a design with plain ports only, whose inputs are played one set per
   cycle from batches and whose outputs are recorded every such cycle (``hdl.pe.PEColumn`` in
   ``sim/tb/pe_chain.py``).
@@ -26,10 +29,15 @@ from amaranth.lib.wiring import In, Out
 
 from .params import check_int
 
-__all__ = ["batch_layout", "BeatPlayer", "BeatRecorder", "PlayedStreams", "CycleReplay"]
+__all__ = ["batch_layout", "BeatPlayer", "BeatRecorder", "PulseCounter", "PlayedStreams",
+           "CycleReplay"]
 
 #: The most beats one batch may carry.
 MAX_BATCH = 1024
+#: Bits of each count of a :class:`PulseCounter` (and of its ``since``).
+COUNT_BITS = 32
+#: The most counts one :class:`PulseCounter` keeps.
+MAX_INDICES = 256
 
 
 def _check_batch(k) -> int:
@@ -60,6 +68,12 @@ def _resolve_design(design):
         raise ValueError(f"design must look like 'hdl.module:Class', not {design!r}")
     module, attr = design.split(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def _is_output(member, width: int | None = None) -> bool:
+    """Whether ``member`` is a plain output port (of ``width`` bits, if given)."""
+    return (member is not None and member.is_port and member.flow == Out
+            and (width is None or Shape.cast(member.shape).width == width))
 
 
 def _input_stream_shape(member):
@@ -166,12 +180,65 @@ class BeatRecorder(wiring.Component):
         return m
 
 
+class PulseCounter(wiring.Component):
+    """Counts the cycles in which ``pulse`` is high, one count per value of ``index``, and says
+    when every count has reached its target.
+
+    Ports (count i in bits ``32 i`` .. ``32 i + 31`` of ``counts`` and ``target``):
+
+    * ``counts``: the pulses of each index before this cycle (wrapping at 2**32);
+    * ``target``: a count per index, set by the testbench;
+    * ``reached``: every count, this cycle's pulse included, is at least its target, modulo
+      2**32 (a count between the target and 2**31 - 1 past it counts as reached). It is
+      combinational: it rises in the cycle of the pulse that reaches the last target, the cycle
+      in which a testbench that watched every pulse would have seen it;
+    * ``since``: the cycles since the last pulse, 0 in its cycle, 1 in the next (saturating;
+      all ones until the first pulse).
+
+    Parameters
+    ----------
+    indices : int
+        How many counts, 1 .. 256; ``index`` takes values below it.
+    """
+
+    def __init__(self, *, indices: int = 1):
+        self.indices = check_int("indices", indices, lo=1, hi=MAX_INDICES)
+        super().__init__({
+            "pulse": In(1),
+            "index": In(range(max(self.indices, 2))),
+            "target": In(COUNT_BITS * self.indices),
+            "counts": Out(COUNT_BITS * self.indices),
+            "reached": Out(1),
+            "since": Out(COUNT_BITS),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        top = 1 << COUNT_BITS
+        held = Signal(COUNT_BITS, init=top - 1)  # since, from the next cycle on
+        m.d.comb += self.since.eq(Mux(self.pulse, 0, held))
+        m.d.sync += held.eq(Mux(self.pulse, 1, Mux(held == top - 1, held, held + 1)))
+        reached = []
+        for i in range(self.indices):
+            count = self.counts[COUNT_BITS * i:COUNT_BITS * (i + 1)]
+            hit = self.pulse & (self.index == i)
+            now = (count + hit)[:COUNT_BITS]
+            with m.If(hit):
+                m.d.sync += count.eq(now)
+            past = (now - self.target[COUNT_BITS * i:COUNT_BITS * (i + 1)])[:COUNT_BITS]
+            reached.append(~past[-1])
+        m.d.comb += self.reached.eq(Cat(*reached).all())
+        return m
+
+
 class PlayedStreams(wiring.Component):
     """``design(**params)`` with each input stream named in ``played`` fed by a
-    :class:`BeatPlayer` of ``k`` beats.
+    :class:`BeatPlayer` of ``k`` beats, and each pulse named in ``counted`` counted by a
+    :class:`PulseCounter`.
 
-    Ports: for each played stream ``s``, ``s_batch`` (the player's batch stream); every other
-    port of the design, as it is.
+    Ports: for each played stream ``s``, ``s_batch`` (the player's batch stream); for each
+    counted pulse ``p``, ``p_counts``, ``p_target``, ``p_reached`` and ``p_since`` (the
+    counter's ports); every port of the design but the played streams, as it is.
 
     Parameters
     ----------
@@ -183,21 +250,39 @@ class PlayedStreams(wiring.Component):
         Input streams of the design to feed from batches.
     k : int
         Beats per batch, 1 .. 1024.
+    counted : dict
+        ``{pulse: index}``: 1-bit outputs of the design whose pulses are counted, each per
+        value of the output ``index`` (one count per value its width can hold), or once in all
+        (``index`` None).
 
     Raises
     ------
     TypeError
         If ``k`` is not an integer.
     ValueError
-        If ``design`` is not ``"package.module:Class"``, ``k`` is out of range, or a name in
-        ``played`` is not an input stream of the design.
+        If ``design`` is not ``"package.module:Class"``, ``k`` is out of range, a name in
+        ``played`` is not an input stream of the design, or one in ``counted`` is not a 1-bit
+        output (its index: an output of at most 8 bits).
     """
 
-    def __init__(self, *, design: str, params: dict, played: list, k: int = 16):
+    def __init__(self, *, design: str, params: dict, played: list, k: int = 16,
+                 counted: dict | None = None):
         self.k = _check_batch(k)
         self.design = _resolve_design(design)(**params)
         members = dict(self.design.signature.members.items())
         self.played = list(played)
+        self.counted = {}  # pulse -> (index or None, indices)
+        for pulse, index in (counted or {}).items():
+            if not _is_output(members.get(pulse), width=1):
+                raise ValueError(f"counted must name 1-bit outputs of {design}, not {pulse!r}")
+            if index is not None and not _is_output(members.get(index)):
+                raise ValueError(f"counted must index {pulse!r} by an output of {design}, not "
+                                 f"{index!r}")
+            width = 0 if index is None else Shape.cast(members[index].shape).width
+            if width > 8:
+                raise ValueError(f"counted must index {pulse!r} by at most 8 bits, not "
+                                 f"{index!r} of {width}")
+            self.counted[pulse] = (index, 1 << width)
         ports = {}
         for name, member in members.items():
             if name in self.played:
@@ -212,6 +297,11 @@ class PlayedStreams(wiring.Component):
         if unknown:
             raise ValueError(f"played must name input streams of {design}, not "
                              f"{sorted(unknown)!r}")
+        self._counters = {pulse: PulseCounter(indices=indices)
+                          for pulse, (_, indices) in self.counted.items()}
+        for pulse, counter in self._counters.items():
+            for port in ("counts", "target", "reached", "since"):
+                ports[f"{pulse}_{port}"] = counter.signature.members[port]
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -233,6 +323,15 @@ class PlayedStreams(wiring.Component):
                 m.d.comb += inner.eq(outer)
             else:
                 m.d.comb += outer.eq(inner)
+        for pulse, counter in self._counters.items():
+            index = self.counted[pulse][0]
+            m.submodules[f"{pulse}_counter"] = counter
+            m.d.comb += [counter.pulse.eq(getattr(design, pulse)),
+                         counter.target.eq(getattr(self, f"{pulse}_target"))]
+            if index is not None:
+                m.d.comb += counter.index.eq(getattr(design, index))
+            for port in ("counts", "reached", "since"):
+                m.d.comb += getattr(self, f"{pulse}_{port}").eq(getattr(counter, port))
         return m
 
 

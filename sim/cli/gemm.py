@@ -24,9 +24,10 @@ __all__ = ["engine_params", "ideal_cycles", "run_gemm", "format_gemm",
 
 
 #: The engine's input streams that a full-rate GEMM feeds from batches
-#: (``hdl.sim_batch.PlayedStreams``), and the beats per batch.
+#: (``hdl.sim_batch.PlayedStreams``, which also counts the ``done`` pulses per bank), and the
+#: beats per batch.
 PLAYED_STREAMS = ("cmd", "weights", "moving", "drain_req")
-PLAYED_BATCH = 32
+PLAYED_BATCH = 64
 
 
 def engine_params(n: int, *, psum_banks: int = 8, psum_words: int | None = None,
@@ -105,7 +106,8 @@ def run_gemm(*, m: int, k: int, f: int, a_fmt: str = "bf16", b_fmt: str = "bf16"
         if played:  # the input streams played from batches: no Python per beat
             factory = "hdl.sim_batch:PlayedStreams"
             top = {"design": "hdl.tensor_engine:TensorEngine", "params": params,
-                   "played": list(PLAYED_STREAMS), "k": PLAYED_BATCH}
+                   "played": list(PLAYED_STREAMS), "k": PLAYED_BATCH,
+                   "counted": {"done": "done_bank"}}
         result = runner.run(factory, top, "sim.tb.tensor_engine",
                             simulator, testcase="gemm", seed=seed, extra_env=env, waves=waves,
                             run_tag=tag, quiet=True)

@@ -11,6 +11,9 @@
 * ``replay`` — ``CycleReplay`` around ``InitialisedComb`` (``count`` sums ``x``, ``held``
   counts the cycles with ``x`` all ones): replays of 1, k - 1, k, k + 1 and 5k + 3 cycles
   one after another, each output sample compared with a model of the design.
+* ``pulse_counter`` — ``PulseCounter`` alone: random pulses, indices and targets (a target
+  a few counts either side of its count, wrapping below 0), ``counts``, ``reached`` and
+  ``since`` compared with a model in every cycle.
 """
 
 import json
@@ -18,7 +21,7 @@ import os
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from sim.tb import batches, streams, tbutil
 from sim.tb.batches import BatchSource
@@ -108,3 +111,32 @@ async def replay(dut):
             assert not bad.size, (f"replay of {size}: {name} of cycle {bad[0]} is {got[bad[0]]}, "
                                   f"the model's {want[bad[0]]} (seed {tbutil.seed()})")
         await ClockCycles(dut.clk, int(rng.integers(1, 4)))  # inputs 0 between replays
+
+
+@cocotb.test(**tbutil.timeout(1))
+async def pulse_counter(dut):
+    indices = tbutil.params()["indices"]
+    bits, top = 32, 1 << 32
+    dut.pulse.value = 0
+    dut.index.value = 0
+    dut.target.value = 0
+    await tbutil.start_clock(dut)
+    await tbutil.reset(dut)
+    rng = tbutil.rng(7)
+    counts, since = [0] * indices, top - 1  # since: its value in the next cycle, no pulse
+    for cycle in range(600):
+        await FallingEdge(dut.clk)
+        pulse, index = int(rng.random() < 0.5), int(rng.integers(indices))
+        target = [(c + int(rng.integers(-3, 3))) % top for c in counts]
+        dut.pulse.value, dut.index.value = pulse, index
+        dut.target.value = sum(t << (bits * i) for i, t in enumerate(target))
+        await ReadOnly()
+        now = [c + (pulse and i == index) for i, c in enumerate(counts)]
+        reached = all((n - t) % top < top // 2 for n, t in zip(now, target, strict=True))
+        want = {"counts": sum(c << (bits * i) for i, c in enumerate(counts)),
+                "reached": int(reached),
+                "since": 0 if pulse else since}
+        got = {name: int(getattr(dut, name).value) for name in want}
+        assert got == want, (f"cycle {cycle}: pulse {pulse} index {index} target {target} "
+                             f"counts {counts}: {got} != {want} (seed {tbutil.seed()})")
+        counts, since = now, 1 if pulse else min(since + 1, top - 1)

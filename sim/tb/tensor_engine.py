@@ -4,16 +4,17 @@ for bit.
 The streams are driven by ``sim.tb.streams``' sources and sink. Each input stream gets random
 valid gaps and the drain response random back-pressure (``NCLITE_GAPS`` = probability, default
 0.2; 0 for throughput runs). On a :class:`hdl.sim_batch.PlayedStreams` top (``nclite gemm`` at
-full rate) the played input streams are fed ``k`` beats per batch (``sim.tb.batches``), so that
-Python does not run for every moving column; the engine sees the same beats in the same
-cycles. Programs are built by ``sim.host.tensor_engine`` and
-run phase by phase: send the phase's commands and data, wait until the engine is idle, drain
-PSUM words and compare them with the golden model's. A GEMM's rounds are background phases
-(``sim.host.tensor_engine.Phase``): their beats follow each other without a wait, and each
-round's PSUM blocks are drained as soon as the engine's ``done`` pulses say every
-multiplication into their banks is written, while the next round computes in the other half
-of PSUM; a round's beats go out only after the drains of the banks it writes. Its compute
-cycles run from the cycle the engine takes the first command to that of the last PSUM write.
+full rate) the played input streams are fed ``k`` beats per batch (``sim.tb.batches``) and the
+engine's ``done`` pulses are counted in the simulator (``hdl.sim_batch.PulseCounter``,
+:class:`CountedDone`), so that Python does not run for every moving column or every pulse; the
+engine sees the same beats in the same cycles. Programs are built by ``sim.host.tensor_engine``
+and run phase by phase: send the phase's commands and data, wait until the engine is idle,
+drain PSUM words and compare them with the golden model's. A GEMM's rounds are background
+phases (``sim.host.tensor_engine.Phase``): their beats follow each other without a wait, and
+each round's PSUM blocks are drained as soon as the engine's ``done`` pulses say every
+multiplication into their banks is written, while the next round computes in the other half of
+PSUM; a round's beats go out only after the drains of the banks it writes. Its compute cycles
+run from the cycle the engine takes the first command to that of the last PSUM write.
 
 Tests (selected by the runner's ``testcase``):
 
@@ -69,6 +70,98 @@ from sim.verify import coverage
 WATCHDOG_CYCLES = 200_000
 
 
+class WatchedDone:
+    """The engine's ``done`` pulses per bank, counted by the testbench: it wakes at each pulse.
+
+    :meth:`counts`, :meth:`reach` and :meth:`last_cycle` as :class:`CountedDone`'s, which
+    counts them in the simulator; both see each pulse in the cycle it comes."""
+
+    def __init__(self, dut, banks: int):
+        self.dut = dut
+        self._counts = [0] * banks
+        self._last: int | None = None  # the cycle of the last pulse
+        self._task = None
+        self._target: list[int] | None = None
+        self._reached = Event()
+
+    def start(self) -> None:
+        """Start counting (once the design is out of reset)."""
+        if self._task is None:
+            self._task = cocotb.start_soon(self._count())
+
+    def counts(self) -> list[int]:
+        """Each bank's pulses so far."""
+        return list(self._counts)
+
+    async def reach(self, target: list[int]) -> None:
+        """Until each bank's count is at least its ``target``; returns in the cycle of the
+        pulse that reaches the last one (at once if reached)."""
+        if not self._done(target):
+            self._target = target
+            self._reached.clear()
+            await self._reached.wait()
+
+    def last_cycle(self, since: int) -> int | None:
+        """The cycle of the last pulse, if it is at or after ``since``, else None; called
+        at a clock edge (the cycle is counted as :func:`streams.sim_cycles` counts them)."""
+        return self._last if self._last is not None and self._last >= since else None
+
+    def _done(self, target: list[int]) -> bool:
+        return all(c >= t for c, t in zip(self._counts, target, strict=True))
+
+    async def _count(self) -> None:
+        dut = self.dut
+        while True:
+            await ReadOnly()
+            if dut.done.value:
+                self._counts[int(dut.done_bank.value)] += 1
+                self._last = streams.sim_cycles()  # the write lands at the next edge
+                if self._target is not None and self._done(self._target):
+                    self._target = None
+                    self._reached.set()
+                await RisingEdge(dut.clk)
+            else:
+                await RisingEdge(dut.done)
+
+
+class CountedDone:
+    """The engine's ``done`` pulses per bank, counted in the simulator by the
+    ``hdl.sim_batch.PulseCounter`` of a ``PlayedStreams`` top (``counted``: ``done`` by
+    ``done_bank``): the testbench wakes once per :meth:`reach`, not at every pulse."""
+
+    BITS = 32  # hdl.sim_batch.COUNT_BITS
+
+    def __init__(self, dut, banks: int):
+        self.dut, self.banks = dut, banks
+        mask = (1 << self.BITS) - 1
+        self._unpack = lambda v: [(v >> (self.BITS * i)) & mask for i in range(banks)]
+        self._mask = mask
+
+    def start(self) -> None:
+        pass
+
+    def counts(self) -> list[int]:
+        return self._unpack(int(self.dut.done_counts.value))
+
+    async def reach(self, target: list[int]) -> None:
+        dut = self.dut
+        # The counter has a count for every value of done_bank's width; the rest stay at 0.
+        dut.done_target.value = sum((t & self._mask) << (self.BITS * i)
+                                    for i, t in enumerate(target))
+        await ReadOnly()  # the target is in, and so is this cycle's pulse
+        if not dut.done_reached.value:
+            await RisingEdge(dut.done_reached)
+
+    def last_cycle(self, since: int) -> int | None:
+        # At a clock edge the ports still hold the last cycle's values: done_since counted
+        # the cycles from the pulse to that one (all ones before the first pulse).
+        ago = int(self.dut.done_since.value)
+        if ago == self._mask:
+            return None
+        last = streams.sim_cycles() - 1 - ago
+        return last if last >= since else None
+
+
 class TensorEngineTB:
     """Drives a ``TensorEngine``'s streams (:mod:`sim.tb.streams`); runs
     :class:`TensorEngineProgram` phases. ``gaps``: the probability of a valid gap on each input
@@ -94,12 +187,9 @@ class TensorEngineTB:
         self.cycles = 0
         self.compute_cycles = 0
         self.drain_cycles = 0
-        self.done_counts = [0] * _config().psum_banks
-        #: (base counts, ``{bank: pulses}``, event) of each background drain still waiting:
-        #: :meth:`_count_done` sets the event once the banks have pulsed that often since base.
-        self._done_waiters: list[tuple[list[int], dict, Event]] = []
-        self._done_task = None
-        self._last_done: int | None = None  # the cycle of the last done pulse seen
+        banks = _config().psum_banks
+        self.done = (CountedDone(dut, banks) if "done" in top.get("counted", {})
+                     else WatchedDone(dut, banks))
 
     async def start(self):
         await tbutil.start_clock(self.dut)
@@ -177,42 +267,21 @@ class TensorEngineTB:
                               f"{tbutil.hexs(row[bad])} golden {tbutil.hexs(want[bad])}")
         return errors
 
-    async def _count_done(self) -> None:
-        """Count the engine's ``done`` pulses per bank (wakes once per pulse)."""
-        dut = self.dut
-        while True:
-            await ReadOnly()
-            if dut.done.value:
-                self.done_counts[int(dut.done_bank.value)] += 1
-                self._last_done = streams.sim_cycles()  # the write lands at the next edge
-                for waiter in [w for w in self._done_waiters if self._reached(*w[:2])]:
-                    self._done_waiters.remove(waiter)
-                    waiter[2].set()
-                await RisingEdge(dut.clk)
-            else:
-                await RisingEdge(dut.done)
-
-    def _reached(self, base: list[int], after: dict) -> bool:
-        """Whether each bank of ``after`` pulsed ``done`` its number of times since ``base``."""
-        return all(self.done_counts[b] - base[b] >= c for b, c in after.items())
-
     async def _background_drain(self, ph, n: int, base: list[int], before) -> list[str]:
         """A background phase's drains: after the drains before it (``before``, one drain
         stream) and once its banks have pulsed ``done`` ``ph.done_after`` times since
         ``base``."""
         errors = await before if before is not None else []
-        if not self._reached(base, ph.done_after):
-            waiter = (base, ph.done_after, Event())
-            self._done_waiters.append(waiter)
-            try:
-                await with_timeout(waiter[2].wait(), WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS,
-                                   "ns")
-            except SimTimeoutError:
-                seen = [c - b for c, b in zip(self.done_counts, base, strict=True)]
-                raise AssertionError(
-                    f"the tensor engine's done pulses never came: banks {ph.done_after} "
-                    f"expected, {seen} per bank since the program began (seed "
-                    f"{tbutil.seed()})") from None
+        target = [b + ph.done_after.get(i, 0) for i, b in enumerate(base)]
+        try:
+            await with_timeout(self.done.reach(target), WATCHDOG_CYCLES * tbutil.CLOCK_PERIOD_NS,
+                               "ns")
+        except SimTimeoutError:
+            seen = [c - b for c, b in zip(self.done.counts(), base, strict=True)]
+            raise AssertionError(
+                f"the tensor engine's done pulses never came: banks {ph.done_after} "
+                f"expected, {seen} per bank since the program began (seed "
+                f"{tbutil.seed()})") from None
         # The last write lands at the edge that ends the done pulse's cycle: a read taken at
         # that edge still sees the old word, so the requests go out from the next cycle.
         await RisingEdge(self.dut.clk)
@@ -231,8 +300,9 @@ class TensorEngineTB:
         await self._sent(("cmd", "weights", "moving"), "phase")
         await self._idle()
         idle = streams.sim_cycles()
-        if busy_rise.done() and self._last_done is not None:
-            self.compute_cycles += self._last_done + 2 - busy_rise.result()
+        last_done = self.done.last_cycle(start)
+        if busy_rise.done() and last_done is not None:
+            self.compute_cycles += last_done + 2 - busy_rise.result()
         else:  # no MULTIPLY_MOVING: from the phases' start to idle
             busy_rise.cancel()
             self.compute_cycles += idle - start
@@ -245,14 +315,13 @@ class TensorEngineTB:
         """Run the program's phases: a plain phase sends its beats, waits for idle and drains;
         background phases follow each other without waiting, each one's drains in a task of
         their own (chained in program order) started as its banks are done."""
-        if self._done_task is None:
-            self._done_task = cocotb.start_soon(self._count_done())
+        self.done.start()
         errors: list[str] = []
         n = prog.cfg.n
         start = busy_rise = None  # the first cycle of the running background phases
         drains = None  # the last background drain task, or None
         drained: list[tuple[set, object]] = []  # (banks, task) of background drains
-        base = list(self.done_counts)
+        base = self.done.counts()
         for ph in prog.phases:
             if len(errors) >= 6:
                 break
@@ -264,7 +333,7 @@ class TensorEngineTB:
                 coverage.te_phase(ph)
                 continue
             if start is None:
-                start, self._last_done = streams.sim_cycles(), None
+                start = streams.sim_cycles()
                 busy_rise = cocotb.start_soon(self._busy_rise())
             for banks, task in drained:  # no write into a bank before its drain is read
                 if banks & ph.writes:

@@ -31,7 +31,7 @@ from hdl.pe import PE, PEColumn
 from hdl.register_player import RegisterPlayer
 from hdl.ring import CollectiveRing, LinkModel
 from hdl.sequencer import Sequencer
-from hdl.sim_batch import BeatPlayer, BeatRecorder, CycleReplay, PlayedStreams
+from hdl.sim_batch import BeatPlayer, BeatRecorder, CycleReplay, PlayedStreams, PulseCounter
 from hdl.sim_top import AxiStalls, CoreWithDram, RingWithDram
 from hdl.sru import SRU_MAX_STAGES, StochasticRounder
 from hdl.systolic import SystolicArray
@@ -295,7 +295,11 @@ COMPONENTS = [
         ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"k": 1025}, V, "k")]),
     (PlayedStreams, _PLAYED, [
         ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"design": "StreamRegister"}, V, "design"),
-        ({"played": ["o"]}, V, "played"), ({"played": ["nope"]}, V, "played")]),
+        ({"played": ["o"]}, V, "played"), ({"played": ["nope"]}, V, "played"),
+        ({"counted": {"o": None}}, V, "counted"), ({"counted": {"nope": None}}, V, "counted")]),
+    (PulseCounter, {"indices": 3}, [
+        ({"indices": 2.0}, T, "indices"), ({"indices": 0}, V, "indices"),
+        ({"indices": 257}, V, "indices")]),
     (CycleReplay, {"design": "hdl.pe:PEColumn", "params": {"rows": 2}}, [
         ({"k": None}, T, "k"), ({"k": 2000}, V, "k"),
         ({"design": "sim.tb.selftest_design:StreamRegister", "params": {}}, V, "design")]),

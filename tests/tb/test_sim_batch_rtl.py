@@ -43,6 +43,13 @@ def test_replay(simulator, k):
                "sim.tb.sim_batch", simulator, testcase="replay")
 
 
+def test_pulse_counter(simulator):
+    """Counts per index (3: not a power of two), ``reached`` within the pulse's cycle, ``since``
+    (sim/tb/sim_batch.py, ``pulse_counter``)."""
+    runner.run("hdl.sim_batch:PulseCounter", {"indices": 3}, "sim.tb.sim_batch", simulator,
+               testcase="pulse_counter")
+
+
 @pytest.mark.parametrize("k", [1, 3, 8])
 def test_batches_from_bits_round_trip(k):
     rng = np.random.default_rng(k)
