@@ -186,19 +186,28 @@ class PulseCounter(wiring.Component):
 
     Ports (count i in bits ``32 i`` .. ``32 i + 31`` of ``counts`` and ``target``):
 
-    * ``counts``: the pulses of each index before this cycle (wrapping at 2**32);
+    * ``pulse``, ``index``: a pulse of the count ``index`` in each cycle ``pulse`` is high;
+    * ``counts``: the pulses of each index before this cycle (wrapping at 2**32; 0 after
+      reset, so a target set before a reset is reached only after as many new pulses);
     * ``target``: a count per index, set by the testbench;
     * ``reached``: every count, this cycle's pulse included, is at least its target, modulo
       2**32 (a count between the target and 2**31 - 1 past it counts as reached). It is
       combinational: it rises in the cycle of the pulse that reaches the last target, the cycle
       in which a testbench that watched every pulse would have seen it;
-    * ``since``: the cycles since the last pulse, 0 in its cycle, 1 in the next (saturating;
-      all ones until the first pulse).
+    * ``since``: the cycles since the last pulse, 0 in its cycle, 1 in the next (all ones
+      until the first pulse after reset, and after 2**32 - 1 cycles without one).
 
     Parameters
     ----------
     indices : int
         How many counts, 1 .. 256; ``index`` takes values below it.
+
+    Raises
+    ------
+    TypeError
+        If ``indices`` is not an integer.
+    ValueError
+        If ``indices`` is out of range.
     """
 
     def __init__(self, *, indices: int = 1):
@@ -271,7 +280,10 @@ class PlayedStreams(wiring.Component):
         self.design = _resolve_design(design)(**params)
         members = dict(self.design.signature.members.items())
         self.played = list(played)
+        if counted is not None and not isinstance(counted, dict):
+            raise TypeError(f"counted must be a dict of pulse -> index, not {counted!r}")
         self.counted = {}  # pulse -> (index or None, indices)
+        max_width = (MAX_INDICES - 1).bit_length()
         for pulse, index in (counted or {}).items():
             if not _is_output(members.get(pulse), width=1):
                 raise ValueError(f"counted must name 1-bit outputs of {design}, not {pulse!r}")
@@ -279,9 +291,9 @@ class PlayedStreams(wiring.Component):
                 raise ValueError(f"counted must index {pulse!r} by an output of {design}, not "
                                  f"{index!r}")
             width = 0 if index is None else Shape.cast(members[index].shape).width
-            if width > 8:
-                raise ValueError(f"counted must index {pulse!r} by at most 8 bits, not "
-                                 f"{index!r} of {width}")
+            if width > max_width:
+                raise ValueError(f"counted must index {pulse!r} by at most {max_width} bits, "
+                                 f"not {index!r} of {width}")
             self.counted[pulse] = (index, 1 << width)
         ports = {}
         for name, member in members.items():
@@ -301,6 +313,9 @@ class PlayedStreams(wiring.Component):
                           for pulse, (_, indices) in self.counted.items()}
         for pulse, counter in self._counters.items():
             for port in ("counts", "target", "reached", "since"):
+                if f"{pulse}_{port}" in ports:
+                    raise ValueError(f"counted must not name {pulse!r}: {design} has a port "
+                                     f"{pulse}_{port} already")
                 ports[f"{pulse}_{port}"] = counter.signature.members[port]
         super().__init__(ports)
 

@@ -4,7 +4,7 @@ from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["InitialisedComb", "WithSubmodule", "StreamRegister"]
+__all__ = ["InitialisedComb", "WithSubmodule", "StreamRegister", "Pulses"]
 
 
 class InitialisedComb(wiring.Component):
@@ -62,4 +62,19 @@ class StreamRegister(wiring.Component):
         with m.If(self.o.ready | ~self.o.valid):
             m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload + 1)]
         m.d.comb += self.i.ready.eq(self.o.ready | ~self.o.valid)
+        return m
+
+
+class Pulses(wiring.Component):
+    """A 1-bit output ``tick`` with an index ``which`` (2 bits) and a 9-bit output ``wide``:
+    legal and illegal ``counted`` pulses of ``hdl.sim_batch.PlayedStreams`` (test_params)."""
+
+    tick: Out(1)
+    which: Out(2)
+    wide: Out(9)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.which.eq(self.which + 1), self.wide.eq(self.wide + 3)]
+        m.d.comb += self.tick.eq(self.which == 0)
         return m

@@ -11,9 +11,10 @@
 * ``replay`` — ``CycleReplay`` around ``InitialisedComb`` (``count`` sums ``x``, ``held``
   counts the cycles with ``x`` all ones): replays of 1, k - 1, k, k + 1 and 5k + 3 cycles
   one after another, each output sample compared with a model of the design.
-* ``pulse_counter`` — ``PulseCounter`` alone: random pulses, indices and targets (a target
-  a few counts either side of its count, wrapping below 0), ``counts``, ``reached`` and
-  ``since`` compared with a model in every cycle.
+* ``pulse_counter`` — ``PulseCounter`` alone: random pulses, indices (past the last count too)
+  and targets (a few counts either side of each count, wrapping below 0, and at the 2**31
+  boundary), ``counts``, ``reached`` and ``since`` compared with a model in every cycle; then
+  the same after a reset.
 """
 
 import json
@@ -23,6 +24,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
+from hdl.sim_batch import COUNT_BITS
 from sim.tb import batches, streams, tbutil
 from sim.tb.batches import BatchSource
 from sim.tb.streams import StreamMonitor, StreamSink, StreamSource
@@ -116,27 +118,34 @@ async def replay(dut):
 @cocotb.test(**tbutil.timeout(1))
 async def pulse_counter(dut):
     indices = tbutil.params()["indices"]
-    bits, top = 32, 1 << 32
+    bits, top = COUNT_BITS, 1 << COUNT_BITS
+    index_values = 1 << len(dut.index)  # the port carries values past the last count too
     dut.pulse.value = 0
     dut.index.value = 0
     dut.target.value = 0
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
     rng = tbutil.rng(7)
-    counts, since = [0] * indices, top - 1  # since: its value in the next cycle, no pulse
-    for cycle in range(600):
+    # A target a few counts either side of its count, or at the 2**31 boundary of "reached".
+    offsets = [-3, -2, -1, 0, 1, 2, top // 2 - 1, top // 2, -(top // 2) + 1, -(top // 2)]
+    for run in range(2):  # the second after a reset, with pulses counted before it
+        counts, since = [0] * indices, top - 1  # since: its value in the next cycle, no pulse
+        for cycle in range(400):
+            await FallingEdge(dut.clk)
+            pulse, index = int(rng.random() < 0.5), int(rng.integers(index_values))
+            target = [(c + int(rng.choice(offsets))) % top for c in counts]
+            dut.pulse.value, dut.index.value = pulse, index
+            dut.target.value = sum(t << (bits * i) for i, t in enumerate(target))
+            await ReadOnly()
+            now = [c + (pulse and i == index) for i, c in enumerate(counts)]
+            reached = all((n - t) % top < top // 2 for n, t in zip(now, target, strict=True))
+            want = {"counts": sum(c << (bits * i) for i, c in enumerate(counts)),
+                    "reached": int(reached), "since": 0 if pulse else since}
+            got = {name: int(getattr(dut, name).value) for name in want}
+            assert got == want, (f"run {run} cycle {cycle}: pulse {pulse} index {index} target "
+                                 f"{target} counts {counts}: {got} != {want} "
+                                 f"(seed {tbutil.seed()})")
+            counts, since = now, 1 if pulse else min(since + 1, top - 1)
         await FallingEdge(dut.clk)
-        pulse, index = int(rng.random() < 0.5), int(rng.integers(indices))
-        target = [(c + int(rng.integers(-3, 3))) % top for c in counts]
-        dut.pulse.value, dut.index.value = pulse, index
-        dut.target.value = sum(t << (bits * i) for i, t in enumerate(target))
-        await ReadOnly()
-        now = [c + (pulse and i == index) for i, c in enumerate(counts)]
-        reached = all((n - t) % top < top // 2 for n, t in zip(now, target, strict=True))
-        want = {"counts": sum(c << (bits * i) for i, c in enumerate(counts)),
-                "reached": int(reached),
-                "since": 0 if pulse else since}
-        got = {name: int(getattr(dut, name).value) for name in want}
-        assert got == want, (f"cycle {cycle}: pulse {pulse} index {index} target {target} "
-                             f"counts {counts}: {got} != {want} (seed {tbutil.seed()})")
-        counts, since = now, 1 if pulse else min(since + 1, top - 1)
+        dut.pulse.value = 0
+        await tbutil.reset(dut)

@@ -60,6 +60,7 @@ from cocotb.triggers import (
 
 from golden.formats import to_bits
 from golden.sparse import compress, magnitude_mask, pattern
+from hdl.sim_batch import COUNT_BITS
 from hdl.sparsity import SPARSITY_CODES
 from sim.host.tensor_engine import EngineConfig, TensorEngineProgram, gemm_program
 from sim.tb import streams, tbutil, vectors
@@ -70,11 +71,34 @@ from sim.verify import coverage
 WATCHDOG_CYCLES = 200_000
 
 
-class WatchedDone:
-    """The engine's ``done`` pulses per bank, counted by the testbench: it wakes at each pulse.
+class DoneCounts:
+    """The engine's ``done`` pulses per PSUM bank, as the testbench needs them: the counts, a
+    wait for them to reach targets, and the cycle of the last pulse. Two ways, one timing:
+    :class:`WatchedDone` (the testbench wakes at every pulse) and :class:`CountedDone` (the
+    simulator counts them); each sees a pulse in the cycle it comes."""
 
-    :meth:`counts`, :meth:`reach` and :meth:`last_cycle` as :class:`CountedDone`'s, which
-    counts them in the simulator; both see each pulse in the cycle it comes."""
+    def start(self) -> None:
+        """Start counting (once the design is out of reset)."""
+
+    def counts(self) -> list[int]:
+        """Each bank's pulses so far, up to the last clock edge's cycle (read at a clock edge,
+        outside the read-only phase)."""
+        raise NotImplementedError
+
+    async def reach(self, target: list[int]) -> None:
+        """Until each bank's count is at least its ``target``: returns in the cycle of the
+        pulse that reaches the last one, at once if they are reached. Called outside the
+        read-only phase; one waiter at a time (a second one's target replaces the first's)."""
+        raise NotImplementedError
+
+    def last_cycle(self, first: int) -> int | None:
+        """The cycle of the last pulse (as :func:`streams.sim_cycles` counts them) if it is
+        ``first`` or later, else None; called at a clock edge."""
+        raise NotImplementedError
+
+
+class WatchedDone(DoneCounts):
+    """:class:`DoneCounts` by the testbench: it wakes at each pulse (the engine alone)."""
 
     def __init__(self, dut, banks: int):
         self.dut = dut
@@ -85,26 +109,20 @@ class WatchedDone:
         self._reached = Event()
 
     def start(self) -> None:
-        """Start counting (once the design is out of reset)."""
         if self._task is None:
             self._task = cocotb.start_soon(self._count())
 
     def counts(self) -> list[int]:
-        """Each bank's pulses so far."""
         return list(self._counts)
 
     async def reach(self, target: list[int]) -> None:
-        """Until each bank's count is at least its ``target``; returns in the cycle of the
-        pulse that reaches the last one (at once if reached)."""
         if not self._done(target):
             self._target = target
             self._reached.clear()
             await self._reached.wait()
 
-    def last_cycle(self, since: int) -> int | None:
-        """The cycle of the last pulse, if it is at or after ``since``, else None; called
-        at a clock edge (the cycle is counted as :func:`streams.sim_cycles` counts them)."""
-        return self._last if self._last is not None and self._last >= since else None
+    def last_cycle(self, first: int) -> int | None:
+        return self._last if self._last is not None and self._last >= first else None
 
     def _done(self, target: list[int]) -> bool:
         return all(c >= t for c, t in zip(self._counts, target, strict=True))
@@ -124,42 +142,43 @@ class WatchedDone:
                 await RisingEdge(dut.done)
 
 
-class CountedDone:
-    """The engine's ``done`` pulses per bank, counted in the simulator by the
-    ``hdl.sim_batch.PulseCounter`` of a ``PlayedStreams`` top (``counted``: ``done`` by
-    ``done_bank``): the testbench wakes once per :meth:`reach`, not at every pulse."""
-
-    BITS = 32  # hdl.sim_batch.COUNT_BITS
+class CountedDone(DoneCounts):
+    """:class:`DoneCounts` by the ``hdl.sim_batch.PulseCounter`` of a ``PlayedStreams`` top
+    (``counted``: ``done`` by ``done_bank``): the testbench wakes once per :meth:`reach`, not
+    at every pulse."""
 
     def __init__(self, dut, banks: int):
-        self.dut, self.banks = dut, banks
-        mask = (1 << self.BITS) - 1
-        self._unpack = lambda v: [(v >> (self.BITS * i)) & mask for i in range(banks)]
-        self._mask = mask
-
-    def start(self) -> None:
-        pass
+        self.dut, self._banks = dut, banks
+        self._mask = (1 << COUNT_BITS) - 1
+        dut.done_target.value = 0
 
     def counts(self) -> list[int]:
-        return self._unpack(int(self.dut.done_counts.value))
+        # At a clock edge the ports still hold the last cycle's values: done_counts counts the
+        # pulses before it, done (with done_bank) is its own.
+        value = int(self.dut.done_counts.value)
+        counts = [(value >> (COUNT_BITS * i)) & self._mask for i in range(self._banks)]
+        if self.dut.done.value:
+            counts[int(self.dut.done_bank.value)] += 1
+        return counts
 
     async def reach(self, target: list[int]) -> None:
         dut = self.dut
         # The counter has a count for every value of done_bank's width; the rest stay at 0.
-        dut.done_target.value = sum((t & self._mask) << (self.BITS * i)
+        dut.done_target.value = sum((t & self._mask) << (COUNT_BITS * i)
                                     for i, t in enumerate(target))
         await ReadOnly()  # the target is in, and so is this cycle's pulse
-        if not dut.done_reached.value:
+        while not dut.done_reached.value:  # settled values only (Icarus shows steps between)
             await RisingEdge(dut.done_reached)
+            await ReadOnly()
 
-    def last_cycle(self, since: int) -> int | None:
-        # At a clock edge the ports still hold the last cycle's values: done_since counted
-        # the cycles from the pulse to that one (all ones before the first pulse).
+    def last_cycle(self, first: int) -> int | None:
+        # At a clock edge done_since counts the cycles from the pulse to the last cycle (all
+        # ones before the first pulse).
         ago = int(self.dut.done_since.value)
         if ago == self._mask:
             return None
         last = streams.sim_cycles() - 1 - ago
-        return last if last >= since else None
+        return last if last >= first else None
 
 
 class TensorEngineTB:
@@ -188,8 +207,10 @@ class TensorEngineTB:
         self.compute_cycles = 0
         self.drain_cycles = 0
         banks = _config().psum_banks
-        self.done = (CountedDone(dut, banks) if "done" in top.get("counted", {})
-                     else WatchedDone(dut, banks))
+        counted = top.get("counted", {})
+        if counted and counted != {"done": "done_bank"}:
+            raise ValueError(f"a PlayedStreams top counts done by done_bank, not {counted!r}")
+        self.done = CountedDone(dut, banks) if counted else WatchedDone(dut, banks)
 
     async def start(self):
         await tbutil.start_clock(self.dut)

@@ -187,6 +187,9 @@ _BAD_NEURON_CORE = [
 _PLAYED = {"design": "sim.tb.selftest_design:StreamRegister", "params": {}, "played": ["i"],
            "k": 4}
 
+_COUNTED = {"design": "sim.tb.selftest_design:Pulses", "params": {}, "played": [],
+            "counted": {"tick": "which"}}
+
 COMPONENTS = [
     (ActivationEngine, {"lanes": 2}, [
         ({"lanes": "2"}, T, "lanes"), ({"lanes": 0}, V, "lanes"), ({"lanes": 257}, V, "lanes"),
@@ -297,6 +300,10 @@ COMPONENTS = [
         ({"k": "4"}, T, "k"), ({"k": 0}, V, "k"), ({"design": "StreamRegister"}, V, "design"),
         ({"played": ["o"]}, V, "played"), ({"played": ["nope"]}, V, "played"),
         ({"counted": {"o": None}}, V, "counted"), ({"counted": {"nope": None}}, V, "counted")]),
+    (PlayedStreams, _COUNTED, [
+        ({"counted": ["tick"]}, T, "counted"), ({"counted": {"which": None}}, V, "counted"),
+        ({"counted": {"tick": "nope"}}, V, "counted"),
+        ({"counted": {"tick": "wide"}}, V, "counted")]),
     (PulseCounter, {"indices": 3}, [
         ({"indices": 2.0}, T, "indices"), ({"indices": 0}, V, "indices"),
         ({"indices": 257}, V, "indices")]),
