@@ -32,7 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["Device", "DEVICES", "SynthFailed", "fpga_synth", "tool_versions"]
+__all__ = ["Device", "DEVICES", "SynthFailed", "fpga_synth", "tool_versions", "fmax_mhz",
+           "result_line"]
 
 _LOG_TAIL = 40
 
@@ -194,6 +195,22 @@ def _place_and_route(verilog: Path, top: str, device: Device, work: Path, *, see
     return {"fmax_mhz": round(achieved, 2) if achieved is not None else None,
             "target_mhz": freq, "seed": seed, "utilization": util,
             "critical_path": _critical_path(report)}
+
+
+def fmax_mhz(result: dict) -> float | None:
+    """The Fmax in MHz of a result of :func:`fpga_synth` (or a report's record of one); None
+    where it has none: area only, timing not run, or failed."""
+    return (result.get("timing") or {}).get("fmax_mhz")
+
+
+def result_line(result: dict) -> str:
+    """One log line for a result: ``FAILED: <first line of the error>``, or its LUTs and Fmax,
+    with ``(cached)`` where it came from the cache."""
+    if "error" in result:
+        return "FAILED: " + result["error"].splitlines()[0]
+    fmax = fmax_mhz(result)
+    return (f"{result['area']['luts']} LUTs" + (f", {fmax} MHz" if fmax else "")
+            + (" (cached)" if result.get("cached") else ""))
 
 
 def _does_not_fit(area: dict, dev: Device) -> str:

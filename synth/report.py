@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .fpga import DEVICES, fpga_synth, tool_versions
+from .fpga import DEVICES, fmax_mhz, fpga_synth, result_line, tool_versions
 
 __all__ = ["Job", "jobs", "collect", "render_md", "plots", "write_report", "SMOKE_JOB"]
 
@@ -164,12 +164,7 @@ def _collect_results(futures, results: list, progress) -> None:
     for job, fut in futures:
         progress.status(f"{job['label']} on {job['device']}")
         r = fut.result()
-        what = ("FAILED: " + r["error"].splitlines()[0]) if "error" in r else (
-            f"{r['area']['luts']} LUTs" + (
-                f", {r['timing']['fmax_mhz']} MHz" if (r.get("timing") or {}).get("fmax_mhz")
-                else ""))
-        progress.log(f"{job['label']} on {job['device']}: {what}"
-                     f"{' (cached)' if r.get('cached') else ''}")
+        progress.log(f"{job['label']} on {job['device']}: {result_line(r)}")
         progress.advance()
         results.append(r)
 
@@ -434,8 +429,7 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
              [(737, "--", "C3", "Gemmini int8 PE (Virtex-7)"), (99, "--", "C2", "HakuTPU fp8 MAC"),
               (787, ":", "C4", "HardFloat fp32 adder alone")],
              "LUTs per MAC (ECP5)", label="nclite")
-    timed = [r for r in res if (r.get("timing") or {}).get("fmax_mhz")
-             and r["device"] == MAIN_DEVICE]
+    timed = [r for r in res if fmax_mhz(r) and r["device"] == MAIN_DEVICE]
     if timed:
         bars("fmax.png", [r["label"] for r in timed], [r["timing"]["fmax_mhz"] for r in timed],
              [(report["target_mhz"], "--", "C3", f"target {report['target_mhz']:g} MHz"),

@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fpga import DEVICES
+from .fpga import DEVICES, fmax_mhz, result_line
 from .report import FORMAT_SETS, REPORT_DIR, SEED, TARGET_MHZ, Job, tool_versions
 
 __all__ = ["DESIGNS", "Grid", "parse_grid", "sweep_jobs", "run_sweep", "pareto", "render_md",
@@ -151,13 +151,6 @@ def _client(scheduler: str | None, workers: int, processes: bool):
     return Client(cluster), cluster
 
 
-def _summary(r: dict) -> str:
-    if "error" in r:
-        return "FAILED: " + r["error"].splitlines()[0]
-    fmax = (r.get("timing") or {}).get("fmax_mhz")
-    return f"{r['area']['luts']} LUTs" + (f", {fmax} MHz" if fmax else "") + (
-        " (cached)" if r.get("cached") else "")
-
 
 def run_sweep(grid: Grid, *, scheduler: str | None = None, workers: int = 2,
               processes: bool = True, run=None) -> dict:
@@ -191,7 +184,7 @@ def run_sweep(grid: Grid, *, scheduler: str | None = None, workers: int = 2,
                 except Exception as exc:  # noqa: BLE001 - a lost worker: the point's row says so
                     r = {**todo[i], "error": f"{type(exc).__name__}: {exc}"}
                 results[i] = r
-                progress.log(f"{todo[i]['label']} on {todo[i]['device']}: {_summary(r)}")
+                progress.log(f"{todo[i]['label']} on {todo[i]['device']}: {result_line(r)}")
                 progress.advance()
     finally:
         client.close()
@@ -214,7 +207,7 @@ def _objectives(r: dict) -> tuple[float, float, float] | None:
     or timing skipped): 0, so such points compete on LUTs and MACs alone."""
     if "error" in r or "area" not in r:
         return None
-    fmax = (r.get("timing") or {}).get("fmax_mhz") or 0.0
+    fmax = fmax_mhz(r) or 0.0
     return (r["area"]["luts"], fmax, r["macs"])
 
 
@@ -232,7 +225,7 @@ def pareto(results: list[dict]) -> set[int]:
 
 
 def _mmacs(r: dict) -> float | None:
-    fmax = (r.get("timing") or {}).get("fmax_mhz")
+    fmax = fmax_mhz(r)
     return round(fmax * r["macs"], 1) if fmax else None
 
 

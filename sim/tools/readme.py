@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from sim.runner import REPO_ROOT
+from synth.fpga import fmax_mhz
 
 __all__ = ["BEGIN", "END", "R_BEGIN", "R_END", "render", "render_reliability", "update",
            "load", "load_reliability", "not_full", "main"]
@@ -67,7 +68,7 @@ def _area(r: dict) -> str:
 
 
 def _fmax(r: dict) -> str:
-    f = (r.get("timing") or {}).get("fmax_mhz")
+    f = fmax_mhz(r)
     return f"{f:.0f} MHz" if f else "not placed"
 
 

@@ -121,3 +121,15 @@ def test_board_top_elaborates_on_its_platform(board):
 
     plan = _platform(board).prepare(BoardPlatformTop(board), name="nclite")
     assert "nclite.il" in plan.files and "nclite.lpf" in plan.files
+
+
+def test_result_line_and_fmax():
+    """The one log line of a synthesis result (report and sweep share it) and its Fmax."""
+    from synth.fpga import fmax_mhz, result_line
+
+    placed = {"area": {"luts": 957}, "timing": {"fmax_mhz": 124.3}}
+    assert fmax_mhz(placed) == 124.3 and result_line(placed) == "957 LUTs, 124.3 MHz"
+    area_only = {"area": {"luts": 62230}, "timing": None, "cached": True}
+    assert fmax_mhz(area_only) is None
+    assert result_line(area_only) == "62230 LUTs (cached)"
+    assert result_line({"error": "nextpnr failed\nlog: x"}) == "FAILED: nextpnr failed"
