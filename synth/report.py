@@ -59,6 +59,8 @@ def _defaults() -> dict:
 
 def jobs(*, quick: bool = False) -> list[Job]:
     """The report's syntheses. ``quick``: the components and N = 2, 4 only."""
+    from hdl.sru import SRU_DEFAULT_STAGES
+
     d = _defaults()
     st = f"mul_stages={d['mul_stages']} add_stages={d['add_stages']}"
     out: list[Job] = []
@@ -81,8 +83,8 @@ def jobs(*, quick: bool = False) -> list[Job]:
             {"formats": formats}, f"operand_decoder_{fs}", formats=fs)
     add("PEColumn of 4 rows (default stages)", "pe_column", "hdl.pe:PEColumn", {"rows": 4},
         "pe_column4", macs=4, n=4)
-    add("SRU lane (all targets, 3 stages)", "component", "hdl.sru:StochasticRounder",
-        {"lanes": 1}, "sru_lane")
+    add(f"SRU lane (all targets, {SRU_DEFAULT_STAGES} stages)", "component",
+        "hdl.sru:StochasticRounder", {"lanes": 1}, "sru_lane")
     add("CollectiveEngine P=4 W=1 depth=256", "component", "hdl.collective:CollectiveEngine",
         {"ranks": 4, "link_width": 1, "depth": 256}, "collective_engine")
     # The NeuronCore's other blocks, at the sizes of its N = 2 row below.

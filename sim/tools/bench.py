@@ -110,7 +110,7 @@ SYNTH_DESIGNS = [
 ]
 
 
-# SRU area: built with one target each and with all of them (r = 16, the default 3 stages).
+# SRU area: built with one target each and with all of them (r = 16, the default stages).
 SRU_TARGETS = [["bf16"], ["fp16"], ["fp8_e4m3"], ["fp8_e5m2"],
                ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "fp32"]]
 # All-reduce: ring sizes, link widths, words per rank (quick: the first of each list but
@@ -1167,11 +1167,13 @@ def efficiency_row(lead: list, r: dict, target: float, target_n: int, fmt=None) 
 def _render_sru(sru: dict | None) -> list[str]:
     if not sru:
         return []
+    from hdl.sru import SRU_DEFAULT_STAGES
     lines = [
         "",
         "## Stochastic-rounding unit",
         "",
-        "Yosys generic cells of `StochasticRounder` (r = 16, 3 stages) per lane, from builds "
+        f"Yosys generic cells of `StochasticRounder` (r = 16, {SRU_DEFAULT_STAGES} stages) per "
+        "lane, from builds "
         "with 1 and 2 lanes: *per lane* is the difference (rounding datapath, its pipeline "
         "registers and the lane's 192-bit XORWOW state), *shared* the rest (chiefly the "
         "sequential lane seeder with its 64-bit adder and tables of multiples).",
