@@ -33,7 +33,8 @@ _M2 = 0x94D049BB133111EB
 _MASK64 = (1 << 64) - 1
 _DIGIT = 4  # multiplier bits consumed per cycle by the seeder's serial multiply
 _MUL_CYCLES = 64 // _DIGIT
-_MIX_CYCLES = 2 * _MUL_CYCLES + 1  # two multiplies, then the final xor-shift and dispatch
+#: Cycles of one mix: the multiplicand loaded, two multiplies, the final xor-shift and dispatch.
+_MIX_CYCLES = 2 * _MUL_CYCLES + 2
 #: Each multiplier's 16 multiples d * M mod 2^64, d = 0..15 (one per digit value).
 _MULTIPLES = {c: Array(Const(d * c & _MASK64, 64) for d in range(1 << _DIGIT)) for c in (_M1, _M2)}
 
@@ -43,7 +44,7 @@ XorwowState = data.StructLayout({"v": data.ArrayLayout(32, 5), "d": 32})
 
 def seeding_cycles(lanes: int) -> int:
     """Cycles ``busy`` stays high to seed ``lanes`` generators: a seed is taken in one cycle,
-    then ``1 + 4 * lanes`` mixes of 33 cycles follow, the last one ending with the last write."""
+    then ``1 + 4 * lanes`` mixes of 34 cycles follow, the last one ending with the last write."""
     return 1 + (1 + 4 * lanes) * _MIX_CYCLES
 
 
@@ -69,11 +70,12 @@ class _Step(enum.Enum, shape=2):
     WORD = 2  # w_i = mix64(s + (i + 1) * G)
 
 
-class _Phase(enum.Enum, shape=2):
+class _Phase(enum.Enum, shape=3):
     IDLE = 0
-    MUL1 = 1  # acc = (z ^ z >> 30) * M1, _DIGIT bits of the multiplicand per cycle
-    MUL2 = 2  # acc = (p ^ p >> 27) * M2
-    DONE = 3  # mix = acc ^ acc >> 31; dispatch to the next mix or finish
+    LOAD = 1  # x = z ^ z >> 30: the first multiply's multiplicand
+    MUL1 = 2  # acc = x * M1, _DIGIT bits of the multiplicand per cycle
+    MUL2 = 3  # acc = (p ^ p >> 27) * M2
+    DONE = 4  # mix = acc ^ acc >> 31; dispatch: the next mix's input to z, or finish
 
 
 class XorwowSeeder(wiring.Component):
@@ -90,9 +92,11 @@ class XorwowSeeder(wiring.Component):
     reset the seeder seeds with 0 by itself (``busy`` high meanwhile), so the lanes never run
     from an unseeded state.
 
-    Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 33``) cycles per seed. Each mix is two
+    Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 34``) cycles per seed. Each mix is two
     64-bit multiplies by constants done 4 bits a cycle (Horner's rule from the multiplicand's top
-    digit, the constant's 16 multiples in a table: one 64-bit adder, no multiplier).
+    digit, the constant's 16 multiples in a table: one 64-bit adder, no multiplier), between a
+    cycle that loads the multiplicand and one that finishes the mix and picks the next one's
+    input.
 
     Parameters
     ----------
@@ -140,13 +144,13 @@ class XorwowSeeder(wiring.Component):
             self.lane.eq(lane),
         ]
 
+        # Design note. The next mix's input comes out of a 64-bit adder (seed + G, s + k G)
+        # after the xor-shift of the mix just finished; it goes to z, and the next cycle
+        # (LOAD) applies the mix's first xor-shift into x. So no cycle has two adders' carry
+        # chains or an adder and the xor-shifts in a row (ECP5: the seeder's acc -> x path was
+        # the activation engine's critical path, 95.8 MHz); one cycle more per mix.
         def start_mix(value):
-            m.d.sync += [
-                x.eq(value ^ (value >> 30)),
-                acc.eq(0),
-                count.eq(0),
-                phase.eq(_Phase.MUL1),
-            ]
+            m.d.sync += [z.eq(value), phase.eq(_Phase.LOAD)]
 
         mixed = acc ^ (acc >> 31)
         w2 = mixed
@@ -167,6 +171,13 @@ class XorwowSeeder(wiring.Component):
                 with m.If(self.seed.valid):
                     m.d.sync += step.eq(_Step.KEY)
                     start_mix((self.seed.payload + _G)[:64])
+            with m.Case(_Phase.LOAD):
+                m.d.sync += [
+                    x.eq(z ^ (z >> 30)),
+                    acc.eq(0),
+                    count.eq(0),
+                    phase.eq(_Phase.MUL1),
+                ]
             with m.Case(_Phase.MUL1, _Phase.MUL2):
                 # Horner, the multiplicand's digits from the top: acc = acc * 16 + d * M
                 # (mod 2^64), d = x's top digit, d * M from a table of the 16 multiples.
