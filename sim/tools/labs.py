@@ -340,7 +340,10 @@ def failure_summary(junit: Path, number: int, *, groups: int = 3, lines: int = 6
             for line in report[first:] if first is not None else ():
                 if re.match(r"[\w/.-]+\.py:\d+", line):
                     break
-                marked.append(line[4:])  # pytest's "E   " or its 4 spaces
+                # pytest's own explanation of an assert's operands ("+  where 16 = <built-in
+                # method count of list object at 0x7f...>(...)") is for -v, not the summary.
+                if not re.match(r"E?\s*\+\s+(where|and)\b", line):
+                    marked.append(line[4:])  # pytest's "E   " or its 4 spaces
             text = ("\n".join(marked) if marked else (bad.get("message") or "")).strip()
             failed.append((nodeid, text))
     if not failed:

@@ -236,6 +236,24 @@ def test_failure_summary_is_short(tmp_path):
     assert labs.failure_summary(junit, 2) == []
 
 
+def test_failure_summary_leaves_out_pytests_operand_lines(tmp_path):
+    """pytest's explanation of an assert's operands (``+  where ...``) stays for ``-v``."""
+    junit = tmp_path / "r.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.hdl.test_x" name="test_a"><failure '
+        'message="m">E   AssertionError: (16, 8, 32): stationary tiles reloaded\n'
+        "E   assert 16 == 8\n"
+        "E    +  where 16 = &lt;built-in method count of list object at 0x7fb6&gt;(3)\n"
+        "E    +    where &lt;built-in method count&gt; = [1, 1].count\n"
+        "E    +  and   8 = tiles\n"
+        "tests/hdl/test_x.py:9: AssertionError</failure></testcase></testsuite></testsuites>")
+    out = labs.failure_summary(junit, 6)
+    assert out[1:4] == ["  tests/hdl/test_x.py::test_a:",
+                        "    AssertionError: (16, 8, 32): stationary tiles reloaded",
+                        "    assert 16 == 8"], out
+    assert not any("where" in line or "+  and" in line for line in out), out
+
+
 def test_failure_summary_names_a_test_in_a_class(tmp_path):
     """junit's classname of a test in a class holds the class after the module: the rerun
     command gets pytest's node id, module path then class (not the class as a file)."""
