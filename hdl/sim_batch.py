@@ -267,11 +267,12 @@ class PlayedStreams(wiring.Component):
     Raises
     ------
     TypeError
-        If ``k`` is not an integer.
+        If ``k`` is not an integer, or ``counted`` not a dict.
     ValueError
         If ``design`` is not ``"package.module:Class"``, ``k`` is out of range, a name in
         ``played`` is not an input stream of the design, or one in ``counted`` is not a 1-bit
-        output (its index: an output of at most 8 bits).
+        output (its index: an output of at most 8 bits, for :data:`MAX_INDICES` counts) or
+        would give a port a name the design's ports have already.
     """
 
     def __init__(self, *, design: str, params: dict, played: list, k: int = 16,

@@ -43,8 +43,9 @@ XorwowState = data.StructLayout({"v": data.ArrayLayout(32, 5), "d": 32})
 
 
 def seeding_cycles(lanes: int) -> int:
-    """Cycles ``busy`` stays high to seed ``lanes`` generators: a seed is taken in one cycle,
-    then ``1 + 4 * lanes`` mixes of 34 cycles follow, the last one ending with the last write."""
+    """Cycles to seed ``lanes`` generators: the cycle that takes a seed (after reset: the first
+    cycle, ``busy`` already high), then ``1 + 4 * lanes`` mixes of 34 cycles, the last one
+    ending with the last write."""
     return 1 + (1 + 4 * lanes) * _MIX_CYCLES
 
 
@@ -144,11 +145,12 @@ class XorwowSeeder(wiring.Component):
             self.lane.eq(lane),
         ]
 
-        # Design note. The next mix's input comes out of a 64-bit adder (seed + G, s + k G)
-        # after the xor-shift of the mix just finished; it goes to z, and the next cycle
-        # (LOAD) applies the mix's first xor-shift into x. So no cycle has two adders' carry
-        # chains or an adder and the xor-shifts in a row (ECP5: the seeder's acc -> x path was
-        # the activation engine's critical path, 95.8 MHz); one cycle more per mix.
+        # Design note. The next mix's input comes out of a 64-bit adder (seed + G, s + k G),
+        # after the finished mix's xor-shift for s + G; it goes to z, and the next cycle (LOAD)
+        # applies the new mix's first xor-shift into x. So no cycle chains xor-shift, adder and
+        # xor-shift into x (ECP5: that acc -> x path was the SRU lane's and the activation
+        # engine's critical path in synth/report.md); one cycle more per mix. MUL1's last cycle
+        # still chains the Horner adder into p ^ p >> 27 -> x.
         def start_mix(value):
             m.d.sync += [z.eq(value), phase.eq(_Phase.LOAD)]
 
@@ -202,9 +204,8 @@ class XorwowSeeder(wiring.Component):
                     with m.Else():
                         m.d.sync += phase.eq(_Phase.DONE)
             with m.Case(_Phase.DONE):
-                with m.If(first):
-                    m.d.sync += first.eq(0)
-                    start_mix(z)
+                with m.If(first):  # reset: z holds seed 0 + G already
+                    m.d.sync += [first.eq(0), phase.eq(_Phase.LOAD)]
                 with m.Else():
                     with m.Switch(step):
                         with m.Case(_Step.KEY):

@@ -433,7 +433,7 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
              "LUTs per MAC (ECP5)", label="nclite")
     timed = [r for r in res if fmax_mhz(r) and r["device"] == MAIN_DEVICE]
     if timed:
-        bars("fmax.png", [r["label"] for r in timed], [r["timing"]["fmax_mhz"] for r in timed],
+        bars("fmax.png", [r["label"] for r in timed], [fmax_mhz(r) for r in timed],
              [(report["target_mhz"], "--", "C3", f"target {report['target_mhz']:g} MHz"),
               (39, ":", "C4", "HardFloat fp32 adder alone")],
              "Fmax on ECP5-85F speed 6 (MHz)")

@@ -151,7 +151,6 @@ def _client(scheduler: str | None, workers: int, processes: bool):
     return Client(cluster), cluster
 
 
-
 def run_sweep(grid: Grid, *, scheduler: str | None = None, workers: int = 2,
               processes: bool = True, run=None) -> dict:
     """Synthesize every point of ``grid`` on Dask; return the sweep (the JSON's contents).

@@ -66,15 +66,19 @@ class StreamRegister(wiring.Component):
 
 
 class Pulses(wiring.Component):
-    """A 1-bit output ``tick`` with an index ``which`` (2 bits) and a 9-bit output ``wide``:
-    legal and illegal ``counted`` pulses of ``hdl.sim_batch.PlayedStreams`` (test_params)."""
+    """A 1-bit output ``tick`` with an index ``which`` (2 bits), a 9-bit output ``wide``, and a
+    1-bit ``tock`` beside a port ``tock_since``: legal and illegal ``counted`` pulses of
+    ``hdl.sim_batch.PlayedStreams`` (test_params)."""
 
     tick: Out(1)
     which: Out(2)
     wide: Out(9)
+    tock: Out(1)
+    tock_since: Out(1)
 
     def elaborate(self, platform):
         m = Module()
         m.d.sync += [self.which.eq(self.which + 1), self.wide.eq(self.wide + 3)]
-        m.d.comb += self.tick.eq(self.which == 0)
+        m.d.comb += [self.tick.eq(self.which == 0), self.tock.eq(self.which == 1),
+                     self.tock_since.eq(self.which == 2)]
         return m

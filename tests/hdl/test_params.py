@@ -303,7 +303,8 @@ COMPONENTS = [
     (PlayedStreams, _COUNTED, [
         ({"counted": ["tick"]}, T, "counted"), ({"counted": {"which": None}}, V, "counted"),
         ({"counted": {"tick": "nope"}}, V, "counted"),
-        ({"counted": {"tick": "wide"}}, V, "counted")]),
+        ({"counted": {"tick": "wide"}}, V, "counted"),
+        ({"counted": {"tock": None}}, V, "counted")]),  # tock_since is taken
     (PulseCounter, {"indices": 3}, [
         ({"indices": 2.0}, T, "indices"), ({"indices": 0}, V, "indices"),
         ({"indices": 257}, V, "indices")]),

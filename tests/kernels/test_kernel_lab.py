@@ -11,9 +11,10 @@ from golden.isa import Opcode, decode
 from sim.kernels import load_kernel, run_kernel, trace_kernel
 
 PATH = "docs/kernels/linear.py"
-# K, M, F. (16, 8, 40): two M tiles of three F pieces, more PSUM tiles than its 4 banks hold
-# unless each M tile's are freed before the next M tile's are made.
-SHAPES = [(16, 8, 32), (12, 6, 20), (4, 4, 16), (9, 3, 40), (16, 8, 40)]
+# K, M, F. (16, 8, 40) and (4, 8, 64): two M tiles of three and of four F pieces, more PSUM
+# tiles than its 4 banks hold unless every one of an M tile's is freed before the next M
+# tile's are made (at 64, a single one still referred to overflows).
+SHAPES = [(16, 8, 32), (12, 6, 20), (4, 4, 16), (9, 3, 40), (16, 8, 40), (4, 8, 64)]
 
 
 def _module(shape, seed):
