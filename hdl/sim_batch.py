@@ -215,8 +215,8 @@ class PulseCounter(wiring.Component):
         super().__init__({
             "pulse": In(1),
             "index": In(range(max(self.indices, 2))),
-            "target": In(COUNT_BITS * self.indices),
-            "counts": Out(COUNT_BITS * self.indices),
+            "target": In(data.ArrayLayout(COUNT_BITS, self.indices)),
+            "counts": Out(data.ArrayLayout(COUNT_BITS, self.indices)),
             "reached": Out(1),
             "since": Out(COUNT_BITS),
         })
@@ -229,12 +229,12 @@ class PulseCounter(wiring.Component):
         m.d.sync += held.eq(Mux(self.pulse, 1, Mux(held == top - 1, held, held + 1)))
         reached = []
         for i in range(self.indices):
-            count = self.counts[COUNT_BITS * i:COUNT_BITS * (i + 1)]
+            count = self.counts[i]
             hit = self.pulse & (self.index == i)
             now = (count + hit)[:COUNT_BITS]
             with m.If(hit):
                 m.d.sync += count.eq(now)
-            past = (now - self.target[COUNT_BITS * i:COUNT_BITS * (i + 1)])[:COUNT_BITS]
+            past = (now - self.target[i])[:COUNT_BITS]
             reached.append(~past[-1])
         m.d.comb += self.reached.eq(Cat(*reached).all())
         return m

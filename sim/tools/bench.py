@@ -1173,9 +1173,9 @@ def _render_sru(sru: dict | None) -> list[str]:
         "## Stochastic-rounding unit",
         "",
         f"Yosys generic cells of `StochasticRounder` (r = 16, {SRU_DEFAULT_STAGES} stages) per "
-        "lane, from builds "
-        "with 1 and 2 lanes: *per lane* is the difference (rounding datapath, its pipeline "
-        "registers and the lane's 192-bit XORWOW state), *shared* the rest (chiefly the "
+        "lane, from builds with 1 and 2 lanes: *per lane* is the difference (rounding "
+        "datapath, its pipeline registers and the lane's 192-bit XORWOW state), *shared* the "
+        "rest (chiefly the "
         "sequential lane seeder with its 64-bit adder and tables of multiples).",
         "",
         "| targets | cells per lane | logic | mux | FF | shared |",
