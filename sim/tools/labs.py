@@ -59,13 +59,15 @@ class Exercise:
 class Hide:
     """Code or text elsewhere in the tree that spells an exercise's answer out, left out of the
     scratch copy: a ``region`` between ``# lab<N> hide begin: <region>`` and ``# lab<N> hide
-    end: <region>`` (replaced by a ``raise NotImplementedError("lab <N>: ...")``), or an exact
-    ``text`` (replaced by ``by``)."""
+    end: <region>`` (replaced by a ``raise NotImplementedError("lab <N>: ...")``), an exact
+    ``text`` (replaced by ``by``), or the ``whole`` file (its content replaced by ``by``: a
+    generated file such as a wave viewer's save file, whose every line is the answer)."""
 
     file: str
     region: str | None = None
     text: str | None = None
     by: str = ""
+    whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def _load(path: Path, root: Path) -> Lab:
     try:
         exercises = tuple(Exercise(e["file"], e["region"], e["stub"])
                           for e in data["exercise"])
-        hides = tuple(Hide(h["file"], h.get("region"), h.get("text"), h.get("by", ""))
+        hides = tuple(Hide(h["file"], h.get("region"), h.get("text"), h.get("by", ""),
+                           h.get("whole", False))
                       for h in data.get("hide", ()))
         lab = Lab(int(m[1]), m[2], data["title"], path.relative_to(root),
                   tuple(data["check"]), tuple(data.get("fast", ())), exercises, hides)
@@ -113,8 +116,10 @@ def _load(path: Path, root: Path) -> Lab:
         raise LabError(f"{path / 'lab.toml'}: a lab needs `check` tests and an [[exercise]]")
     if not set(lab.fast) <= set(lab.check):
         raise LabError(f"{path / 'lab.toml'}: every `fast` test must also be in `check`")
-    if any((h.region is None) == (h.text is None) for h in lab.hides):
-        raise LabError(f"{path / 'lab.toml'}: a [[hide]] names a `region` or a `text`")
+    if any([h.region is not None, h.text is not None, h.whole is True].count(True) != 1
+           for h in lab.hides):
+        raise LabError(f"{path / 'lab.toml'}: a [[hide]] names a `region`, a `text` or "
+                       "`whole = true`, one of them")
     return lab
 
 
@@ -181,6 +186,8 @@ def apply_stubs(lab: Lab, tree: Path, stubs_root: Path = REPO_ROOT,
 
 def hide_text(text: str, lab: Lab, hide: Hide) -> str:
     """``text`` (the source of ``hide.file``) without what ``hide`` leaves out of a copy."""
+    if hide.whole:
+        return hide.by
     if hide.text is not None:
         if text.count(hide.text) != 1:
             raise LabError(f"{hide.file}: lab {lab.number}'s hidden text is there "

@@ -48,6 +48,25 @@ def test_markers_and_checks_exist(number):
         assert any(line.startswith(test.split(" ")[0]) for line in collected), test
 
 
+def test_lab2_copy_has_no_save_file_of_the_pe_delays(tmp_path):
+    """The GTKWave save file names each PE's sum delay (meta_d<i>): the skew as numbers."""
+    assert "meta_d" in (REPO_ROOT / "docs/waves/tensor_engine.gtkw").read_text()
+    labs.start(2, tmp_path / "lab2")
+    assert "meta_d" not in (tmp_path / "lab2/docs/waves/tensor_engine.gtkw").read_text()
+
+
+@pytest.mark.parametrize("hide", ['region = "r"\ntext = "t"', 'text = "t"\nwhole = true',
+                                  'by = "b"', 'whole = false'])
+def test_a_hide_names_one_thing(hide, tmp_path):
+    path = tmp_path / "docs/labs/lab9-x"
+    path.mkdir(parents=True)
+    (path / "lab.toml").write_text(
+        'title = "x"\ncheck = ["t.py"]\n[[exercise]]\nfile = "f.py"\nregion = "r"\n'
+        f'stub = "s.py"\n[[hide]]\nfile = "f.py"\n{hide}\n')
+    with pytest.raises(labs.LabError, match="names a `region`, a `text` or `whole = true`"):
+        labs.labs(tmp_path)
+
+
 @pytest.mark.parametrize("number", sorted(LABS))
 def test_stub_fails_in_scratch_copy(number, tmp_path):
     lab = LABS[number]
@@ -69,6 +88,8 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
         expected[hide.file] = labs.hide_text(text, lab, hide)
         if hide.text is not None:
             assert hide.text not in (dest / hide.file).read_text(), hide
+        if hide.whole:
+            assert (REPO_ROOT / hide.file).read_text() not in hide.by, hide
     # Outside the regions every file is the reference's.
     for file, text in expected.items():
         assert (dest / file).read_text() == text, file
