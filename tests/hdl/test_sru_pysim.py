@@ -9,6 +9,7 @@ testbench (``sim/tb/sru.py``) runs the full-size checks on the emitted Verilog.
 Seed: ``NCLITE_SEED`` (default 1).
 """
 
+import copy
 import os
 
 import numpy as np
@@ -92,9 +93,13 @@ def _expected(lanes, beats, r, targets, seed=0):
     out = []
     for x, dtype, mode, sat in beats:
         if dtype not in built or mode == 3:
-            out.append((None, 1))
+            out.append((None, 1, None))
         else:
-            out.append((model.beat(x, NAMES[Dtype(dtype)], MODES[Rounding(mode)], sat), 0))
+            # (an SR beat's draws, for the failure message: the model's generators, copied)
+            draws = (copy.deepcopy(model.prng).draw(r) if Rounding(mode) == Rounding.SR
+                     and Dtype(dtype) != Dtype.FP32 else None)
+            out.append((model.beat(x, NAMES[Dtype(dtype)], MODES[Rounding(mode)], sat), 0,
+                        draws))
     return out
 
 
@@ -155,10 +160,13 @@ def _name(enum, value) -> str:
 
 def _compare(got, want, beats, lanes, r):
     """Beat by beat, the SRU's lanes (and invalid flag) against golden's; a failure names the
-    beat, its inputs, target, mode, saturation and r."""
-    for t, ((g, gi), (w, wi), (x, dt, md, sat)) in enumerate(zip(got, want, beats, strict=True)):
+    beat, its inputs, target, mode, saturation and r (and an SR beat's random draws R)."""
+    for t, ((g, gi), (w, wi, draws), (x, dt, md, sat)) in enumerate(
+            zip(got, want, beats, strict=True)):
+        drawn = "" if draws is None else f" R={[hex(int(v)) for v in draws]}"
         where = (f"beat {t}: x={[hex(int(v)) for v in x]} target={_name(Dtype, dt)} "
-                 f"mode={_name(Rounding, md)} saturate={sat} r={r} (NCLITE_SEED={SEED})")
+                 f"mode={_name(Rounding, md)}{drawn} saturate={sat} r={r} "
+                 f"(NCLITE_SEED={SEED})")
         assert gi == wi, f"{where}: invalid flag {gi}, want {wi}"
         if wi:
             assert g == [0] * lanes, f"{where}: an invalid beat's lanes must be 0, got {g}"
