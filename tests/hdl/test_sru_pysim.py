@@ -10,7 +10,9 @@ Seed: ``NCLITE_SEED`` (default 1).
 """
 
 import copy
+import importlib.util
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,6 +58,30 @@ def _seeder_states(lanes, seed):
     sim.add_testbench(tb)
     sim.run()
     return got, busy_cycles[0]
+
+
+def _xorwow_trace():
+    """Lab 3's xorwow_trace.py (it steps ``hdl.xorwow.xorwow_step`` beside golden's)."""
+    path = Path(__file__).resolve().parents[2] / "docs/labs/lab3-stochastic-rounding"
+    spec = importlib.util.spec_from_file_location("xorwow_trace", path / "xorwow_trace.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_xorwow_step_matches_golden():
+    """``xorwow_step`` alone (lab 3's part B), 32 steps of lanes 0 and 3 after seed 0 and a
+    random seed: its output and next state equal ``golden.prng.LanePRNG``'s."""
+    trace = _xorwow_trace()
+    seed = int(seeded_rng("xorwow_step", seed=SEED).integers(0, 1 << 63))
+    for s in (0, seed):
+        for lane in (0, 3):
+            for t, (got, want, s_got, s_want) in enumerate(trace.trace(s, lane, 32)):
+                words = ", ".join(f"{name} {g:#010x} (want {w:#010x})" for name, g, w
+                                  in zip(trace.NAMES, s_got, s_want, strict=True) if g != w)
+                assert got == want and not words, (
+                    f"xorwow_step, seed {s:#x}, lane {lane}, step {t}: output {got:#010x}, "
+                    f"want {want:#010x}" + (f"; next state {words}" if words else ""))
 
 
 @pytest.mark.parametrize("seed", [None, 0xDEADBEEF_0BADF00D])
