@@ -213,6 +213,30 @@ def apply_hides(lab: Lab, tree: Path) -> list[str]:
     return changed
 
 
+def without_hides(toml_text: str) -> str:
+    """A ``lab.toml``'s text without its ``[[hide]]`` tables (and the comments right above
+    each): they quote what they leave out of a scratch copy, so the copy's lab.toml must not
+    hold them. The rest (check, fast, exercises) is kept as written."""
+    lines = toml_text.splitlines(keepends=True)
+
+    def head(i: int) -> int:  # where table i's comment block starts
+        while i > 0 and lines[i - 1].startswith("#"):
+            i -= 1
+        return i
+
+    tables = [i for i, line in enumerate(lines) if line.startswith("[[")]
+    drop: set[int] = set()
+    for n, i in enumerate(tables):
+        if lines[i].strip() == "[[hide]]":
+            end = head(tables[n + 1]) if n + 1 < len(tables) else len(lines)
+            drop.update(range(head(i), end))
+    kept = [line for i, line in enumerate(lines) if i not in drop]
+    if drop:
+        kept.append("\n# (This lab's [[hide]] entries quote what they leave out of a scratch "
+                    "copy: not in the copy.)\n")
+    return "".join(kept)
+
+
 def _tracked_files(root: Path) -> list[Path]:
     """The repository's files: git's view when there is one (tracked or not ignored)."""
     try:
@@ -261,6 +285,8 @@ def start(number: int, dest: Path | None = None, *, force: bool = False,
     changed = apply_stubs(lab, dest, stubs_root=root, regions=regions)
     if regions is None:  # a copy for a student (tests stub fewer regions, and hide nothing)
         changed += [f for f in apply_hides(lab, dest) if f not in changed]
+        toml = dest / lab.path / "lab.toml"
+        toml.write_text(without_hides(toml.read_text()))
     (dest / MARKER).write_text(f"lab {number}: made by `nclite lab start {number}` from {home}\n")
     _git_init(dest, number)
     return {"lab": number, "title": lab.title, "dir": str(dest), "stubbed": changed,

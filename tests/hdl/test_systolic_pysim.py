@@ -214,7 +214,7 @@ def diagnose(probe, want, n: int, latency: int) -> str:
     if not lost and late:
         return ("the columns' sums come at different times ("
                 + ", ".join(f"column {m}: {d:+d}" for m, d in sorted(offsets.items()))
-                + " cycles): look at the deskew")
+                + " cycles; + late, - early): look at the deskew")
     if lost:
         where = ", ".join(map(str, lost))
         return (f"column(s) {where} never show the right sums, at any delay: operands meet "
@@ -361,7 +361,7 @@ def test_diagnosis_names_the_fault():
     assert diagnose(trace([2, 2]), want, n, latency).startswith(
         "every column's sums come 2 enabled cycle(s) late: skew + PE chain + deskew add up to 7")
     assert "1 enabled cycle(s) early" in diagnose(trace([-1, -1]), want, n, latency)
-    assert "column 0: +0, column 1: +1 cycles): look at the deskew" in diagnose(
+    assert "column 0: +0, column 1: +1 cycles; + late, - early): look at the deskew" in diagnose(
         trace([0, 1]), want, n, latency)
     assert diagnose(trace([None, 1]), want, n, latency).startswith(
         "column(s) 0 never show the right sums")

@@ -90,9 +90,21 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
             assert hide.text not in (dest / hide.file).read_text(), hide
         if hide.whole:
             assert (REPO_ROOT / hide.file).read_text() not in hide.by, hide
-    # Outside the regions every file is the reference's.
+    # Outside the regions every file is the reference's (lab.toml less its [[hide]] tables).
     for file, text in expected.items():
         assert (dest / file).read_text() == text, file
+    toml = (dest / lab.path / "lab.toml").read_text()
+    assert toml == labs.without_hides((REPO_ROOT / lab.path / "lab.toml").read_text())
+    # No hidden text anywhere in the copy (lab.toml quoted them all once).
+    hidden = [h.text for h in lab.hides if h.text is not None]
+    for path in dest.rglob("*"):
+        if hidden and path.is_file() and ".git" not in path.parts and ".venv" not in path.parts:
+            try:
+                content = path.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for text in hidden:
+                assert text not in content, (path.relative_to(dest), text[:60])
     # The main tree still holds the reference; untouched files are copied as they are.
     assert (dest / "golden" / "fp32.py").read_text() == (REPO_ROOT / "golden/fp32.py").read_text()
     proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
