@@ -450,19 +450,32 @@ class _Mover(wiring.Component):
         recent_layout = data.StructLayout({"valid": 1, "bank": self.meta.bank.shape(),
                                            "addr": self.meta.addr.shape()})
         recent = [Signal(recent_layout, name=f"recent{i}") for i in range(self._hazard_window)]
-        col_addr = Signal.like(cmd.addr)
-        m.d.comb += col_addr.eq(cmd.addr + col)
-        m.d.sync += recent[0].eq(0)
+        # The next column's PSUM word and whether it is the last, held in registers (set by
+        # start, stepped by take) rather than summed from cmd and col.
+        col_addr = Signal.like(cmd.addr)  # cmd.addr + col
+        final = Signal()  # col + 1 == cmd.f
+        pushed = Signal(recent_layout)  # what recent[0] becomes: the column taken, if any
+        with m.If(self.take):
+            m.d.comb += [pushed.valid.eq(1), pushed.bank.eq(cmd.bank), pushed.addr.eq(col_addr)]
+        if recent:
+            m.d.sync += recent[0].eq(pushed)
         for prev, cur in zip(recent, recent[1:], strict=False):
             m.d.sync += cur.eq(prev)
+        # Whether the column at hand targets a PSUM word taken in the last hazard_window
+        # cycles, held in a register: computed a cycle ahead from what `recent`, `cmd` and
+        # `col_addr` become (the same updates as below), so the compares do not sit between
+        # the registers and `take`, which gates the whole issue register.
         conflict = Signal()
-        m.d.comb += conflict.eq(Cat(
-            r.valid & (r.bank == cmd.bank) & (r.addr == col_addr) for r in recent).any())
+        next_bank = Mux(self.start, self.cmd.bank, cmd.bank)
+        next_addr = Mux(self.start, self.cmd.addr, Mux(self.take, col_addr + 1, col_addr))
+        m.d.sync += conflict.eq(Cat(
+            r.valid & (r.bank == next_bank) & (r.addr == next_addr[:len(col_addr)])
+            for r in [pushed, *recent[:-1]]).any() if recent else 0)
         gap_ok = ~cmd.accumulate | ~conflict
         m.d.comb += [
             self.moving.ready.eq(self.busy & gap_ok),
             self.take.eq(self.busy & gap_ok & self.moving.valid),
-            self.last.eq(self.take & (col + 1 == cmd.f)),
+            self.last.eq(self.take & final),
             self.swap_waiting.eq(swap & ~self.take),
         ]
         m.d.sync += [self.x.eq(0), self.meta.eq(0)]  # a bubble unless a column is taken
@@ -482,9 +495,9 @@ class _Mover(wiring.Component):
             m.d.sync += [
                 self.meta.valid.eq(1), self.meta.bank.eq(cmd.bank), self.meta.addr.eq(col_addr),
                 self.meta.accumulate.eq(cmd.accumulate), self.meta.mask.eq(mask),
-                self.meta.last.eq(col + 1 == cmd.f),
-                col.eq(col + 1), swap.eq(0),
-                recent[0].valid.eq(1), recent[0].bank.eq(cmd.bank), recent[0].addr.eq(col_addr),
+                self.meta.last.eq(final),
+                col.eq(col + 1), col_addr.eq(col_addr + 1), final.eq(col + 2 == cmd.f),
+                swap.eq(0),
             ]
             with m.If(self.last):
                 m.d.sync += self.busy.eq(0)
@@ -494,6 +507,7 @@ class _Mover(wiring.Component):
             # Only the first multiplication after a LOAD_STATIONARY swaps: the next tile's
             # rows go into the shadow weights as soon as that first column is taken.
             m.d.sync += [self.busy.eq(1), cmd.eq(self.cmd), col.eq(0), mask.eq(self.mask),
+                         col_addr.eq(self.cmd.addr), final.eq(self.cmd.f == 1),
                          swap.eq(self.swap), mode.eq(self.mode), slots.eq(self.slots)]
         return m
 
