@@ -157,23 +157,27 @@ def test_chunk_words(ranks, width, seed):
     for n in [*range(1, 301), 1000, 1023, 2048, 4097, 9999]:
         b = chunk_words(n, ranks, width)
         what = f"seed={seed} chunk_words({n}, {ranks}, {width}) = {b}"
-        assert len(b) == ranks + 1 and b[0] == 0 and b[-1] == n, what
-        assert all(type(v) is int for v in b), what
-        assert all(lo <= hi for lo, hi in itertools.pairwise(b)), what
+        assert len(b) == ranks + 1 and b[0] == 0 and b[-1] == n, \
+            f"{what}: P + 1 bounds from 0 to n"
+        assert all(type(v) is int for v in b), f"{what}: Python ints"
+        assert all(lo <= hi for lo, hi in itertools.pairwise(b)), f"{what}: bounds increase"
         nonempty = [lo for lo, hi in itertools.pairwise(b) if lo < hi]
-        assert all(v % width == 0 for v in nonempty), what  # empty chunks start at n
-        assert all(v == n for v in b[len(nonempty):]), what  # ... and come last
+        assert all(v % width == 0 for v in nonempty), \
+            f"{what}: every non-empty chunk starts on a beat (a multiple of W = {width})"
+        assert all(v == n for v in b[len(nonempty):]), f"{what}: empty chunks come last, at n"
         beats = [(-(-hi // width) - lo // width) if lo < hi else 0
                  for lo, hi in itertools.pairwise(b)]
-        assert sum(beats) == -(-n // width), what
-        assert max(beats) - min(beats) <= 1, what
-        assert beats == sorted(beats, reverse=True), what
+        assert sum(beats) == -(-n // width), f"{what}: beats {beats} sum to ceil(n / W)"
+        assert max(beats) - min(beats) <= 1, f"{what}: beats {beats} differ by at most 1"
+        assert beats == sorted(beats, reverse=True), \
+            f"{what}: beats {beats}, the larger chunks first"
         empty = sum(v == 0 for v in beats)
-        assert (empty > 0) == (-(-n // width) < ranks), what
-        assert empty == max(ranks - -(-n // width), 0), what
+        assert empty == max(ranks - -(-n // width), 0), \
+            f"{what}: beats {beats}, empty chunks only when there are fewer beats than ranks"
         chunk = _chunk_of(n, ranks, width)
         for c in range(ranks):
-            assert (chunk[b[c]:b[c + 1]] == c).all(), what
+            assert (chunk[b[c]:b[c + 1]] == c).all(), (
+                f"{what}: chunk {c} should hold words {np.flatnonzero(chunk == c).tolist()}")
 
 
 def test_chunk_beats():

@@ -165,7 +165,12 @@ def _ring_allreduce_pysim(ranks, link_width, words, seed=SEED):
 def test_ring_allreduce_pysim(ranks, link_width, words):
     got, want = _ring_allreduce_pysim(ranks, link_width, words)
     bad = np.argwhere(got != want)
-    assert not bad.size, f"{len(bad)} words differ (seed {SEED}); first (rank, word): {bad[:4]}"
+    first = ", ".join(f"rank {r} word {w}: RTL {int(got[r, w]):#010x}, golden "
+                      f"{int(want[r, w]):#010x}" for r, w in bad[:3])
+    assert bad.size == 0, (
+        f"ALL_REDUCE of {words} words on P = {ranks}, W = {link_width} (seed {SEED}): "
+        f"{len(bad)} of {got.size} memory words differ (the vector starts at word "
+        f"{link_width}; its chunk bounds: {gc.chunk_words(words, ranks, link_width)}); {first}")
 
 
 @pytest.mark.parametrize("ranks, depth", [(2, 16), (3, 16), (4, 1024), (8, 100)])
