@@ -265,14 +265,19 @@ class Fp32Adder(wiring.Component):
             special.nan.eq(is_nan(a) | is_nan(b) | (is_inf(a) & is_inf(b) & (a.sign != b.sign))),
             special.inf.eq(~special.nan & (is_inf(a) | is_inf(b))),
         ]
+        # The larger operand's exponent and the difference from an 8-bit comparison of the
+        # exponents, not from the 31-bit `swap` (the larger magnitude has the larger or equal
+        # exponent, so both are the same): `swap` fans out to both significands, and the
+        # exponent behind it was the adder's longest path in a PE array. Both differences
+        # are formed in parallel with the comparison, then one is chosen.
+        ea, eb = scale_exp(a), scale_exp(b)
+        a_first = ea >= eb
         unpacked = self._boundary(
             m, "unpacked", _Unpacked,
             sig_big=significand(big),
             sig_small=significand(small),
-            exp=scale_exp(big),
-            # Both differences in parallel with the comparison, then a choice: shorter than
-            # subtracting the swapped exponents.
-            diff=Mux(swap, scale_exp(b) - scale_exp(a), scale_exp(a) - scale_exp(b)),
+            exp=Mux(a_first, ea, eb),
+            diff=Mux(a_first, ea - eb, eb - ea),
             sub=a.sign ^ b.sign,
             sign=big.sign,
             zero_sign=a.sign & b.sign,

@@ -464,13 +464,24 @@ class _Mover(wiring.Component):
         # Whether the column at hand targets a PSUM word taken in the last hazard_window
         # cycles, held in a register: computed a cycle ahead from what `recent`, `cmd` and
         # `col_addr` become (the same updates as below), so the compares do not sit between
-        # the registers and `take`, which gates the whole issue register.
+        # the registers and `take`, which gates the whole issue register. The compares are
+        # formed for each outcome of this cycle (a new command starts; the column is taken;
+        # neither) from registers and the command at the input, and `start` and `take`, which
+        # arrive late, only choose among them.
         conflict = Signal()
-        next_bank = Mux(self.start, self.cmd.bank, cmd.bank)
-        next_addr = Mux(self.start, self.cmd.addr, Mux(self.take, col_addr + 1, col_addr))
-        m.d.sync += conflict.eq(Cat(
-            r.valid & (r.bank == next_bank) & (r.addr == next_addr[:len(col_addr)])
-            for r in [pushed, *recent[:-1]]).any() if recent else 0)
+
+        def hit(bank, addr, entries):
+            return Cat(r.valid & (r.bank == bank) & (r.addr == addr) for r in entries).any()
+
+        if recent:
+            older = recent[:-1]  # what recent[1:] become
+            new_cmd = (self.cmd.bank, self.cmd.addr)
+            # (a column taken now and the next one of the same command never meet: addr + 1)
+            on_start = hit(*new_cmd, older) | (self.take & (cmd.bank == self.cmd.bank)
+                                                & (col_addr == self.cmd.addr))
+            on_take = hit(cmd.bank, (col_addr + 1)[:len(col_addr)], older)
+            on_wait = hit(cmd.bank, col_addr, older)
+            m.d.sync += conflict.eq(Mux(self.start, on_start, Mux(self.take, on_take, on_wait)))
         gap_ok = ~cmd.accumulate | ~conflict
         m.d.comb += [
             self.moving.ready.eq(self.busy & gap_ok),
