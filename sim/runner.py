@@ -705,6 +705,10 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 f"(simulator crashed?); seed {seed}; log: {log}") from exc
         if wave_file is not None:
             if wave_file.exists():
+                if simulator == "verilator" and wave_format == "fst":
+                    from .verify.fst_hierarchy import gzip_hierarchy
+
+                    gzip_hierarchy(wave_file)  # (pywellen misreads some LZ4 hierarchies)
                 if link:
                     wave_file = link_waves(wave_file, toplevel)
                 print(f"nclite: waveform written to {shown_path(wave_file)}", file=sys.stderr)
