@@ -351,6 +351,15 @@ def test_lab5_quotes_the_current_report():
         f"{round(luts('NeuronCore N=2 sbuf 256 words psum 4x16') / 4)} LUTs per MAC at\nN = 2, "
         f"{round(luts('NeuronCore N=4 sbuf 256 words psum 4x16') / 16)} at N = 4",
         f"{path['logic_levels']} levels, {min(board['fmax_mhz'].values()):.2f} MHz",
+        "N = 2 needs {:.0f} % of its LUTs".format(
+            100 * luts("NeuronCore N=2 sbuf 256 words psum 4x16", "ice40-up5k")
+            / report["devices"]["ice40-up5k"]["luts"]),
+        "UP5K PE ({} logic levels) take longer than the SRU\n   lane on the 85F ({} levels)".format(
+            *(by[k]["timing"]["critical_path"]["logic_levels"]
+              for k in ((pe, "ice40-up5k"), ("SRU lane (all targets, 3 stages)", "ecp5-85f")))),
+        "({:.0f} % of\nthe PE's".format(
+            100 * by[pe, "ecp5-85f"]["timing"]["critical_path"]["routing_ns"]
+            / by[pe, "ecp5-85f"]["timing"]["critical_path"]["delay_ns"]),
         f"`{path['from'].removeprefix('top.')} ->",
         "`{} -> {}`".format(*(te_paths[end].removeprefix("design.").split("_TRELLIS")[0]
                               for end in ("from", "to"))),
