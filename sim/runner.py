@@ -708,7 +708,11 @@ def run(factory: str, params: dict | None, test_module: str, simulator: str, *,
                 if simulator == "verilator" and wave_format == "fst":
                     from .verify.fst_hierarchy import gzip_hierarchy
 
-                    gzip_hierarchy(wave_file)  # (pywellen misreads some LZ4 hierarchies)
+                    try:  # (pywellen misreads some LZ4 hierarchies)
+                        gzip_hierarchy(wave_file)
+                    except ValueError as exc:  # (a run cut short: its own error comes below)
+                        print(f"nclite: the dump's hierarchy is left as Verilator wrote it: "
+                              f"{exc}", file=sys.stderr)
                 if link:
                     wave_file = link_waves(wave_file, toplevel)
                 print(f"nclite: waveform written to {shown_path(wave_file)}", file=sys.stderr)
