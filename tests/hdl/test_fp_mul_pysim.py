@@ -27,6 +27,7 @@ from amaranth.sim import Simulator
 from hdl.formats import Fmt
 from hdl.fp_mul import FP_MUL_MAX_CUTS, FpMultiplier
 from sim.tb.vectors import seeded_rng
+from sim.verify.latency import shift_hint
 
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
 QNAN = 0x7FC0_0000
@@ -132,8 +133,8 @@ def check(dut, a, a_fmt, b, b_fmt, *, what, formats=ALL_FORMATS, **kwargs):
             f"  a=0x{a[i]:04x} ({_fmt_name(a_fmt[i])}) * b=0x{b[i]:04x} ({_fmt_name(b_fmt[i])}):"
             f" got 0x{got[i]:08x}, want 0x{want[i]:08x}"
             for i in bad[:10]]
-        pytest.fail(f"seed={SEED} {what} stages={dut.latency}: {len(bad)}/{len(a)} mismatches\n"
-                    + "\n".join(lines))
+        pytest.fail(f"seed={SEED} {what} stages={dut.latency}: {len(bad)}/{len(a)} mismatches"
+                    f"{shift_hint(got, want, dut.latency)}\n" + "\n".join(lines))
     return want
 
 
