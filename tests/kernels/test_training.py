@@ -139,7 +139,7 @@ def test_bf16_updates_round_the_fp32_update(mode, seed):
         bad = np.flatnonzero(~ok)
         assert bad.size == 0, (
             f"{mode}, seed {seed}: {bad.size} of {v.size} new {name} values are not a bf16 "
-            f"value next to the update w - lr * g; first at {bad[0] if bad.size else None}: got "
+            f"value next to the update w - lr * g; first at {bad[0]}: got "
             f"{g[bad[:3]]}, the update {v[bad[:3]]}, w was {p0[name].ravel()[bad[:3]]}")
         far += int(np.sum(g != _bf16(v)))
     if mode == "sr":

@@ -97,14 +97,13 @@ def test_stub_fails_in_scratch_copy(number, tmp_path):
     assert toml == labs.without_hides((REPO_ROOT / lab.path / "lab.toml").read_text())
     # No hidden text anywhere in the copy (lab.toml quoted them all once).
     hidden = [h.text for h in lab.hides if h.text is not None]
-    for path in dest.rglob("*"):
-        if hidden and path.is_file() and ".git" not in path.parts and ".venv" not in path.parts:
-            try:
-                content = path.read_text()
-            except (UnicodeDecodeError, OSError):
-                continue
-            for text in hidden:
-                assert text not in content, (path.relative_to(dest), text[:60])
+    for rel in labs._tracked_files(dest) if hidden else ():
+        try:
+            content = (dest / rel).read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for text in hidden:
+            assert text not in content, (rel, text[:60])
     # The main tree still holds the reference; untouched files are copied as they are.
     assert (dest / "golden" / "fp32.py").read_text() == (REPO_ROOT / "golden/fp32.py").read_text()
     proc = subprocess.run(labs.check_args(number, dest, fast=True, jobs="0"), cwd=dest,
@@ -340,6 +339,7 @@ def test_lab5_quotes_the_current_report():
     path = board["critical_path"]
     fit = report["scaling"]
     te_paths = by["TensorEngine N=2, all formats", "ecp5-85f"]["timing"]["critical_path"]
+    pe_path = by[pe, "ecp5-85f"]["timing"]["critical_path"]
     quoted = [
         f"{luts(pe)} LUTs + 1 DSP, **{fmax(pe):.1f} MHz**",
         f"{luts(pe, 'ecp5-25f')} LUTs, {fmax(pe, 'ecp5-25f'):.1f} MHz",
@@ -357,9 +357,7 @@ def test_lab5_quotes_the_current_report():
         "UP5K PE ({} logic levels) take longer than the SRU\n   lane on the 85F ({} levels)".format(
             *(by[k]["timing"]["critical_path"]["logic_levels"]
               for k in ((pe, "ice40-up5k"), ("SRU lane (all targets, 3 stages)", "ecp5-85f")))),
-        "({:.0f} % of\nthe PE's".format(
-            100 * by[pe, "ecp5-85f"]["timing"]["critical_path"]["routing_ns"]
-            / by[pe, "ecp5-85f"]["timing"]["critical_path"]["delay_ns"]),
+        "({:.0f} % of\nthe PE's".format(100 * pe_path["routing_ns"] / pe_path["delay_ns"]),
         f"`{path['from'].removeprefix('top.')} ->",
         "`{} -> {}`".format(*(te_paths[end].removeprefix("design.").split("_TRELLIS")[0]
                               for end in ("from", "to"))),
