@@ -1,5 +1,6 @@
 """The sequencer: checks each descriptor and dispatches it to its engine, in program order."""
 
+import contextlib
 import functools
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -21,6 +22,8 @@ ERROR_INDEX_BITS = _isa.REGISTER_MAP["ERROR"].fields["index"][1]
 _PATTERNS = tuple(_isa.Sparsity(c).pattern for c in range(1, len(_isa.Sparsity)))
 #: MATMULs counted in flight per PSUM bank; one more waits (a bound no pipeline reaches).
 _MAX_MATMULS = 255
+#: The most checks an opcode has (bits of a slot's ``checks``).
+_CHECKS = 10
 
 
 class _Region:
@@ -121,8 +124,12 @@ class Sequencer(wiring.Component):
       a COLLECTIVE runs alone, so the failing command is known. Such an error replaces a
       check error already reported (the check error's command came later).
 
-    Dispatch (one command per cycle at most, in order; a command waits at the head, the
-    older of the two the sequencer holds; a descriptor enters while one of them is free):
+    Dispatch (in order; a command waits at the head, the older of the two the sequencer holds;
+    a descriptor enters while one of them is free). Timing: a descriptor that enters in cycle
+    t is dispatched (or fails) in cycle t + :attr:`dispatch_latency` at the earliest, t +
+    :attr:`dma_dispatch_latency` a DMA command whose checks before the DRAM bound pass; after
+    a command leaves the head, the next leaves :attr:`dispatch_interval` cycles later at the
+    earliest. The engines are offered their command the cycle after its dispatch:
 
     * ``dma`` — DMA_LOAD / DMA_STORE, when the DMA and the activation path are free (they
       share the SBUF's second read port and its write port); a load also waits while the
@@ -203,6 +210,13 @@ class Sequencer(wiring.Component):
         if not isinstance(sparse, bool):
             raise TypeError(f"sparse must be a bool, not {sparse!r}")
         self.sparse = sparse
+        #: Cycles from a descriptor's entry to its dispatch at the earliest: its checks'
+        #: verdict and the hazard compares are registered (see the design note).
+        self.dispatch_latency = 2
+        #: ... for a DMA command whose checks before the DRAM bound pass (the bound's sums).
+        self.dma_dispatch_latency = 3
+        #: Cycles between two commands leaving the head, at the least.
+        self.dispatch_interval = 2
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -235,10 +249,9 @@ class Sequencer(wiring.Component):
         """A slot: a descriptor with its checks' results and its regions, for the dispatch."""
         return data.StructLayout({
             "desc": DESCRIPTOR_BITS,
-            "fault": ErrorCode,  # the first failing check before the DRAM bound, or OK
-            "fault_after": ErrorCode,  # ... after it
-            "bound": 1,  # a DMA command whose checks before the bound pass
-            "span": 41,  # (rows - 1) * dram_stride
+            "checks": _CHECKS,  # which of its opcode's checks pass (Sequencer._check_table)
+            "span_lo": 27,  # rows * dram_stride[:18]
+            "span_hi": 23,  # rows * dram_stride[18:]
             "room": signed(35),  # dram_bytes - dram_addr - cols * size
             "ls_ratio": range(MAX_RATIO + 1),  # a LOAD_STATIONARY's R
             "bounds": _Bounds.layout,
@@ -276,7 +289,7 @@ class Sequencer(wiring.Component):
         return checks
 
     def _vector_dispatch(self, m, v, go, ok, head, bounds, te_held, te_r, dma_held, act_held,
-                         coll_held, mm_count, mm_r, act_r, act_srcs):
+                         coll_held, mm_count, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
@@ -292,11 +305,14 @@ class Sequencer(wiring.Component):
                     sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
                     src = bounds.source(k, addr)
                     for b in range(self.psum_banks):
-                        terms.append(~sbuf & (bank == b) & (mm_count[b] != 0)
-                                     & mm_r[b].overlaps(*src))
+                        meets = early(~sbuf & (bank == b) & mm_r[b].overlaps(*src),
+                                      f"{o.name.lower()}_{i}_mm{b}")
+                        terms.append(meets & (mm_count[b] != 0))
                 m.d.comb += raw.eq(Cat(*terms).any() if terms else 0)
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
-                                  & ~(te_held & te_r.overlaps(*rect)) & ~raw)
+                                  & ~(te_held & early(te_r.overlaps(*rect),
+                                                      f"{o.name.lower()}_te"))
+                                  & ~raw)
                 with m.If(go & ok):
                     m.d.sync += self.act.valid.eq(1)
                 with m.If(~act_held):
@@ -313,23 +329,27 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         # Design note: two slots hold a descriptor each; the older is the head, which the dispatch
-        # reads. A descriptor's checks run as it enters a slot (the DRAM bound is a 9 x 32-bit
-        # multiply) and their result, `fault`, its regions and the shapes the dispatch needs are
-        # registered in the slot beside it, so the dispatch decision reads registers and a legal
-        # command dispatches the cycle after it arrives if its engine is free. Whether a descriptor
-        # enters depends only on the slots' valid bits (registers), never on the dispatch: the
-        # decision no longer reaches the command queue and the enables of the some 400 flip-flops of
-        # a head register that reloads as its command leaves (with one slot, the region compares ->
-        # go -> desc.ready -> entry -> those enables were the sequencer's critical path). It still
-        # reaches the valid bits, the counts and the MATMUL records: the path now (62.9 MHz on the
-        # ECP5-85F, about as before: synth/report.md); registering the decision is the next step.
-        # Dispatch timing is as with one head register. The MATMUL checks read the k and R of the
-        # last LOAD_STATIONARY that entered before it (it dispatches first, or it fails and the
-        # MATMUL is dropped with it). Each engine runs one command at a time; the hazard records are
-        # the regions of the command each engine holds. An engine's payload and hazard record load
-        # the head's fields in every cycle the engine is free (not `held`), dispatched or not: the
-        # dispatch cycle is the last such, and nothing reads them before it. So only the valid bits,
-        # the indices and the counts wait for the dispatch decision.
+        # reads. A descriptor's checks run as it enters a slot: each check's result is a bit of
+        # the slot's `checks`, registered beside the descriptor with its regions, the shapes the
+        # dispatch needs and the DRAM bound's parts (the room, rows x stride in two DSP
+        # products). A cycle later each slot has its verdict (the first failing check's code,
+        # registered) and its DRAM bound's sums; a cycle after that the bound's compare. Whether
+        # a descriptor enters depends only on the slots' valid bits, never on the dispatch.
+        # The dispatch decision reads registers only: every hazard compare (an engine's record
+        # against the head's regions) is formed in the cycle before and registered (`early`).
+        # Those inputs change only as a command leaves the head (dispatched or failed), which
+        # also loads a record, or as one enters an empty head, so the head waits one cycle
+        # after either (`settled`): at most one dispatch every two cycles, at the earliest two
+        # cycles after a descriptor entered (three for a DMA command, whose bound's compare
+        # comes last). With one register stage fewer the sequencer was 62.9 MHz on the ECP5-85F,
+        # its path the compares -> go -> the records' enables; now its path is a check into its
+        # slot bit. The MATMUL checks read the k and R of the last LOAD_STATIONARY that entered
+        # before it (it dispatches first, or it fails and the MATMUL is dropped with it). Each
+        # engine runs one command at a time; the hazard records are the regions of the command
+        # each engine holds. An engine's payload and hazard record load the head's fields in
+        # every cycle the engine is free (not `held`), dispatched or not: the dispatch cycle is
+        # the last such, and nothing reads them before it. So only the valid bits, the indices
+        # and the counts wait for the dispatch decision.
         m = Module()
         n, words, banks, pwords = self.n, self.sbuf_words, self.psum_banks, self.psum_words
 
@@ -366,7 +386,6 @@ class Sequencer(wiring.Component):
         chk = Signal(DESCRIPTOR_BITS)
         m.d.comb += chk.eq(self.desc.payload)
         cv = {o: data.View(DESCRIPTOR_LAYOUTS[o], chk) for o in Opcode}
-        fault = Signal(ErrorCode)  # chk's first failing check, or OK
 
         # A LOAD_STATIONARY reads its tile's rows (slots) from as many partitions; a MATMUL
         # after a sparse one reads R words of ceil(K / R) partitions a moving column.
@@ -386,46 +405,82 @@ class Sequencer(wiring.Component):
             chk_mm_rows, chk_mm_words = chk_mm.k, chk_mm.f
         # The command's regions (see _Bounds), computed as it enters and registered beside it.
         bounds, bounds_q = _Bounds("chk"), _Bounds(sig=h.bounds)
-        # A DMA command's DRAM bound, last byte <= dram_bytes, is checked in the dispatch
-        # cycle from the product, (rows - 1) * stride, and the room, dram_bytes - dram_addr -
-        # cols * size, registered as the command enters: `fault` holds the checks before it,
-        # `fault_after` those after it.
-        fault_after = Signal(ErrorCode)
-        bound = Signal()  # chk is a DMA command whose checks before the bound pass
-        span = Signal(41)  # (rows - 1) * dram_stride
+        # A DMA command's DRAM bound, last byte <= dram_bytes, that is (rows - 1) * stride <=
+        # room = dram_bytes - dram_addr - cols * size, is checked in three steps: as the
+        # command enters, the room and rows * stride in two partial products (a DSP each); in
+        # the slot, rows * stride and room + stride; then the compare (`beyond`). The head
+        # waits for it (`aged`) if it is a DMA command whose checks before the bound pass
+        # (`bound`). `fault` holds the checks before the bound, `fault_after` those after it.
+        span_lo, span_hi = Signal(27), Signal(23)  # rows * dram_stride, in two parts
         room = Signal(signed(35))  # dram_bytes - dram_addr - cols * size
         # What a slot records: the descriptor, its checks and its regions. Entering, it goes
         # to the head's slot if that is empty, else to the other.
+        checks = Signal(_CHECKS)  # which of chk's checks pass (the `table` below says which)
+        m.d.comb += checks.eq(0)  # (bits an opcode does not use: one process drives them all)
         record = Signal(slot_layout)
-        m.d.comb += [record.desc.eq(chk), record.fault.eq(fault),
-                     record.fault_after.eq(fault_after), record.bound.eq(bound),
-                     record.span.eq(span), record.room.eq(room),
+        m.d.comb += [record.desc.eq(chk), record.checks.eq(checks),
+                     record.span_lo.eq(span_lo), record.span_hi.eq(span_hi),
+                     record.room.eq(room),
                      record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
         target = Signal()
         m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
+        beyond_q, aged = [], []  # each slot's DRAM bound result, and whether it is known yet
         for i, slot in enumerate(slots):
             with m.If(entry & (target == i)):
                 m.d.sync += slot.eq(record)
-        fault_q, fault_after_q, bound_q = h.fault, h.fault_after, h.bound
-        span_q, room_q, ls_ratio = h.span, h.room, h.ls_ratio
-        head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
-        m.d.comb += head_fault.eq(Mux(bound_q & ((room_q < 0) | (span_q > room_q)),
-                                      ErrorCode.BAD_RANGE, fault_after_q))
-        with m.If(fault_q != ErrorCode.OK):
-            m.d.comb += head_fault.eq(fault_q)
+            whole = Signal(41, name=f"slot{i}_span")  # rows * stride
+            reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
+            beyond = Signal(name=f"slot{i}_beyond")
+            age = Signal(2, name=f"slot{i}_age")
+            m.d.sync += [whole.eq(slot.span_lo + (slot.span_hi << 18)),
+                         reach.eq(slot.room + data.View(DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD],
+                                                        slot.desc).dram_stride),
+                         beyond.eq((slot.room < 0) | (whole > reach)),
+                         age.eq(Cat(1, age[0]))]
+            with m.If(entry & (target == i)):
+                m.d.sync += age.eq(0)
+            beyond_q.append(beyond)
+            aged.append(age)
+        ls_ratio = h.ls_ratio
+        # The dispatch reads its compares registered (see the design note): each is formed in
+        # the cycle before from the head and the hazard records, which change only as a command
+        # leaves the head (dispatched or failed) or enters an empty one. `settled`: neither
+        # happened in the cycle before, so the registered compares are the head's and the
+        # records' of this cycle; the head waits while it is not.
+        settled = Signal()
 
-        def chain(checks, target=fault):
-            """checks: (ok, code) in order; the first not ok sets ``target``."""
-            first = True
-            for ok, code in checks:
-                ctx = m.If(~ok) if first else m.Elif(~ok)
-                first = False
-                with ctx:
-                    m.d.comb += target.eq(code)
+        def early(value, name):
+            """``value`` as it was in the cycle before (exact while ``settled``)."""
+            q = Signal(name=f"early_{name}")
+            m.d.sync += q.eq(value)
+            return q
+
+        # Each check's result enters the slot as a bit of `checks`; the first failing one's
+        # code is found in the slot a cycle later (below), from `table`: for each opcode case,
+        # the bits and codes of the checks before the DRAM bound ("fault") and after it.
+        table = {}
+        cases = []
+
+        @contextlib.contextmanager
+        def opcase(*ops):
+            table[ops] = {"fault": [], "fault_after": []}
+            cases.append(ops)
+            with m.Case(*ops):
+                yield
+            cases.pop()
+
+        def chain(checks_, target="fault"):
+            """checks_: (ok, code) in order; the first not ok is the fault (``target``)."""
+            entries = table[cases[-1]]
+            for ok, code in checks_:
+                j = len(entries["fault"]) + len(entries["fault_after"])
+                assert j < _CHECKS, "more checks than Sequencer's _CHECKS bits"
+                m.d.comb += checks[j].eq(ok)
+                entries[target].append((j, code))
 
         with m.Switch(chk[:4]):
             for o in (Opcode.DMA_LOAD, Opcode.DMA_STORE):
-                with m.Case(o):
+                with opcase(o):
                     f = cv[o]
                     dt = f.dtype.as_value()
                     shift = Signal(2)
@@ -435,17 +490,17 @@ class Sequencer(wiring.Component):
                         with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
                             m.d.comb += shift.eq(2)
                     m.d.comb += bounds.rect(f.part, f.rows, f.sbuf_addr, f.cols)
-                    m.d.comb += [span.eq((f.rows - 1) * f.dram_stride),
-                                 room.eq(self.dram_bytes - f.dram_addr - (f.cols << shift)),
-                                 bound.eq(fault == ErrorCode.OK)]
+                    m.d.comb += [span_lo.eq(f.rows * f.dram_stride[:18]),
+                                 span_hi.eq(f.rows * f.dram_stride[18:]),
+                                 room.eq(self.dram_bytes - f.dram_addr - (f.cols << shift))]
                     align = Mux(shift == 2, 0b11, Mux(shift == 1, 0b01, 0b00))
                     chain([(dt <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                            ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                            (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE)])
                     # (then the bound)
                     chain([(((f.dram_addr[:2] | f.dram_stride[:2]) & align) == 0,
-                            ErrorCode.BAD_ALIGN)], target=fault_after)
-            with m.Case(Opcode.LOAD_STATIONARY):
+                            ErrorCode.BAD_ALIGN)], target="fault_after")
+            with opcase(Opcode.LOAD_STATIONARY):
                 f = cv[Opcode.LOAD_STATIONARY]
                 m.d.comb += bounds.rect(f.part, chk_ls_slots, f.sbuf_addr, f.m)
                 sp = f.sparsity.as_value()
@@ -455,7 +510,7 @@ class Sequencer(wiring.Component):
                        ((f.k >= 1) & (chk_ls_slots >= 1) & (chk_ls_slots <= n) & (f.m >= 1)
                         & (f.m <= n), ErrorCode.BAD_SHAPE),
                        (sbuf_ok(f.part, chk_ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
-            with m.Case(Opcode.MATMUL):
+            with opcase(Opcode.MATMUL):
                 f = cv[Opcode.MATMUL]
                 m.d.comb += [*bounds.rect(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
                              bounds.psum_hi.eq(f.psum_addr + f.f)]
@@ -465,7 +520,7 @@ class Sequencer(wiring.Component):
                        (sbuf_ok(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
                         ErrorCode.BAD_RANGE),
                        ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
-            with m.Case(Opcode.ACTIVATE):
+            with opcase(Opcode.ACTIVATE):
                 f = cv[Opcode.ACTIVATE]
                 m.d.comb += [*bounds.rect(f.part, f.rows, f.dst_addr, f.cols),
                              bounds.src_hi[0].eq(f.src_addr + f.cols)]
@@ -483,7 +538,7 @@ class Sequencer(wiring.Component):
                        (sbuf_ok(f.part, f.rows, f.dst_addr, f.cols), ErrorCode.BAD_RANGE),
                        (src_ok, ErrorCode.BAD_RANGE),
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
-            with m.Case(Opcode.COLLECTIVE):
+            with opcase(Opcode.COLLECTIVE):
                 f = cv[Opcode.COLLECTIVE]
                 # P: the size of the sub-ring `dim` names (a ring's row is the ring).
                 R = self.torus_rows
@@ -522,18 +577,18 @@ class Sequencer(wiring.Component):
                        (~routed | (f.dst_addr + out <= words) | no_ring, ErrorCode.BAD_RANGE),
                        (~routed | ~meet | no_ring, ErrorCode.BAD_RANGE),
                        (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
-            with m.Case(Opcode.BARRIER, Opcode.SET_SEED):
+            with opcase(Opcode.BARRIER, Opcode.SET_SEED):
                 pass
             if self.vector_engine:
                 for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE):
-                    with m.Case(o):
+                    with opcase(o):
                         f = cv[o]
                         out_cols = 1 if o == Opcode.TENSOR_REDUCE else f.cols
                         m.d.comb += bounds.rect(f.part, f.rows, f.dst_addr, out_cols)
                         for i in range(2 if o == Opcode.TENSOR_TENSOR else 1):
                             m.d.comb += bounds.src_hi[i].eq(getattr(f, f"in{i}_addr") + f.cols)
                         chain(self._vector_checks(m, o, f, sbuf_ok))
-                with m.Case(Opcode.TRANSPOSE):
+                with opcase(Opcode.TRANSPOSE):
                     f = cv[Opcode.TRANSPOSE]
                     m.d.comb += bounds.rect(f.dst_part, f.cols, f.dst_addr, f.rows)
                     meet = ((f.part < f.dst_part + f.cols) & (f.dst_part < f.part + f.rows)
@@ -544,8 +599,35 @@ class Sequencer(wiring.Component):
                            (sbuf_ok(f.dst_part, f.cols, f.dst_addr, f.rows),
                             ErrorCode.BAD_RANGE),
                            (~meet, ErrorCode.BAD_RANGE)])
-            with m.Default():
-                m.d.comb += fault.eq(ErrorCode.BAD_OPCODE)
+
+        # The verdict of each slot's checks, a cycle after its descriptor entered: its first
+        # failing check before the DRAM bound (`fault`: BAD_OPCODE for an opcode not built),
+        # after it (`after`), and whether it is a DMA command whose checks before it pass
+        # (`bound`: then the DRAM bound, `beyond`, stands between the two).
+        head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
+        verdicts = []
+        for i, slot in enumerate(slots):
+            fault_i = Signal(ErrorCode, name=f"slot{i}_fault")
+            after_i = Signal(ErrorCode, name=f"slot{i}_after")
+            bound_i = Signal(name=f"slot{i}_bound")
+            m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK), bound_i.eq(0)]
+            with m.Switch(slot.desc[:4]):
+                for ops, entries in table.items():
+                    with m.Case(*ops):
+                        for part_, sig in (("fault", fault_i), ("fault_after", after_i)):
+                            for k, (j, code) in enumerate(entries[part_]):
+                                with (m.If if k == 0 else m.Elif)(~slot.checks[j]):
+                                    m.d.sync += sig.eq(code)
+                        if Opcode.DMA_LOAD in ops or Opcode.DMA_STORE in ops:
+                            passed = Cat(slot.checks[j] for j, _ in entries["fault"]).all()
+                            m.d.sync += bound_i.eq(passed)
+                with m.Default():
+                    m.d.sync += fault_i.eq(ErrorCode.BAD_OPCODE)
+            verdict = Mux(bound_i & beyond_q[i], ErrorCode.BAD_RANGE, after_i)
+            verdicts.append((Mux(fault_i != ErrorCode.OK, fault_i, verdict),
+                             aged[i][0] & (~bound_i | aged[i][1])))
+        m.d.comb += head_fault.eq(Mux(cur, verdicts[1][0], verdicts[0][0]))
+        head_ready = Mux(cur, verdicts[1][1], verdicts[0][1])  # its verdict is known
 
         # --- Hazard records: the regions of the command each engine holds. ------------------
         word = range(words + 1)
@@ -587,8 +669,8 @@ class Sequencer(wiring.Component):
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
         tags_wait = Signal()
         tags_index = Signal(ERROR_INDEX_BITS)
-        m.d.comb += ok.eq(head_valid & (head_fault == ErrorCode.OK) & ~abort
-                          & ~tags_wait)
+        m.d.comb += ok.eq(settled & head_valid & head_ready & (head_fault == ErrorCode.OK)
+                          & ~abort & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         d = v[Opcode.DMA_LOAD]
@@ -598,7 +680,7 @@ class Sequencer(wiring.Component):
                 rect = bounds_q.region
                 is_load = op == Opcode.DMA_LOAD
                 m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
-                                  & ~(is_load & te_held & te_r.overlaps(*rect)))
+                                  & ~(is_load & te_held & early(te_r.overlaps(*rect), "dma_te")))
                 with m.If(go & ok):
                     m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
                 with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
@@ -616,15 +698,15 @@ class Sequencer(wiring.Component):
                     with m.If(mm.bank == b):
                         m.d.comb += count.eq(mm_count[b])
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-                war = act_held & ((act_psum & (act_bank == mm.bank)
-                                   & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
-                                  | (act_psum1 & (act_bank1 == mm.bank)
-                                     & act_src1.overlaps(0, stat_m, mm.psum_addr,
-                                                         bounds_q.psum_hi)))
+                war = act_held & early(
+                    (act_psum & (act_bank == mm.bank)
+                     & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
+                    | (act_psum1 & (act_bank1 == mm.bank)
+                       & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)), "te_war")
                 m.d.comb += go.eq(
                     ~te_held & ~coll_held
-                    & ~(dma_held & dma_load & dma_r.overlaps(*rect))
-                    & ~(act_held & act_r.overlaps(*rect))
+                    & ~(dma_held & early(dma_load & dma_r.overlaps(*rect), "te_dma"))
+                    & ~(act_held & early(act_r.overlaps(*rect), "te_act"))
                     & ~(is_mm & (war | (count == _MAX_MATMULS))))
                 with m.If(~te_held):
                     m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
@@ -641,11 +723,12 @@ class Sequencer(wiring.Component):
                 src = bounds_q.source(0, a.src_addr)
                 raw = Signal()  # a MATMUL in flight writes PSUM words it reads
                 for b in range(banks):
-                    with m.If(a.src_bank == b):
-                        m.d.comb += raw.eq((mm_count[b] != 0) & mm_r[b].overlaps(*src))
+                    meets = early(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src),
+                                  f"act_mm{b}")
+                    with m.If(meets & (mm_count[b] != 0)):
+                        m.d.comb += raw.eq(1)
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
-                                  & ~(te_held & te_r.overlaps(*rect))
-                                  & ~(~a.src_sbuf & raw))
+                                  & ~(te_held & early(te_r.overlaps(*rect), "act_te")) & ~raw)
                 with m.If(~act_held):
                     m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
                                  act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
@@ -654,7 +737,8 @@ class Sequencer(wiring.Component):
                     m.d.sync += self.act.valid.eq(1)
             if self.vector_engine:
                 self._vector_dispatch(m, v, go, ok, head, bounds_q, te_held, te_r, dma_held,
-                                      act_held, coll_held, mm_count, mm_r, act_r, act_srcs)
+                                      act_held, coll_held, mm_count, mm_r, act_r, act_srcs,
+                                      early)
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
                 with m.If(~act_held):
@@ -679,18 +763,20 @@ class Sequencer(wiring.Component):
             m.d.sync += mm_count[b].eq(mm_count[b] + inc - dec)
             r = mm_r[b]
             lo, hi = mm.psum_addr, bounds_q.psum_hi
+            grows = [early(stat_m > r.phi, f"mm{b}_phi_grows"), early(lo < r.lo, f"mm{b}_lo_grows"),
+                     early(hi > r.hi, f"mm{b}_hi_grows")]
             with m.If(inc):
                 with m.If((mm_count[b] == 0) | ((mm_count[b] == 1) & dec)):
                     m.d.sync += r.set(0, stat_m, lo, hi)
                 with m.Else():
-                    m.d.sync += [r.phi.eq(Mux(stat_m > r.phi, stat_m, r.phi)),
-                                 r.lo.eq(Mux(lo < r.lo, lo, r.lo)),
-                                 r.hi.eq(Mux(hi > r.hi, hi, r.hi))]
+                    m.d.sync += [r.phi.eq(Mux(grows[0], stat_m, r.phi)),
+                                 r.lo.eq(Mux(grows[1], lo, r.lo)),
+                                 r.hi.eq(Mux(grows[2], hi, r.hi))]
 
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
-        fail = head_valid & (head_fault != ErrorCode.OK) & ~tags_wait
+        fail = settled & head_valid & head_ready & (head_fault != ErrorCode.OK) & ~tags_wait
         # A slot free (or the queue stopped, dropping what arrives): registers only.
         m.d.comb += self.desc.ready.eq(stopped | ~(slot_valid[0] & slot_valid[1]))
         m.d.comb += entry.eq(self.desc.valid & self.desc.ready & ~stopped & ~abort)
@@ -742,5 +828,6 @@ class Sequencer(wiring.Component):
                          last_k.eq(stat_k), last_ratio.eq(stat_ratio)]
         with m.If(bad_tags):  # the tile is forgotten, whether or not the queue was stopped
             m.d.sync += last_k.eq(0)
+        m.d.sync += settled.eq(head_valid & ~dispatch & ~fail & ~drop)
         m.d.comb += self.busy.eq(slot_valid[0] | slot_valid[1] | ~all_idle)
         return m

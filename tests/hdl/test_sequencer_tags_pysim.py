@@ -43,7 +43,8 @@ def _run(next_desc, *, arrives_late: bool, bus_error: bool = False):
     async def bench(ctx):
         for port in (seq.te, seq.dma, seq.act, seq.coll, seq.seed):
             ctx.set(port.ready, 1)
-        await offer(ctx, LS, 2)  # the head register holds LS; it is dispatched
+        # LS enters, and is dispatched seq.dispatch_latency cycles later
+        await offer(ctx, LS, seq.dispatch_latency + 1)
         ctx.set(seq.te_loading, 1)
         if not arrives_late:
             await offer(ctx, next_desc)
@@ -66,7 +67,7 @@ def _run(next_desc, *, arrives_late: bool, bus_error: bool = False):
         ctx.set(seq.dma_error, 0)
         await ctx.tick()
         ctx.set(seq.clear_error, 0)
-        await offer(ctx, MM, 4)
+        await offer(ctx, MM, seq.dispatch_latency + 2)  # (its error shows a cycle later)
         out["after"] = ErrorCode(ctx.get(seq.error_code).value)
 
     sim = Simulator(seq)
