@@ -274,7 +274,7 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), widened, then the beat: about five cycles a beat.
+      drain request), registered, widened, then the beat: about seven cycles a beat.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
     * TRANSPOSE: for each source row k (partition ``part + k``) and each window of the SBUF's
@@ -282,7 +282,9 @@ class _ActivationFeeder(wiring.Component):
       in one cycle and written the next as word ``dst_addr + k`` of partitions ``dst_part + c
       ..``.
 
-    ``busy`` until the last output is written."""
+    Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
+    is widened: an SBUF beat reaches the engine two cycles after its read, a PSUM beat a
+    cycle after the drain port gives it. ``busy`` until the last output is written."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -297,6 +299,8 @@ class _ActivationFeeder(wiring.Component):
         TT_SEND = 9
         TR_READ = 10  # TRANSPOSE: read a window of a source row, then write it
         TR_WRITE = 11
+        TT_WID0 = 12  # TENSOR_TENSOR: in0's column widened (after TT_GOT0)
+        TT_WID1 = 13
 
     def __init__(self, *, n, words, banks, psum_words, o_layout, window):
         self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
@@ -396,45 +400,52 @@ class _ActivationFeeder(wiring.Component):
         with m.If(self.act_cmd.valid & self.act_cmd.ready):
             m.d.sync += state.eq(Mux(act.kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
 
-        # Operands: SBUF words or PSUM rows, widened from their dtype (in1's while TT_GOT1 /
-        # TT_REQ1 fetch it).
-        second = (state == S.TT_REQ1) | (state == S.TT_GOT1)
-        raw = Signal(data.ArrayLayout(32, n))
+        # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`) and widened
+        # from their dtype there (in1's while TT_REQ1 .. TT_WID1 fetch it): the SBUF's block
+        # RAMs put out their word half a 100 MHz cycle after the clock, and the PSUM's drain
+        # port passes its block RAMs' words on, so no operand goes from a RAM into the
+        # widening and the engine's intake in one cycle.
+        second = (state == S.TT_REQ1) | (state == S.TT_GOT1) | (state == S.TT_WID1)
+        raw_q = Signal(data.ArrayLayout(32, n))
         widened = Signal(data.ArrayLayout(32, n))
         src_dtype = Mux(second, srcs[1]["dtype"], srcs[0]["dtype"])
         for j in range(n):
             wid = m.submodules[f"widen{j}"] = Fp32Widen()
-            m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw[j]),
+            m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw_q[j]),
                          widened[j].eq(Mux(lanes[j], wid.result, 0))]
         a_reg = Signal(data.ArrayLayout(32, n))  # TENSOR_TENSOR: in0's column
         b_reg = Signal(data.ArrayLayout(32, n))  # ... and in1's
         s0 = srcs[0]
 
-        # One operand a beat: a stream of SBUF reads or PSUM drain requests.
-        iv = Signal()
+        # One operand a beat: a stream of SBUF reads or PSUM drain requests, through raw_q
+        # (`iv`: it holds a beat). An SBUF read's data waits at the SBUF's output (`rv`; read
+        # ports hold their data while not enabled) until raw_q takes it.
+        rv, iv = Signal(), Signal()
+        adv = ~iv | self.act_i.ready  # raw_q takes a beat
+        with m.If(state == S.RUN):
+            m.d.comb += [self.act_i.valid.eq(iv), self.act_i.payload.a.eq(widened)]
         with m.If((state == S.RUN) & s0["sbuf"]):
-            adv = ~iv | self.act_i.ready
             m.d.comb += [self.rd_en.eq(adv & (idx < cols)),
-                         self.rd_addr.eq(s0["addr"] + idx),
-                         self.act_i.valid.eq(iv), raw.eq(self.rd_data),
-                         self.act_i.payload.a.eq(widened)]
+                         self.rd_addr.eq(s0["addr"] + idx)]
             with m.If(adv):
-                m.d.sync += iv.eq(idx < cols)
+                m.d.sync += [rv.eq(idx < cols), iv.eq(rv), raw_q.eq(self.rd_data)]
                 with m.If(idx < cols):
                     m.d.sync += idx.eq(idx + 1)
         with m.If((state == S.RUN) & ~s0["sbuf"]):
             m.d.comb += [self.drain_req.valid.eq(idx < cols),
                          self.drain_req.payload.bank.eq(s0["bank"]),
                          self.drain_req.payload.addr.eq(s0["addr"] + idx),
-                         self.act_i.valid.eq(self.drain_resp.valid),
-                         self.drain_resp.ready.eq(self.act_i.ready),
-                         raw.eq(self.drain_resp.payload), self.act_i.payload.a.eq(widened)]
+                         self.drain_resp.ready.eq(adv)]
+            with m.If(adv):
+                m.d.sync += [iv.eq(self.drain_resp.valid), raw_q.eq(self.drain_resp.payload)]
             with m.If(self.drain_req.valid & self.drain_req.ready):
                 m.d.sync += idx.eq(idx + 1)
 
-        # TENSOR_TENSOR: in0's column, in1's, then the beat.
-        for i, (req, got, nxt) in enumerate(((S.TT_REQ0, S.TT_GOT0, S.TT_REQ1),
-                                             (S.TT_REQ1, S.TT_GOT1, S.TT_SEND))):
+        # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened),
+        # then the beat.
+        for i, (req, got, wide, nxt) in enumerate(
+                ((S.TT_REQ0, S.TT_GOT0, S.TT_WID0, S.TT_REQ1),
+                 (S.TT_REQ1, S.TT_GOT1, S.TT_WID1, S.TT_SEND))):
             src, reg = srcs[i], (a_reg, b_reg)[i]
             with m.If(state == req):
                 with m.If(src["sbuf"]):
@@ -448,12 +459,13 @@ class _ActivationFeeder(wiring.Component):
                         m.d.sync += state.eq(got)
             with m.If(state == got):
                 with m.If(src["sbuf"]):
-                    m.d.comb += raw.eq(self.rd_data)
-                    m.d.sync += [reg.eq(widened), state.eq(nxt)]
+                    m.d.sync += [raw_q.eq(self.rd_data), state.eq(wide)]
                 with m.Else():
-                    m.d.comb += [raw.eq(self.drain_resp.payload), self.drain_resp.ready.eq(1)]
+                    m.d.comb += self.drain_resp.ready.eq(1)
                     with m.If(self.drain_resp.valid):
-                        m.d.sync += [reg.eq(widened), state.eq(nxt)]
+                        m.d.sync += [raw_q.eq(self.drain_resp.payload), state.eq(wide)]
+            with m.If(state == wide):
+                m.d.sync += [reg.eq(widened), state.eq(nxt)]
         with m.If(state == S.TT_SEND):
             m.d.comb += [self.act_i.valid.eq(1), self.act_i.payload.a.eq(a_reg),
                          self.act_i.payload.b.eq(b_reg)]

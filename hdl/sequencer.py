@@ -3,7 +3,7 @@
 import contextlib
 import functools
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -22,8 +22,8 @@ ERROR_INDEX_BITS = _isa.REGISTER_MAP["ERROR"].fields["index"][1]
 _PATTERNS = tuple(_isa.Sparsity(c).pattern for c in range(1, len(_isa.Sparsity)))
 #: MATMULs counted in flight per PSUM bank; one more waits (a bound no pipeline reaches).
 _MAX_MATMULS = 255
-#: The most checks an opcode has (bits of a slot's ``checks``).
-_CHECKS = 10
+#: Bits of a slot's ``checks``: one for each check of each opcode (57 used).
+_CHECKS = 64
 
 
 class _Region:
@@ -249,7 +249,7 @@ class Sequencer(wiring.Component):
         """A slot: a descriptor with its checks' results and its regions, for the dispatch."""
         return data.StructLayout({
             "desc": DESCRIPTOR_BITS,
-            "checks": _CHECKS,  # which of its opcode's checks pass (Sequencer._check_table)
+            "checks": _CHECKS,  # which of its opcode's checks pass (see elaborate)
             "span_lo": 27,  # rows * dram_stride[:18]
             "span_hi": 23,  # rows * dram_stride[18:]
             "room": signed(35),  # dram_bytes - dram_addr - cols * size
@@ -289,7 +289,7 @@ class Sequencer(wiring.Component):
         return checks
 
     def _vector_dispatch(self, m, v, go, ok, head, bounds, te_held, te_r, dma_held, act_held,
-                         coll_held, mm_count, mm_r, act_r, act_srcs, early):
+                         coll_held, mm_live, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
@@ -307,7 +307,7 @@ class Sequencer(wiring.Component):
                     for b in range(self.psum_banks):
                         meets = early(~sbuf & (bank == b) & mm_r[b].overlaps(*src),
                                       f"{o.name.lower()}_{i}_mm{b}")
-                        terms.append(meets & (mm_count[b] != 0))
+                        terms.append(meets & mm_live[b])
                 m.d.comb += raw.eq(Cat(*terms).any() if terms else 0)
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & early(te_r.overlaps(*rect),
@@ -451,7 +451,7 @@ class Sequencer(wiring.Component):
 
         def early(value, name):
             """``value`` as it was in the cycle before (exact while ``settled``)."""
-            q = Signal(name=f"early_{name}")
+            q = Signal(Value.cast(value).shape(), name=f"early_{name}")
             m.d.sync += q.eq(value)
             return q
 
@@ -469,13 +469,17 @@ class Sequencer(wiring.Component):
                 yield
             cases.pop()
 
+        # Each opcode's checks have bits of their own, assigned after the opcode switch,
+        # whatever the opcode: no opcode multiplexer between a check and its bit.
+        pending = []  # (bit, ok)
+
         def chain(checks_, target="fault"):
             """checks_: (ok, code) in order; the first not ok is the fault (``target``)."""
             entries = table[cases[-1]]
             for ok, code in checks_:
-                j = len(entries["fault"]) + len(entries["fault_after"])
+                j = len(pending)
                 assert j < _CHECKS, "more checks than Sequencer's _CHECKS bits"
-                m.d.comb += checks[j].eq(ok)
+                pending.append((j, ok))
                 entries[target].append((j, code))
 
         with m.Switch(chk[:4]):
@@ -599,18 +603,22 @@ class Sequencer(wiring.Component):
                            (sbuf_ok(f.dst_part, f.cols, f.dst_addr, f.rows),
                             ErrorCode.BAD_RANGE),
                            (~meet, ErrorCode.BAD_RANGE)])
+        m.d.comb += [checks[j].eq(ok) for j, ok in pending]
 
         # The verdict of each slot's checks, a cycle after its descriptor entered: its first
         # failing check before the DRAM bound (`fault`: BAD_OPCODE for an opcode not built),
         # after it (`after`), and whether it is a DMA command whose checks before it pass
         # (`bound`: then the DRAM bound, `beyond`, stands between the two).
+        # `clean`: every check passes (the DRAM bound aside), registered with the codes.
         head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
-        verdicts = []
+        faults, readies, passes = [], [], []
         for i, slot in enumerate(slots):
             fault_i = Signal(ErrorCode, name=f"slot{i}_fault")
             after_i = Signal(ErrorCode, name=f"slot{i}_after")
             bound_i = Signal(name=f"slot{i}_bound")
-            m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK), bound_i.eq(0)]
+            clean_i = Signal(name=f"slot{i}_clean")
+            m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK), bound_i.eq(0),
+                         clean_i.eq(0)]
             with m.Switch(slot.desc[:4]):
                 for ops, entries in table.items():
                     with m.Case(*ops):
@@ -618,16 +626,21 @@ class Sequencer(wiring.Component):
                             for k, (j, code) in enumerate(entries[part_]):
                                 with (m.If if k == 0 else m.Elif)(~slot.checks[j]):
                                     m.d.sync += sig.eq(code)
+                        every = entries["fault"] + entries["fault_after"]
+                        m.d.sync += clean_i.eq(Cat(1, *(slot.checks[j] for j, _ in every)).all())
                         if Opcode.DMA_LOAD in ops or Opcode.DMA_STORE in ops:
                             passed = Cat(slot.checks[j] for j, _ in entries["fault"]).all()
                             m.d.sync += bound_i.eq(passed)
                 with m.Default():
                     m.d.sync += fault_i.eq(ErrorCode.BAD_OPCODE)
             verdict = Mux(bound_i & beyond_q[i], ErrorCode.BAD_RANGE, after_i)
-            verdicts.append((Mux(fault_i != ErrorCode.OK, fault_i, verdict),
-                             aged[i][0] & (~bound_i | aged[i][1])))
-        m.d.comb += head_fault.eq(Mux(cur, verdicts[1][0], verdicts[0][0]))
-        head_ready = Mux(cur, verdicts[1][1], verdicts[0][1])  # its verdict is known
+            faults.append(Mux(fault_i != ErrorCode.OK, fault_i, verdict))
+            ready_i = aged[i][0] & (~bound_i | aged[i][1])  # its verdict is known
+            readies.append(ready_i)
+            passes.append(ready_i & clean_i & ~(bound_i & beyond_q[i]))
+        m.d.comb += head_fault.eq(Mux(cur, faults[1], faults[0]))
+        head_ready = Mux(cur, readies[1], readies[0])
+        head_passes = Mux(cur, passes[1], passes[0])  # ready, and its head_fault is OK
 
         # --- Hazard records: the regions of the command each engine holds. ------------------
         word = range(words + 1)
@@ -647,6 +660,9 @@ class Sequencer(wiring.Component):
         act_srcs = ((act_src, act_psum, act_bank), (act_src1, act_psum1, act_bank1))
         # MATMULs in flight per PSUM bank, and the union of the PSUM words they write.
         mm_count = [Signal(range(_MAX_MATMULS + 1), name=f"mm_count{b}") for b in range(banks)]
+        # ... whether the count is not 0, and whether it is _MAX_MATMULS (registered with it)
+        mm_live = [Signal(name=f"mm_live{b}") for b in range(banks)]
+        mm_full = [Signal(name=f"mm_full{b}") for b in range(banks)]
         mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
         stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
@@ -669,8 +685,8 @@ class Sequencer(wiring.Component):
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
         tags_wait = Signal()
         tags_index = Signal(ERROR_INDEX_BITS)
-        m.d.comb += ok.eq(settled & head_valid & head_ready & (head_fault == ErrorCode.OK)
-                          & ~abort & ~tags_wait)
+        # (settled: the head was valid in the cycle before and did not leave, so it is valid)
+        m.d.comb += ok.eq(settled & head_passes & ~abort & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         d = v[Opcode.DMA_LOAD]
@@ -693,10 +709,10 @@ class Sequencer(wiring.Component):
             with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
                 is_mm = op == Opcode.MATMUL
                 rect = bounds_q.region
-                count = Signal.like(mm_count[0])
+                full = Signal()  # the bank counts _MAX_MATMULS already
                 for b in range(banks):
                     with m.If(mm.bank == b):
-                        m.d.comb += count.eq(mm_count[b])
+                        m.d.comb += full.eq(mm_full[b])
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
                 war = act_held & early(
                     (act_psum & (act_bank == mm.bank)
@@ -707,7 +723,7 @@ class Sequencer(wiring.Component):
                     ~te_held & ~coll_held
                     & ~(dma_held & early(dma_load & dma_r.overlaps(*rect), "te_dma"))
                     & ~(act_held & early(act_r.overlaps(*rect), "te_act"))
-                    & ~(is_mm & (war | (count == _MAX_MATMULS))))
+                    & ~(is_mm & (war | full)))
                 with m.If(~te_held):
                     m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
                 with m.If(go & ok):
@@ -725,7 +741,7 @@ class Sequencer(wiring.Component):
                 for b in range(banks):
                     meets = early(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src),
                                   f"act_mm{b}")
-                    with m.If(meets & (mm_count[b] != 0)):
+                    with m.If(meets & mm_live[b]):
                         m.d.comb += raw.eq(1)
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & early(te_r.overlaps(*rect), "act_te")) & ~raw)
@@ -737,7 +753,7 @@ class Sequencer(wiring.Component):
                     m.d.sync += self.act.valid.eq(1)
             if self.vector_engine:
                 self._vector_dispatch(m, v, go, ok, head, bounds_q, te_held, te_r, dma_held,
-                                      act_held, coll_held, mm_count, mm_r, act_r, act_srcs,
+                                      act_held, coll_held, mm_live, mm_r, act_r, act_srcs,
                                       early)
             with m.Case(Opcode.SET_SEED):
                 m.d.comb += go.eq(~act_held)
@@ -760,7 +776,12 @@ class Sequencer(wiring.Component):
         for b in range(banks):
             inc = mm_go & (mm.bank == b)
             dec = self.te_done & (self.te_done_bank == b)
-            m.d.sync += mm_count[b].eq(mm_count[b] + inc - dec)
+            # (live and full from compares of the count beside the decision, not of the sum)
+            c = mm_count[b]
+            up, down = inc & ~dec, dec & ~inc
+            m.d.sync += [c.eq(c + inc - dec),
+                         mm_live[b].eq(Mux(up, 1, Mux(down, c != 1, c != 0))),
+                         mm_full[b].eq(Mux(up, c == _MAX_MATMULS - 1, ~down & (c == _MAX_MATMULS)))]
             r = mm_r[b]
             lo, hi = mm.psum_addr, bounds_q.psum_hi
             grows = [early(stat_m > r.phi, f"mm{b}_phi_grows"), early(lo < r.lo, f"mm{b}_lo_grows"),
@@ -776,7 +797,7 @@ class Sequencer(wiring.Component):
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
-        fail = settled & head_valid & head_ready & (head_fault != ErrorCode.OK) & ~tags_wait
+        fail = settled & head_ready & ~head_passes & ~tags_wait
         # A slot free (or the queue stopped, dropping what arrives): registers only.
         m.d.comb += self.desc.ready.eq(stopped | ~(slot_valid[0] & slot_valid[1]))
         m.d.comb += entry.eq(self.desc.valid & self.desc.ready & ~stopped & ~abort)

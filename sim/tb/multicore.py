@@ -101,13 +101,15 @@ class RingTB:
         """Run one program per core on the RTL and RingISS; compare every core's DRAM, and its
         SBUF and PSUM if ``memories`` (:class:`sim.tb.memories.MemoryCheck`)."""
         want = RingISS(self.iss).run(programs)
-        stalls = [h.dram_stalls() if self.check_stalls else 0 for h in self.hosts]
         tasks = [cocotb.start_soon(h.run(p)) for h, p in zip(self.hosts, programs, strict=True)]
         results = self.last_results = [await t for t in tasks]
-        for r, (h, p) in enumerate(zip(self.hosts, programs, strict=True)):
-            if self.check_stalls and any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE)
-                                         for w in p):
-                assert h.dram_stalls() > stalls[r], f"{what}: core {r}'s DRAM never stalled"
+        # The DRAMs' random pauses are met (by some core, in this test so far: a small
+        # program's few beats may all miss them).
+        moved = [r for r, p in enumerate(programs)
+                 if any(decode(w)[0] in (Opcode.DMA_LOAD, Opcode.DMA_STORE) for w in p)]
+        if self.check_stalls and moved:
+            assert any(self.hosts[r].dram_stalls() > 0 for r in moved), \
+                f"{what}: no core's DRAM stalled yet (cores {moved} moved data)"
         for r, (res, code) in enumerate(zip(results, want, strict=True)):
             assert res.error == code == ErrorCode.OK, \
                 f"{what}: core {r} RTL {res.error.name}, ISS {code.name} (seed {self.seed})"
