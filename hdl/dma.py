@@ -82,8 +82,8 @@ class DmaEngine(wiring.Component):
     ``sbuf_rd_addr .. + lanes − 1`` of partition ``sbuf_rd_part`` into ``sbuf_rd_data`` one
     cycle after ``sbuf_rd_en`` (the words past the beat's elements are not used). A load
     writes each R beat's elements the cycle after the beat is taken; a store reads a beat's
-    elements, packs them the cycle after the read and offers the beat on W the cycle after
-    that, through a 4-beat queue.
+    elements, registers them the cycle after the read, packs them the cycle after that and
+    offers the beat on W the next cycle, through a 4-beat queue.
 
     Bus errors: an error response (SLVERR or DECERR: ``rresp`` / ``bresp`` bit 1) on any R
     beat or B response sets ``error``, which stays set until the engine takes its next
@@ -297,14 +297,21 @@ class DmaEngine(wiring.Component):
 
         # Store: read a beat's elements (one cycle), pack them into a W beat, queue it.
         m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B, depth=4)
+        # The words are registered as they leave the SBUF's block RAMs (`window`), whose
+        # clock-to-output is half a 100 MHz cycle, and packed from there.
         rd_pending = Signal()  # a beat's read was issued last cycle
         rd_off, rd_count = Signal(lg), Signal(range(B + 1))
+        got = Signal()  # ... two cycles ago: its words are in `window`
+        got_off, got_count = Signal(lg), Signal(range(B + 1))
+        window = Signal.like(self.sbuf_rd_data)
         store_go = Signal()
         m.d.comb += store_go.eq(d_active & is_store & ~start
-                                & (w_queue.level + rd_pending < w_queue.depth))
+                                & (w_queue.level + rd_pending + got < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
-        m.d.sync += [rd_pending.eq(store_go), rd_off.eq(off), rd_count.eq(count)]
+        m.d.sync += [rd_pending.eq(store_go), rd_off.eq(off), rd_count.eq(count),
+                     got.eq(rd_pending), got_off.eq(rd_off), got_count.eq(rd_count),
+                     window.eq(self.sbuf_rd_data)]
         with m.If(store_go):
             m.d.comb += step.eq(1)
         packed = Signal(self.data_width)
@@ -313,14 +320,14 @@ class DmaEngine(wiring.Component):
             for lg_size in range(3):
                 with m.Case(lg_size):
                     bits = 8 << lg_size
-                    elems = [Mux(rd_count > i, self.sbuf_rd_data[i][:bits], 0)
+                    elems = [Mux(got_count > i, window[i][:bits], 0)
                              for i in range(min(lanes, self.data_width // bits))]
-                    m.d.comb += [packed.eq(Cat(*elems)), n_bytes.eq(rd_count << lg_size)]
+                    m.d.comb += [packed.eq(Cat(*elems)), n_bytes.eq(got_count << lg_size)]
         strb = Signal(B)
         beat_data = Signal(self.data_width)
-        m.d.comb += [strb.eq(((1 << n_bytes) - 1) << rd_off),
-                     beat_data.eq(packed << Cat(Const(0, 3), rd_off)),
-                     w_queue.w_en.eq(rd_pending), w_queue.w_data.eq(Cat(beat_data, strb))]
+        m.d.comb += [strb.eq(((1 << n_bytes) - 1) << got_off),
+                     beat_data.eq(packed << Cat(Const(0, 3), got_off)),
+                     w_queue.w_en.eq(got), w_queue.w_data.eq(Cat(beat_data, strb))]
         burst_left = Signal(9)  # W beats left in the current burst (0: take the next length)
         need_len = burst_left == 0
         m.d.comb += [
@@ -338,7 +345,7 @@ class DmaEngine(wiring.Component):
                 m.d.sync += burst_left.eq(burst_left - 1)
 
         # Done: both walkers finished and nothing in flight.
-        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & ~rd_pending
+        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & ~rd_pending & ~got
                 & (outstanding == 0) & ~start)
         with m.If(busy & idle):
             m.d.sync += busy.eq(0)
