@@ -279,8 +279,8 @@ class _ActivationFeeder(wiring.Component):
       reduction's one beat to ``dst_addr``).
     * TRANSPOSE: for each source row k (partition ``part + k``) and each window of the SBUF's
       read port (``window`` words): the words ``src_addr + c .. `` of that partition are read
-      in one cycle and written the next as word ``dst_addr + k`` of partitions ``dst_part + c
-      ..``.
+      in one cycle, registered the next and written the one after as word ``dst_addr + k`` of
+      partitions ``dst_part + c ..``.
 
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
     is widened: an SBUF beat reaches the engine two cycles after its read, a PSUM beat a
@@ -301,6 +301,7 @@ class _ActivationFeeder(wiring.Component):
         TR_WRITE = 11
         TT_WID0 = 12  # TENSOR_TENSOR: in0's column widened (after TT_GOT0)
         TT_WID1 = 13
+        TR_HOLD = 14  # TRANSPOSE: the window registered (after TR_READ)
 
     def __init__(self, *, n, words, banks, psum_words, o_layout, window):
         self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
@@ -489,12 +490,15 @@ class _ActivationFeeder(wiring.Component):
         with m.If(state == S.TR_READ):
             m.d.comb += [self.rd_en.eq(1), self.rd_part.eq(part + idx),
                          self.rd_addr.eq(s0["addr"] + out_idx)]
-            m.d.sync += state.eq(S.TR_WRITE)
+            m.d.sync += state.eq(S.TR_HOLD)
+        tr_window = Signal(data.ArrayLayout(32, W))  # (registered as it leaves the block RAMs)
+        with m.If(state == S.TR_HOLD):
+            m.d.sync += [tr_window.eq(self.rd_window), state.eq(S.TR_WRITE)]
         with m.If(state == S.TR_WRITE):
             # Word dst_addr + k of partition dst_part + out_idx + i takes window word i.
             base = tr_dst_part + out_idx
             m.d.comb += self.wr_addr.eq(dst_addr + idx)
-            window = Array(self.rd_window[i] for i in range(W))
+            window = Array(tr_window[i] for i in range(W))
             for p in range(n):
                 rel = Signal(range(-n - (1 << 16), n + 1), name=f"tr_rel{p}")
                 m.d.comb += rel.eq(p - base)
