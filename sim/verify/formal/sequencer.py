@@ -44,7 +44,9 @@ HOLD = 2  # cycles in a row ``hold`` may be high
 #: smaller bound fails (the mutant ``mutant_sequencer_tight``; both bounds were found with
 #: BMC for these TAKE/BUSY/HOLD and for the small ones). With a single head register it was
 #: 2 * (TAKE + 1 + BUSY) + HOLD + 1: the command behind waited in the command queue, offered
-#: but not taken, and its wait counted as stuck only until the head left.
+#: but not taken, and its wait counted as stuck only until the head left. Registering the
+#: dispatch's compares and checks (a command waits at least two cycles in the sequencer, three a
+#: DMA command) left both bounds as they were: BMC finds the same tight ones.
 BOUND = 3 * (TAKE + 1 + BUSY) + 2 * HOLD + 1  # = bound_for(TAKE, BUSY, HOLD) = 23
 
 
