@@ -403,7 +403,7 @@ class _ActivationFeeder(wiring.Component):
 
         # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`) and widened
         # from their dtype there (in1's while TT_REQ1 .. TT_WID1 fetch it): the SBUF's block
-        # RAMs put out their word half a 100 MHz cycle after the clock, and the PSUM's drain
+        # RAMs put out their word 5.6 ns after the clock on the ECP5, and the PSUM's drain
         # port passes its block RAMs' words on, so no operand goes from a RAM into the
         # widening and the engine's intake in one cycle.
         second = (state == S.TT_REQ1) | (state == S.TT_GOT1) | (state == S.TT_WID1)

@@ -410,7 +410,7 @@ class Sequencer(wiring.Component):
         # command enters, the room and rows * stride in two partial products (a DSP each); in
         # the slot, rows * stride and room + stride; then the compare (`beyond`). The head
         # waits for it (`aged`) if it is a DMA command whose checks before the bound pass
-        # (`bound`). `fault` holds the checks before the bound, `fault_after` those after it.
+        # (`bound`); its verdict (below) has the checks before the bound and after it apart.
         span_lo, span_hi = Signal(27), Signal(23)  # rows * dram_stride, in two parts
         room = Signal(signed(35))  # dram_bytes - dram_addr - cols * size
         # What a slot records: the descriptor, its checks and its regions. Entering, it goes
