@@ -787,7 +787,7 @@ class Sequencer(wiring.Component):
             grows = [early(stat_m > r.phi, f"mm{b}_phi_grows"), early(lo < r.lo, f"mm{b}_lo_grows"),
                      early(hi > r.hi, f"mm{b}_hi_grows")]
             with m.If(inc):
-                with m.If((mm_count[b] == 0) | ((mm_count[b] == 1) & dec)):
+                with m.If((c == 0) | ((c == 1) & dec)):
                     m.d.sync += r.set(0, stat_m, lo, hi)
                 with m.Else():
                     m.d.sync += [r.phi.eq(Mux(grows[0], stat_m, r.phi)),
