@@ -152,8 +152,9 @@ class Sequencer(wiring.Component):
     when its count falls to zero. So an ACTIVATE drains one PSUM bank while MATMULs write
     another (PSUM ping-pong), and the DMA of the next tile runs beside the current MATMUL.
     The engines' busy inputs must rise the cycle after they take a command and stay high until
-    its last effect on a memory; ``hold`` (a debug read waiting for the SBUF port) stops DMA,
-    ACTIVATE and COLLECTIVE dispatch.
+    its last effect on a memory; they are registered, so a command waiting for an engine
+    leaves the head ``release_latency`` cycles after the engine's busy falls. ``hold`` (a
+    debug read waiting for the SBUF port) stops DMA, ACTIVATE and COLLECTIVE dispatch.
 
     Parameters
     ----------
@@ -217,6 +218,9 @@ class Sequencer(wiring.Component):
         self.dma_dispatch_latency = 3
         #: Cycles between two commands leaving the head, at the least.
         self.dispatch_interval = 2
+        #: Cycles after an engine's busy falls before a command waiting for the engine may
+        #: leave the head: the busy inputs are registered.
+        self.release_latency = 1
         ports = {
             "desc": In(stream.Signature(DESCRIPTOR_BITS)),
             "dma": Out(stream.Signature(dma_command_layout(n, sbuf_words))),
@@ -666,11 +670,24 @@ class Sequencer(wiring.Component):
         mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
         stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
-        dma_held = self.dma.valid | self.dma_busy
-        te_held = self.te.valid | self.te_feed_busy
-        act_held = self.act.valid | self.act_busy | self.seed.valid
-        coll_held = self.coll.valid | self.coll_busy
-        te_idle = ~te_held & ~self.te_busy
+        # The engines' busy inputs come from their state machines' compares; registered here
+        # they leave the dispatch's paths (timing). ``took``: the engine took a command in the
+        # cycle before, when its busy (rising the cycle after) is not yet in the register. So
+        # an engine is held exactly from the cycle it is offered a command, and a cycle past
+        # its busy's fall: a command behind it waits that cycle more.
+        def held(name, streams, busy):
+            took_q, busy_q = Signal(name=f"{name}_took_q"), Signal(name=f"{name}_busy_q")
+            m.d.sync += [took_q.eq(Cat(s.valid & s.ready for s in streams).any()),
+                         busy_q.eq(busy)]
+            return Cat(s.valid for s in streams).any() | took_q | busy_q
+
+        dma_held = held("dma", [self.dma], self.dma_busy)
+        te_held = held("te", [self.te], self.te_feed_busy)
+        act_held = held("act", [self.act, self.seed], self.act_busy)
+        coll_held = held("coll", [self.coll], self.coll_busy)
+        te_busy_q = Signal()  # (idle a cycle late too, never early: te_held covers the take)
+        m.d.sync += te_busy_q.eq(self.te_busy)
+        te_idle = ~te_held & ~te_busy_q
         all_idle = ~dma_held & te_idle & ~act_held & ~coll_held
 
         # --- Dispatch. -------------------------------------------------------------------------

@@ -66,15 +66,15 @@ def _all() -> list[FormalProperty]:
             f"Sequencer never stuck > {small} cycles (busy or offered a descriptor, none "
             f"accepted) for any descriptor, engines taking within {_SEQ_SMALL['take']} and "
             f"busy within {_SEQ_SMALL['busy']} cycles, hold <= {_SEQ_SMALL['hold']} "
-            "(bounded, 20 cycles from reset)",
-            lambda: seq.sequencer_liveness_top(**_SEQ_SMALL), "bmc", 20, engine="boolector",
+            "(bounded, 24 cycles from reset)",
+            lambda: seq.sequencer_liveness_top(**_SEQ_SMALL), "bmc", 24, engine="boolector",
             fast=True),
         FormalProperty(
             "sequencer_liveness", "sequencer",
             f"Sequencer never stuck > {seq.BOUND} cycles for any descriptor, engines taking "
             f"within {seq.TAKE} and busy within {seq.BUSY} cycles, hold <= {seq.HOLD} "
-            "(bounded, 30 cycles from reset)",
-            seq.sequencer_liveness_top, "bmc", 30, engine="boolector", fast=False),
+            "(bounded, 34 cycles from reset)",
+            seq.sequencer_liveness_top, "bmc", 34, engine="boolector", fast=False),
     ]
     return props
 
@@ -106,7 +106,7 @@ def _mutants() -> list[FormalProperty]:
                        f"sequencer_liveness_small with the bound {small - 1} instead of {small}: "
                        "must FAIL (the check is live and its bound tight)",
                        lambda: seq.sequencer_liveness_top(**_SEQ_SMALL, bound=small - 1),
-                       "bmc", 20, engine="boolector", fast=False, expect="FAIL"),
+                       "bmc", 24, engine="boolector", fast=False, expect="FAIL"),
     ]
 
 
