@@ -33,8 +33,9 @@ _M2 = 0x94D049BB133111EB
 _MASK64 = (1 << 64) - 1
 _DIGIT = 4  # multiplier bits consumed per cycle by the seeder's serial multiply
 _MUL_CYCLES = 64 // _DIGIT
-#: Cycles of one mix: the multiplicand loaded, two multiplies, the final xor-shift and dispatch.
-_MIX_CYCLES = 2 * _MUL_CYCLES + 2
+#: Cycles of one mix: the multiplicand loaded, two multiplies with the xor-shift between them,
+#: the final xor-shift and dispatch.
+_MIX_CYCLES = 2 * _MUL_CYCLES + 3
 #: Each multiplier's 16 multiples d * M mod 2^64, d = 0..15 (one per digit value).
 _MULTIPLES = {c: Array(Const(d * c & _MASK64, 64) for d in range(1 << _DIGIT)) for c in (_M1, _M2)}
 
@@ -44,7 +45,7 @@ XorwowState = data.StructLayout({"v": data.ArrayLayout(32, 5), "d": 32})
 
 def seeding_cycles(lanes: int) -> int:
     """Cycles to seed ``lanes`` generators: the cycle that takes a seed (after reset: the first
-    cycle, ``busy`` already high), then ``1 + 4 * lanes`` mixes of 34 cycles, the last one
+    cycle, ``busy`` already high), then ``1 + 4 * lanes`` mixes of 35 cycles, the last one
     ending with the last write."""
     return 1 + (1 + 4 * lanes) * _MIX_CYCLES
 
@@ -77,6 +78,7 @@ class _Phase(enum.Enum, shape=3):
     MUL1 = 2  # acc = x * M1, _DIGIT bits of the multiplicand per cycle
     MUL2 = 3  # acc = (p ^ p >> 27) * M2
     DONE = 4  # mix = acc ^ acc >> 31; dispatch: the next mix's input to z, or finish
+    SHIFT = 5  # x = p ^ p >> 27 from acc = p (between MUL1 and MUL2)
 
 
 class XorwowSeeder(wiring.Component):
@@ -93,11 +95,11 @@ class XorwowSeeder(wiring.Component):
     reset the seeder seeds with 0 by itself (``busy`` high meanwhile), so the lanes never run
     from an unseeded state.
 
-    Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 34``) cycles per seed. Each mix is two
+    Timing: :func:`seeding_cycles` (``1 + (1 + 4 * lanes) * 35``) cycles per seed. Each mix is two
     64-bit multiplies by constants done 4 bits a cycle (Horner's rule from the multiplicand's top
     digit, the constant's 16 multiples in a table: one 64-bit adder, no multiplier), between a
     cycle that loads the multiplicand and one that finishes the mix and picks the next one's
-    input.
+    input, with a cycle between the two multiplies for the xor-shift.
 
     Parameters
     ----------
@@ -149,8 +151,9 @@ class XorwowSeeder(wiring.Component):
         # after the finished mix's xor-shift for s + G; it goes to z, and the next cycle (LOAD)
         # applies the new mix's first xor-shift into x. So no cycle chains xor-shift, adder and
         # xor-shift into x (ECP5: that acc -> x path was the SRU lane's and the activation
-        # engine's critical path in synth/report.md); one cycle more per mix. MUL1's last cycle
-        # still chains the Horner adder into p ^ p >> 27 -> x.
+        # engine's critical path in synth/report.md); one cycle more per mix. Likewise MUL1's
+        # product goes to acc, and a cycle of its own (SHIFT) forms p ^ p >> 27 into x: the
+        # Horner adder never chains into that xor-shift and x's multiplexer.
         def start_mix(value):
             m.d.sync += [z.eq(value), phase.eq(_Phase.LOAD)]
 
@@ -194,15 +197,14 @@ class XorwowSeeder(wiring.Component):
                     count.eq(count + 1),
                 ]
                 with m.If(count == _MUL_CYCLES - 1):
-                    with m.If(phase == _Phase.MUL1):
-                        m.d.sync += [
-                            x.eq(product ^ (product >> 27)),
-                            acc.eq(0),
-                            count.eq(0),
-                            phase.eq(_Phase.MUL2),
-                        ]
-                    with m.Else():
-                        m.d.sync += phase.eq(_Phase.DONE)
+                    m.d.sync += phase.eq(Mux(phase == _Phase.MUL1, _Phase.SHIFT, _Phase.DONE))
+            with m.Case(_Phase.SHIFT):
+                m.d.sync += [
+                    x.eq(acc ^ (acc >> 27)),
+                    acc.eq(0),
+                    count.eq(0),
+                    phase.eq(_Phase.MUL2),
+                ]
             with m.Case(_Phase.DONE):
                 with m.If(first):  # reset: z holds seed 0 + G already
                     m.d.sync += [first.eq(0), phase.eq(_Phase.LOAD)]
