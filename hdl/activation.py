@@ -237,6 +237,9 @@ class ActivationEngine(wiring.Component):
         cmd = self.cmd.payload
         cur = Signal(activation_command_layout(N))  # the command taking beats
         left = Signal(COUNT_BITS)  # beats it still takes
+        # ... whether that is not 0, and whether it is 1: registers updated beside `left`, so
+        # that no compare of `left` sits in the intake's handshake (ECP5 timing)
+        active, last = Signal(), Signal()
         error = Signal()
         m.d.comb += self.error.eq(error)
 
@@ -259,7 +262,6 @@ class ActivationEngine(wiring.Component):
         take = Signal()
         v_end = Signal()  # the pipeline's last stage holds a beat for the SRU
         in_pipe = Signal(range(depth + 2))  # beats before the adder's output
-        active = left != 0
         reduce = cur.kind == CommandKind.REDUCE
         intake_ok = active & (~reduce | (in_pipe == 0))
         # With the register before the SRU (cut_post) the pipeline never stalls: a queue
@@ -270,7 +272,7 @@ class ActivationEngine(wiring.Component):
         if depth == 0:
             # Combinational: the beat goes straight to the SRU (valid never waits for ready),
             # unless it is a REDUCE's beat before its last (it goes to the accumulator).
-            to_sru_now = ~reduce | (left == 1)
+            to_sru_now = ~reduce | last
             m.d.comb += self.i.ready.eq(intake_ok & (sru.i.ready | ~to_sru_now))
         elif cut_post:
             m.d.comb += [en.eq(1), self.i.ready.eq(intake_ok & (owed != queue_depth))]
@@ -283,15 +285,17 @@ class ActivationEngine(wiring.Component):
         acc = Signal(data.ArrayLayout(32, N))
         fresh = Signal()
         with m.If(take):
-            m.d.sync += [left.eq(left - 1), fresh.eq(0)]
+            m.d.sync += [left.eq(left - 1), active.eq(left != 1), last.eq(left == 2),
+                         fresh.eq(0)]
         start = Mux(cur.alu == AluOp.MAX, _NEG_INF, Mux(cur.alu == AluOp.MIN, _POS_INF, 0))
         acc_now = [Mux(fresh, start, acc[j]) for j in range(N)]
 
         # Commands: the next one once the current one has taken its last beat.
-        m.d.comb += self.cmd.ready.eq(~active | (take & (left == 1)))
+        m.d.comb += self.cmd.ready.eq(~active | (take & last))
         with m.If(self.cmd.valid & self.cmd.ready):
-            with m.If(legal):
-                m.d.sync += [cur.eq(cmd), left.eq(cmd.count), fresh.eq(1)]
+            with m.If(legal):  # (a legal count is not 0)
+                m.d.sync += [cur.eq(cmd), left.eq(cmd.count), active.eq(1),
+                             last.eq(cmd.count == 1), fresh.eq(1)]
             with m.Else():
                 m.d.sync += error.eq(1)
 
@@ -304,8 +308,8 @@ class ActivationEngine(wiring.Component):
         m.d.comb += [tag.valid.eq(self.i.valid & intake_ok if depth == 0 else take),
                      tag.relu.eq(is_act & (cur.func == ActivationFunc.RELU)),
                      tag.dtype.eq(cur.dtype), tag.mode.eq(cur.mode),
-                     tag.saturate.eq(cur.saturate), tag.to_acc.eq(reduce & (left != 1)),
-                     tag.to_sru.eq(~reduce | (left == 1))]
+                     tag.saturate.eq(cur.saturate), tag.to_acc.eq(reduce & ~last),
+                     tag.to_sru.eq(~reduce | last)]
         tag_mul = delay(m, tag, cut_sel + cut_x, name="tag_in", en=en)
         tag_add = delay(m, tag_mul, ms, name="tag_mul", en=en)
         tag_out = delay(m, tag_add, ad, name="tag_add", en=en)
