@@ -47,11 +47,15 @@ class _Bounds:
     """A command's regions as the dispatch compares them: the SBUF rectangle it writes (or,
     tensor path, reads) [plo, phi) x [lo, hi); the ends of its sources' words (an
     ACTIVATE's, a vector command's in0 and in1: partitions as the rectangle's, words from
-    the field to ``src_hi``); a MATMUL's PSUM words' end. The sums are the dispatch's
-    critical path when formed from the head, so they are formed as the command enters."""
+    the field to ``src_hi``; a TRANSPOSE's source from partition plo to ``src_phi``); a
+    MATMUL's PSUM words' end. The sums are the dispatch's critical path when formed from the
+    head, so they are formed as the command enters; the range checks compare them a cycle
+    later (the slot's late checks). So every sum is exact: a field holds any sum of its
+    operands' widths (``rect`` asserts it)."""
 
-    layout = data.StructLayout({"plo": 8, "phi": 10, "lo": 16, "hi": 18,
-                                "src_hi": data.ArrayLayout(18, 2), "psum_hi": 18})
+    layout = data.StructLayout({"plo": 8, "phi": 17, "lo": 16, "hi": 19,
+                                "src_hi": data.ArrayLayout(18, 2), "src_phi": 10,
+                                "psum_hi": 18})
 
     def __init__(self, name=None, *, sig=None):
         self.sig = Signal(self.layout, name=name) if sig is None else sig
@@ -60,7 +64,8 @@ class _Bounds:
     def rect(self, part, rows, addr, cols):
         """The statements that set the rectangle: partitions part + rows, words addr + cols."""
         b = self.sig
-        return [b.plo.eq(part), b.phi.eq(part + rows), b.lo.eq(addr), b.hi.eq(addr + cols)]
+        return [_exact(b.plo, part), _exact(b.phi, part + rows), _exact(b.lo, addr),
+                _exact(b.hi, addr + cols)]
 
     @property
     def region(self):
@@ -70,6 +75,42 @@ class _Bounds:
     def source(self, i, addr):
         """Source ``i``'s rectangle, its words from ``addr``."""
         return (self.sig.plo, self.sig.phi, addr, self.src_hi[i])
+
+
+def _exact(target, value):
+    """``target.eq(value)``, asserting that ``target`` holds every value of ``value``."""
+    width = Value.cast(value).shape().width
+    assert width <= Value.cast(target).shape().width, (target, width)
+    return target.eq(value)
+
+
+# Late checks (see Sequencer.elaborate): functions of a slot, registered a cycle after the
+# descriptor entered (before its verdict) from the sums its regions hold (`_Bounds`), so that no
+# check chains a sum into a compare as the descriptor enters. Each is equal to the check on the
+# descriptor's fields it replaces (tests/hdl/test_sequencer_checks_pysim.py).
+def _late_rect(n, words):
+    """The rectangle's partitions within n, its words within ``words``."""
+    return lambda s: (s.bounds.phi <= n) & (s.bounds.hi <= words)
+
+
+def _late_source(i, n, words):
+    """Source i's words within ``words``, its partitions (the rectangle's) within n."""
+    return lambda s: (s.bounds.phi <= n) & (s.bounds.src_hi[i] <= words)
+
+
+def _late_apart(op, addr_field, i):
+    """Source i (words from ``addr_field``, as many as the destination's) is the destination's
+    words, or misses them: |addr - dst_addr| is 0 or at least the words."""
+    def ok(s):
+        f, b = data.View(DESCRIPTOR_LAYOUTS[op], s.desc), s.bounds
+        a, d = getattr(f, addr_field), f.dst_addr
+        return (a == d) | (a >= b.hi) | (d >= b.src_hi[i])
+    return ok
+
+
+def _field(op, name):
+    """The slot's descriptor field ``name`` (of opcode op's layout)."""
+    return lambda s: getattr(data.View(DESCRIPTOR_LAYOUTS[op], s.desc), name)
 
 
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
@@ -211,10 +252,11 @@ class Sequencer(wiring.Component):
         if not isinstance(sparse, bool):
             raise TypeError(f"sparse must be a bool, not {sparse!r}")
         self.sparse = sparse
-        #: Cycles from a descriptor's entry to its dispatch at the earliest: its checks'
-        #: verdict and the hazard compares are registered (see the design note).
-        self.dispatch_latency = 2
-        #: ... for a DMA command whose checks before the DRAM bound pass (the bound's sums).
+        #: Cycles from a descriptor's entry to its dispatch at the earliest: its late checks,
+        #: its checks' verdict and the hazard compares are registered (see the design note).
+        self.dispatch_latency = 3
+        #: ... for a DMA command whose checks before the DRAM bound pass (the bound's sums and
+        #: compare: known with the verdict, so the same).
         self.dma_dispatch_latency = 3
         #: Cycles between two commands leaving the head, at the least.
         self.dispatch_interval = 2
@@ -256,13 +298,15 @@ class Sequencer(wiring.Component):
             "checks": _CHECKS,  # which of its opcode's checks pass (see elaborate)
             "span_lo": 27,  # rows * dram_stride[:18]
             "span_hi": 23,  # rows * dram_stride[18:]
-            "room": signed(35),  # dram_bytes - dram_addr - cols * size
+            "room0": signed(34),  # dram_bytes - dram_addr
+            "nbytes": 18,  # cols * size
             "ls_ratio": range(MAX_RATIO + 1),  # a LOAD_STATIONARY's R
             "bounds": _Bounds.layout,
         })
 
-    def _vector_checks(self, m, op, f, sbuf_ok):
-        """TENSOR_TENSOR / TENSOR_SCALAR / TENSOR_REDUCE: (ok, code) in the ISS's order."""
+    def _vector_checks(self, op, f):
+        """TENSOR_TENSOR / TENSOR_SCALAR / TENSOR_REDUCE: (ok, code) in the ISS's order (the
+        range checks late)."""
         n, banks, pwords = self.n, self.psum_banks, self.psum_words
         reduce = op == Opcode.TENSOR_REDUCE
         ins = ["in0"] + (["in1"] if op == Opcode.TENSOR_TENSOR else [])
@@ -278,18 +322,18 @@ class Sequencer(wiring.Component):
                            ErrorCode.BAD_DTYPE))
         checks += [(f.dtype.as_value() <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                    ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
-                   (sbuf_ok(f.part, f.rows, f.dst_addr, 1 if reduce else f.cols),
-                    ErrorCode.BAD_RANGE)]
-        for i in ins:
-            sbuf, bank, addr = (getattr(f, f"{i}_{k}") for k in ("sbuf", "bank", "addr"))
-            in_range = Mux(sbuf, sbuf_ok(f.part, f.rows, addr, f.cols),
-                           (bank < banks) & (addr + f.cols <= pwords) & (f.part + f.rows <= n))
+                   (_late_rect(n, self.sbuf_words), ErrorCode.BAD_RANGE)]
+        for k, i in enumerate(ins):
+            def in_range(s, k=k, i=i):
+                sbuf, bank = _field(op, f"{i}_sbuf")(s), _field(op, f"{i}_bank")(s)
+                return Mux(sbuf, _late_source(k, n, self.sbuf_words)(s),
+                           (bank < banks) & (s.bounds.src_hi[k] <= pwords)
+                           & (s.bounds.phi <= n))
             checks.append((in_range, ErrorCode.BAD_RANGE))
             if not reduce:
-                apart = Signal(17, name=f"{op.name.lower()}_{i}_apart")
-                m.d.comb += apart.eq(Mux(addr >= f.dst_addr, addr - f.dst_addr,
-                                         f.dst_addr - addr))
-                checks.append((~sbuf | (apart == 0) | (apart >= f.cols), ErrorCode.BAD_RANGE))
+                def apart(s, k=k, i=i):
+                    return ~_field(op, f"{i}_sbuf")(s) | _late_apart(op, f"{i}_addr", k)(s)
+                checks.append((apart, ErrorCode.BAD_RANGE))
         return checks
 
     def _vector_dispatch(self, m, v, go, ok, head, bounds, te_held, te_r, dma_held, act_held,
@@ -336,18 +380,20 @@ class Sequencer(wiring.Component):
         # reads. A descriptor's checks run as it enters a slot: each check's result is a bit of
         # the slot's `checks`, registered beside the descriptor with its regions, the shapes the
         # dispatch needs and the DRAM bound's parts (the room, rows x stride in two DSP
-        # products). A cycle later each slot has its verdict (the first failing check's code,
-        # registered) and its DRAM bound's sums; a cycle after that the bound's compare. Whether
+        # products). The range checks are late: a cycle after the entry they compare the sums
+        # the regions registered (part + rows, addr + cols, ...), so no check chains an adder
+        # into a compare as the descriptor enters (that was the path at 90.6 MHz); the DRAM
+        # bound's sums are formed in that cycle too. A cycle after that each slot has its
+        # verdict (the first failing check's code, registered), and the bound's compare. Whether
         # a descriptor enters depends only on the slots' valid bits, never on the dispatch.
         # The dispatch decision reads registers only: every hazard compare (an engine's record
         # against the head's regions) is formed in the cycle before and registered (`early`).
         # Those inputs change only as a command leaves the head (dispatched or failed), which
         # also loads a record, or as one enters an empty head, so the head waits one cycle
-        # after either (`settled`): at most one dispatch every two cycles, at the earliest two
-        # cycles after a descriptor entered (three for a DMA command, whose bound's compare
-        # comes last). With one register stage fewer the sequencer was 62.9 MHz on the ECP5-85F,
-        # its path the compares -> go -> the records' enables; now its path is a check into its
-        # slot bit. The MATMUL checks read the k and R of the last LOAD_STATIONARY that entered
+        # after either (`settled`): at most one dispatch every two cycles, at the earliest three
+        # cycles after a descriptor entered. With one register stage fewer the sequencer was
+        # 62.9 MHz on the ECP5-85F, its path the compares -> go -> the records' enables. The
+        # MATMUL checks read the k and R of the last LOAD_STATIONARY that entered
         # before it (it dispatches first, or it fails and the MATMUL is dropped with it). Each
         # engine runs one command at a time; the hazard records are the regions of the command
         # each engine holds. An engine's payload and hazard record load the head's fields in
@@ -368,6 +414,11 @@ class Sequencer(wiring.Component):
         m.d.comb += head_valid.eq(Mux(cur, slot_valid[1], slot_valid[0]))
         op = Signal(4)
         m.d.comb += op.eq(head[:4])
+        # The head's opcode as it was in the cycle before: the dispatch decodes it (not the
+        # live one, behind the `cur` multiplexer), which is exact while `settled`; every
+        # cycle the dispatch reads (`ok`) is one.
+        op_q = Signal(4)
+        m.d.sync += op_q.eq(op)
         v = {o: data.View(DESCRIPTOR_LAYOUTS[o], head) for o in Opcode}
 
         error = Signal(ErrorCode)
@@ -383,8 +434,7 @@ class Sequencer(wiring.Component):
         coll_index = Signal(ERROR_INDEX_BITS)  # ... and of the COLLECTIVE
 
         # --- Checks, of the descriptor entering the head register (or of the head's). -------
-        def sbuf_ok(part, rows, addr, cols):
-            return (part + rows <= n) & (addr + cols <= words)
+        late_rect = _late_rect(n, words)  # the rectangle's range check (late)
 
         entry = Signal()  # a descriptor enters a slot this cycle
         chk = Signal(DESCRIPTOR_BITS)
@@ -411,12 +461,26 @@ class Sequencer(wiring.Component):
         bounds, bounds_q = _Bounds("chk"), _Bounds(sig=h.bounds)
         # A DMA command's DRAM bound, last byte <= dram_bytes, that is (rows - 1) * stride <=
         # room = dram_bytes - dram_addr - cols * size, is checked in three steps: as the
-        # command enters, the room and rows * stride in two partial products (a DSP each); in
-        # the slot, rows * stride and room + stride; then the compare (`beyond`). The head
-        # waits for it (`aged`) if it is a DMA command whose checks before the bound pass
-        # (`bound`); its verdict (below) has the checks before the bound and after it apart.
+        # command enters, rows * stride in two partial products (a DSP each), dram_bytes -
+        # dram_addr and cols * size; in the slot, rows * stride, the room and room + stride;
+        # then the compare (`beyond`). These are formed from the fields of a DMA command
+        # whatever the opcode (no opcode decoding before them; only a DMA command's are read).
+        # The head waits for it (`aged`) if it is a DMA command whose checks before the bound
+        # pass (`bound`); its verdict (below) has the checks before the bound and after it apart.
+        dma_f = cv[Opcode.DMA_LOAD]  # (DMA_STORE's layout is the same)
+        assert DESCRIPTOR_LAYOUTS[Opcode.DMA_STORE] == DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD]
+        shift = Signal(2)  # log2 of the element's bytes
+        with m.Switch(dma_f.dtype.as_value()):
+            with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 2)):
+                m.d.comb += shift.eq(1)
+            with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
+                m.d.comb += shift.eq(2)
         span_lo, span_hi = Signal(27), Signal(23)  # rows * dram_stride, in two parts
-        room = Signal(signed(35))  # dram_bytes - dram_addr - cols * size
+        room0, nbytes = Signal(signed(34)), Signal(18)  # dram_bytes - dram_addr; cols * size
+        m.d.comb += [span_lo.eq(dma_f.rows * dma_f.dram_stride[:18]),
+                     span_hi.eq(dma_f.rows * dma_f.dram_stride[18:]),
+                     room0.eq(self.dram_bytes - dma_f.dram_addr),
+                     nbytes.eq(dma_f.cols << shift)]
         # What a slot records: the descriptor, its checks and its regions. Entering, it goes
         # to the head's slot if that is empty, else to the other.
         checks = Signal(_CHECKS)  # which of chk's checks pass (the `table` below says which)
@@ -424,7 +488,7 @@ class Sequencer(wiring.Component):
         record = Signal(slot_layout)
         m.d.comb += [record.desc.eq(chk), record.checks.eq(checks),
                      record.span_lo.eq(span_lo), record.span_hi.eq(span_hi),
-                     record.room.eq(room),
+                     record.room0.eq(room0), record.nbytes.eq(nbytes),
                      record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
         target = Signal()
         m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
@@ -433,13 +497,15 @@ class Sequencer(wiring.Component):
             with m.If(entry & (target == i)):
                 m.d.sync += slot.eq(record)
             whole = Signal(41, name=f"slot{i}_span")  # rows * stride
+            room = Signal(signed(35), name=f"slot{i}_room")  # dram_bytes - dram_addr - bytes
             reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
             beyond = Signal(name=f"slot{i}_beyond")
             age = Signal(2, name=f"slot{i}_age")
+            stride = data.View(DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD], slot.desc).dram_stride
             m.d.sync += [whole.eq(slot.span_lo + (slot.span_hi << 18)),
-                         reach.eq(slot.room + data.View(DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD],
-                                                        slot.desc).dram_stride),
-                         beyond.eq((slot.room < 0) | (whole > reach)),
+                         room.eq(slot.room0 - slot.nbytes),
+                         reach.eq(slot.room0 - slot.nbytes + stride),
+                         beyond.eq((room < 0) | (whole > reach)),
                          age.eq(Cat(1, age[0]))]
             with m.If(entry & (target == i)):
                 m.d.sync += age.eq(0)
@@ -453,10 +519,13 @@ class Sequencer(wiring.Component):
         # records' of this cycle; the head waits while it is not.
         settled = Signal()
 
+        early_regs = []  # (register, value): assigned in every cycle, after the dispatch
+
         def early(value, name):
-            """``value`` as it was in the cycle before (exact while ``settled``)."""
+            """``value`` as it was in the cycle before (exact while ``settled``). Registered
+            in every cycle, whatever the opcode (the dispatch's switch is on ``op_q``)."""
             q = Signal(Value.cast(value).shape(), name=f"early_{name}")
-            m.d.sync += q.eq(value)
+            early_regs.append((q, value))
             return q
 
         # Each check's result enters the slot as a bit of `checks`; the first failing one's
@@ -478,9 +547,13 @@ class Sequencer(wiring.Component):
         pending = []  # (bit, ok)
 
         def chain(checks_, target="fault"):
-            """checks_: (ok, code) in order; the first not ok is the fault (``target``)."""
+            """checks_: (ok, code) in order; the first not ok is the fault (``target``). An ok
+            that is a function is a late check: of the slot, in its verdict's cycle."""
             entries = table[cases[-1]]
             for ok, code in checks_:
+                if callable(ok):
+                    entries[target].append((ok, code))
+                    continue
                 j = len(pending)
                 assert j < _CHECKS, "more checks than Sequencer's _CHECKS bits"
                 pending.append((j, ok))
@@ -491,20 +564,11 @@ class Sequencer(wiring.Component):
                 with opcase(o):
                     f = cv[o]
                     dt = f.dtype.as_value()
-                    shift = Signal(2)
-                    with m.Switch(dt):
-                        with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 2)):
-                            m.d.comb += shift.eq(1)
-                        with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
-                            m.d.comb += shift.eq(2)
                     m.d.comb += bounds.rect(f.part, f.rows, f.sbuf_addr, f.cols)
-                    m.d.comb += [span_lo.eq(f.rows * f.dram_stride[:18]),
-                                 span_hi.eq(f.rows * f.dram_stride[18:]),
-                                 room.eq(self.dram_bytes - f.dram_addr - (f.cols << shift))]
                     align = Mux(shift == 2, 0b11, Mux(shift == 1, 0b01, 0b00))
                     chain([(dt <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                            ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
-                           (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE)])
+                           (late_rect, ErrorCode.BAD_RANGE)])
                     # (then the bound)
                     chain([(((f.dram_addr[:2] | f.dram_stride[:2]) & align) == 0,
                             ErrorCode.BAD_ALIGN)], target="fault_after")
@@ -517,37 +581,38 @@ class Sequencer(wiring.Component):
                        (f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        ((f.k >= 1) & (chk_ls_slots >= 1) & (chk_ls_slots <= n) & (f.m >= 1)
                         & (f.m <= n), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, chk_ls_slots, f.sbuf_addr, f.m), ErrorCode.BAD_RANGE)])
+                       (late_rect, ErrorCode.BAD_RANGE)])
             with opcase(Opcode.MATMUL):
                 f = cv[Opcode.MATMUL]
                 m.d.comb += [*bounds.rect(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
-                             bounds.psum_hi.eq(f.psum_addr + f.f)]
+                             _exact(bounds.psum_hi, f.psum_addr + f.f)]
                 chain([(f.fmt.as_value() <= int(max(_isa.OPERAND_DTYPES)), ErrorCode.BAD_DTYPE),
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((last_k != 0) & (f.k == last_k), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, chk_mm_rows, f.sbuf_addr, chk_mm_words),
-                        ErrorCode.BAD_RANGE),
-                       ((f.bank < banks) & (f.psum_addr + f.f <= pwords), ErrorCode.BAD_RANGE)])
+                       (late_rect, ErrorCode.BAD_RANGE),
+                       (lambda s: (_field(Opcode.MATMUL, "bank")(s) < banks)
+                        & (s.bounds.psum_hi <= pwords), ErrorCode.BAD_RANGE)])
             with opcase(Opcode.ACTIVATE):
                 f = cv[Opcode.ACTIVATE]
                 m.d.comb += [*bounds.rect(f.part, f.rows, f.dst_addr, f.cols),
-                             bounds.src_hi[0].eq(f.src_addr + f.cols)]
-                apart = Signal(17)
-                m.d.comb += apart.eq(Mux(f.src_addr >= f.dst_addr, f.src_addr - f.dst_addr,
-                                         f.dst_addr - f.src_addr))
-                src_ok = Mux(f.src_sbuf,
-                             sbuf_ok(f.part, f.rows, f.src_addr, f.cols)
-                             & ((apart == 0) | (apart >= f.cols)),
-                             (f.src_bank < banks) & (f.src_addr + f.cols <= pwords))
+                             _exact(bounds.src_hi[0], f.src_addr + f.cols)]
+
+                def src_ok(s):
+                    a = functools.partial(_field, Opcode.ACTIVATE)
+                    return Mux(a("src_sbuf")(s),
+                               _late_source(0, n, words)(s)
+                               & _late_apart(Opcode.ACTIVATE, "src_addr", 0)(s),
+                               (a("src_bank")(s) < banks) & (s.bounds.src_hi[0] <= pwords))
                 chain([((f.func.as_value() <= int(max(_isa.ActivationFunc)))
                         & (f.mode.as_value() <= int(max(_isa.Rounding))), ErrorCode.BAD_FIELD),
                        (f.dtype.as_value() <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, f.rows, f.dst_addr, f.cols), ErrorCode.BAD_RANGE),
+                       (late_rect, ErrorCode.BAD_RANGE),
                        (src_ok, ErrorCode.BAD_RANGE),
                        (~f.bias_en | (f.bias_addr < words), ErrorCode.BAD_RANGE)])
             with opcase(Opcode.COLLECTIVE):
                 f = cv[Opcode.COLLECTIVE]
+                m.d.comb += bounds.rect(f.part, f.rows, f.sbuf_addr, f.cols)  # (for its check)
                 # P: the size of the sub-ring `dim` names (a ring's row is the ring).
                 R = self.torus_rows
                 P_row = self.ranks // R if self.ring else 0
@@ -581,7 +646,7 @@ class Sequencer(wiring.Component):
                         ErrorCode.BAD_FIELD),
                        ((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
                        (f.rows == self.link_width, ErrorCode.BAD_SHAPE),
-                       (sbuf_ok(f.part, f.rows, f.sbuf_addr, f.cols), ErrorCode.BAD_RANGE),
+                       (late_rect, ErrorCode.BAD_RANGE),
                        (~routed | (f.dst_addr + out <= words) | no_ring, ErrorCode.BAD_RANGE),
                        (~routed | ~meet | no_ring, ErrorCode.BAD_RANGE),
                        (Const(int(self.ring)), ErrorCode.BAD_FIELD)])
@@ -594,29 +659,46 @@ class Sequencer(wiring.Component):
                         out_cols = 1 if o == Opcode.TENSOR_REDUCE else f.cols
                         m.d.comb += bounds.rect(f.part, f.rows, f.dst_addr, out_cols)
                         for i in range(2 if o == Opcode.TENSOR_TENSOR else 1):
-                            m.d.comb += bounds.src_hi[i].eq(getattr(f, f"in{i}_addr") + f.cols)
-                        chain(self._vector_checks(m, o, f, sbuf_ok))
+                            m.d.comb += _exact(bounds.src_hi[i],
+                                               getattr(f, f"in{i}_addr") + f.cols)
+                        chain(self._vector_checks(o, f))
                 with opcase(Opcode.TRANSPOSE):
                     f = cv[Opcode.TRANSPOSE]
-                    m.d.comb += bounds.rect(f.dst_part, f.cols, f.dst_addr, f.rows)
-                    meet = ((f.part < f.dst_part + f.cols) & (f.dst_part < f.part + f.rows)
-                            & (f.src_addr < f.dst_addr + f.rows)
-                            & (f.dst_addr < f.src_addr + f.cols))
+                    # The rectangle: the words it writes; its source's ends beside it.
+                    m.d.comb += [*bounds.rect(f.dst_part, f.cols, f.dst_addr, f.rows),
+                                 _exact(bounds.sig.src_phi, f.part + f.rows),
+                                 _exact(bounds.src_hi[0], f.src_addr + f.cols)]
+
+                    def src_ok(s):
+                        return (s.bounds.src_phi <= n) & (s.bounds.src_hi[0] <= words)
+
+                    def apart(s):  # the source and the destination share no word
+                        t, b = functools.partial(_field, Opcode.TRANSPOSE), s.bounds
+                        meet = ((t("part")(s) < b.phi) & (t("dst_part")(s) < b.src_phi)
+                                & (t("src_addr")(s) < b.hi) & (t("dst_addr")(s) < b.src_hi[0]))
+                        return ~meet
+
                     chain([((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
-                           (sbuf_ok(f.part, f.rows, f.src_addr, f.cols), ErrorCode.BAD_RANGE),
-                           (sbuf_ok(f.dst_part, f.cols, f.dst_addr, f.rows),
-                            ErrorCode.BAD_RANGE),
-                           (~meet, ErrorCode.BAD_RANGE)])
+                           (src_ok, ErrorCode.BAD_RANGE),
+                           (late_rect, ErrorCode.BAD_RANGE),
+                           (apart, ErrorCode.BAD_RANGE)])
         m.d.comb += [checks[j].eq(ok) for j, ok in pending]
 
-        # The verdict of each slot's checks, a cycle after its descriptor entered: its first
-        # failing check before the DRAM bound (`fault`: BAD_OPCODE for an opcode not built),
-        # after it (`after`), and whether it is a DMA command whose checks before it pass
-        # (`bound`: then the DRAM bound, `beyond`, stands between the two).
+        # The late checks' results, registered a cycle after the descriptor entered; the
+        # verdict of each slot's checks a cycle after that: its first failing check before the
+        # DRAM bound (`fault`: BAD_OPCODE for an opcode not built), after it (`after`), and
+        # whether it is a DMA command whose checks before it pass (`bound`: then the DRAM
+        # bound, `beyond`, stands between the two; it is known in the same cycle).
         # `clean`: every check passes (the DRAM bound aside), registered with the codes.
+        late_fns = list({id(j): j for entries in table.values()
+                         for part_ in entries.values() for j, _ in part_ if callable(j)}
+                        .values())
+        late_index = {id(fn): k for k, fn in enumerate(late_fns)}
         head_fault = Signal(ErrorCode)  # the head's first failing check, or OK
         faults, readies, passes = [], [], []
         for i, slot in enumerate(slots):
+            late_i = Signal(max(len(late_fns), 1), name=f"slot{i}_late")
+            m.d.sync += [late_i[k].eq(fn(slot)) for k, fn in enumerate(late_fns)]
             fault_i = Signal(ErrorCode, name=f"slot{i}_fault")
             after_i = Signal(ErrorCode, name=f"slot{i}_after")
             bound_i = Signal(name=f"slot{i}_bound")
@@ -626,20 +708,23 @@ class Sequencer(wiring.Component):
             with m.Switch(slot.desc[:4]):
                 for ops, entries in table.items():
                     with m.Case(*ops):
+                        def holds(j, slot=slot, late_i=late_i):  # a check's bit
+                            return late_i[late_index[id(j)]] if callable(j) else slot.checks[j]
+
                         for part_, sig in (("fault", fault_i), ("fault_after", after_i)):
                             for k, (j, code) in enumerate(entries[part_]):
-                                with (m.If if k == 0 else m.Elif)(~slot.checks[j]):
+                                with (m.If if k == 0 else m.Elif)(~holds(j)):
                                     m.d.sync += sig.eq(code)
                         every = entries["fault"] + entries["fault_after"]
-                        m.d.sync += clean_i.eq(Cat(1, *(slot.checks[j] for j, _ in every)).all())
+                        m.d.sync += clean_i.eq(Cat(1, *(holds(j) for j, _ in every)).all())
                         if Opcode.DMA_LOAD in ops or Opcode.DMA_STORE in ops:
-                            passed = Cat(slot.checks[j] for j, _ in entries["fault"]).all()
+                            passed = Cat(holds(j) for j, _ in entries["fault"]).all()
                             m.d.sync += bound_i.eq(passed)
                 with m.Default():
                     m.d.sync += fault_i.eq(ErrorCode.BAD_OPCODE)
             verdict = Mux(bound_i & beyond_q[i], ErrorCode.BAD_RANGE, after_i)
             faults.append(Mux(fault_i != ErrorCode.OK, fault_i, verdict))
-            ready_i = aged[i][0] & (~bound_i | aged[i][1])  # its verdict is known
+            ready_i = aged[i][1]  # its verdict is known (and a DMA command's bound)
             readies.append(ready_i)
             passes.append(ready_i & clean_i & ~(bound_i & beyond_q[i]))
         m.d.comb += head_fault.eq(Mux(cur, faults[1], faults[0]))
@@ -708,10 +793,10 @@ class Sequencer(wiring.Component):
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
-        with m.Switch(op):
+        with m.Switch(op_q):
             with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
                 rect = bounds_q.region
-                is_load = op == Opcode.DMA_LOAD
+                is_load = op_q == Opcode.DMA_LOAD
                 m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
                                   & ~(is_load & te_held & early(te_r.overlaps(*rect), "dma_te")))
                 with m.If(go & ok):
@@ -724,7 +809,7 @@ class Sequencer(wiring.Component):
                                  p.cols.eq(d.cols), p.dram_addr.eq(d.dram_addr),
                                  p.dram_stride.eq(d.dram_stride)]
             with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
-                is_mm = op == Opcode.MATMUL
+                is_mm = op_q == Opcode.MATMUL
                 rect = bounds_q.region
                 full = Signal()  # the bank counts _MAX_MATMULS already
                 for b in range(banks):
@@ -810,6 +895,9 @@ class Sequencer(wiring.Component):
                     m.d.sync += [r.phi.eq(Mux(grows[0], stat_m, r.phi)),
                                  r.lo.eq(Mux(grows[1], lo, r.lo)),
                                  r.hi.eq(Mux(grows[2], hi, r.hi))]
+
+        m.d.sync += [q.eq(value) for q, value in early_regs]
+        early_regs = None  # (an `early` below this would be left unassigned: it fails)
 
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
