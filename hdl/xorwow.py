@@ -157,6 +157,9 @@ class XorwowSeeder(wiring.Component):
         def start_mix(value):
             m.d.sync += [z.eq(value), phase.eq(_Phase.LOAD)]
 
+        def start_multiply(multiplicand, multiply):
+            m.d.sync += [x.eq(multiplicand), acc.eq(0), count.eq(0), phase.eq(multiply)]
+
         mixed = acc ^ (acc >> 31)
         w2 = mixed
         state_words = [words[0][:32], words[0][32:], words[1][:32], words[1][32:],
@@ -177,12 +180,7 @@ class XorwowSeeder(wiring.Component):
                     m.d.sync += step.eq(_Step.KEY)
                     start_mix((self.seed.payload + _G)[:64])
             with m.Case(_Phase.LOAD):
-                m.d.sync += [
-                    x.eq(z ^ (z >> 30)),
-                    acc.eq(0),
-                    count.eq(0),
-                    phase.eq(_Phase.MUL1),
-                ]
+                start_multiply(z ^ (z >> 30), _Phase.MUL1)
             with m.Case(_Phase.MUL1, _Phase.MUL2):
                 # Horner, the multiplicand's digits from the top: acc = acc * 16 + d * M
                 # (mod 2^64), d = x's top digit, d * M from a table of the 16 multiples.
@@ -199,12 +197,7 @@ class XorwowSeeder(wiring.Component):
                 with m.If(count == _MUL_CYCLES - 1):
                     m.d.sync += phase.eq(Mux(phase == _Phase.MUL1, _Phase.SHIFT, _Phase.DONE))
             with m.Case(_Phase.SHIFT):
-                m.d.sync += [
-                    x.eq(acc ^ (acc >> 27)),
-                    acc.eq(0),
-                    count.eq(0),
-                    phase.eq(_Phase.MUL2),
-                ]
+                start_multiply(acc ^ (acc >> 27), _Phase.MUL2)
             with m.Case(_Phase.DONE):
                 with m.If(first):  # reset: z holds seed 0 + G already
                     m.d.sync += [first.eq(0), phase.eq(_Phase.LOAD)]
