@@ -528,9 +528,10 @@ class Sequencer(wiring.Component):
             early_regs.append((q, value))
             return q
 
-        # Each check's result enters the slot as a bit of `checks`; the first failing one's
-        # code is found in the slot a cycle later (below), from `table`: for each opcode case,
-        # the bits and codes of the checks before the DRAM bound ("fault") and after it.
+        # Each check's result enters the slot as a bit of `checks` (a late check's is registered
+        # a cycle later); the first failing one's code is found in the slot two cycles after
+        # the entry (below), from `table`: for each opcode case, the bits (or late checks) and
+        # codes of the checks before the DRAM bound ("fault") and after it.
         table = {}
         cases = []
 
@@ -548,7 +549,7 @@ class Sequencer(wiring.Component):
 
         def chain(checks_, target="fault"):
             """checks_: (ok, code) in order; the first not ok is the fault (``target``). An ok
-            that is a function is a late check: of the slot, in its verdict's cycle."""
+            that is a function is a late check: of the slot, registered a cycle after entry."""
             entries = table[cases[-1]]
             for ok, code in checks_:
                 if callable(ok):
