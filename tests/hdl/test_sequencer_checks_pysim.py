@@ -1,10 +1,10 @@
 # amaranth: UnusedElaboratable=no
-"""The sequencer's checks of DMA, LOAD_STATIONARY, ACTIVATE, the vector commands and TRANSPOSE
-against the ISS's, in Amaranth's simulator: random descriptors whose fields sit around every
-limit (partitions past N, words past SBUF or a PSUM bank, a DMA's last byte around DRAM's end,
-sources touching, meeting or equal to the destination, transposes onto their source, every dtype,
-field, shape and alignment fault); the error
-code must be the ISS's, in the ISS's order. The range checks compare sums the slot registers
+"""The sequencer's checks of DMA, LOAD_STATIONARY, MATMUL (after a LOAD_STATIONARY of K = 2),
+ACTIVATE, the vector commands and TRANSPOSE against the ISS's, in Amaranth's simulator: random
+descriptors whose fields sit around every limit (partitions past N, words past SBUF or a PSUM
+bank, a DMA's last byte around DRAM's end, sources touching, meeting or equal to the
+destination, transposes onto their source, every dtype, field, shape and alignment fault); the
+error code must be the ISS's, in the ISS's order. The range checks compare sums the slot registers
 (``hdl.sequencer._Bounds``), so this pins those sums and their compares to the ISS's arithmetic.
 (The whole core runs one case of each check in cocotb: ``sim.host.programs.error_programs``.)"""
 
@@ -48,6 +48,10 @@ def _fields(op: Opcode, rng) -> dict:
                 "dram_addr": pick(0, 4, 8, DRAM - 64, DRAM - 32, DRAM - 8, DRAM - 4, DRAM,
                                   (1 << 32) - 4, 2),
                 "dram_stride": pick(0, 4, 8, 16, 32, DRAM // 2, DRAM - 4, (1 << 32) - 4, 6)}
+    if op == Opcode.MATMUL:
+        return {"fmt": rare(3, 0, 1, 2), "part": part, "k": rare(3, 2), "f": _near(rng, 8),
+                "sbuf_addr": _near(rng, WORDS), "bank": rare(BANKS, 0, 1),
+                "psum_addr": _near(rng, PWORDS), "accumulate": 0}
     if op == Opcode.LOAD_STATIONARY:
         return {"fmt": rare(3, 0, 1, 2), "part": part, "k": _near(rng, N) % 512,
                 "m": _near(rng, N) % 512, "sbuf_addr": _near(rng, WORDS), "sparsity": 0}
@@ -85,8 +89,11 @@ def _fields(op: Opcode, rng) -> dict:
     return f
 
 
-OPS = [Opcode.DMA_LOAD, Opcode.DMA_STORE, Opcode.LOAD_STATIONARY, Opcode.ACTIVATE,
-       Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE, Opcode.TRANSPOSE]
+OPS = [Opcode.DMA_LOAD, Opcode.DMA_STORE, Opcode.LOAD_STATIONARY, Opcode.MATMUL,
+       Opcode.ACTIVATE, Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
+       Opcode.TRANSPOSE]
+#: A MATMUL's checks need the tile before it: K = 2 (a dense tile of 2 x 2).
+_TILE = encode(Opcode.LOAD_STATIONARY, fmt=0, part=0, k=2, m=2, sbuf_addr=0, sparsity=0)
 
 
 @pytest.mark.parametrize("op", OPS, ids=[o.name for o in OPS])
@@ -98,8 +105,14 @@ def test_checks_match_the_iss(op):
     iss = NeuronCoreISS(CoreConfig(n=N, sbuf_words=WORDS, psum_banks=BANKS, psum_words=PWORDS,
                                    dram_bytes=DRAM, vector_engine=True))
     descs = [encode(op, **f) for f in cases]
+    first = [_TILE] if op == Opcode.MATMUL else []  # (the ISS executes it, then only checks)
+    if first:
+        assert iss.step(0, _TILE)
+    got_codes = error_codes(seq, first + descs)
+    assert got_codes[:len(first)] == [ErrorCode.OK] * len(first)
+    got_codes = got_codes[len(first):]
     bad, codes = [], set()
-    for f, words, got in zip(cases, descs, error_codes(seq, descs), strict=True):
+    for f, words, got in zip(cases, descs, got_codes, strict=True):
         try:
             iss.check(words)
             want = ErrorCode.OK
