@@ -102,15 +102,15 @@ def _late_apart(op, addr_field, i):
     """Source i (words from ``addr_field``, as many as the destination's) is the destination's
     words, or misses them: |addr - dst_addr| is 0 or at least the words."""
     def ok(s):
-        f, b = data.View(DESCRIPTOR_LAYOUTS[op], s.desc), s.bounds
+        f, b = _slot_fields(op, s), s.bounds
         a, d = getattr(f, addr_field), f.dst_addr
         return (a == d) | (a >= b.hi) | (d >= b.src_hi[i])
     return ok
 
 
-def _field(op, name):
-    """The slot's descriptor field ``name`` (of opcode op's layout)."""
-    return lambda s: getattr(data.View(DESCRIPTOR_LAYOUTS[op], s.desc), name)
+def _slot_fields(op, s):
+    """The fields of slot ``s``'s descriptor, read as opcode op's."""
+    return data.View(DESCRIPTOR_LAYOUTS[op], s.desc)
 
 
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
@@ -325,14 +325,16 @@ class Sequencer(wiring.Component):
                    (_late_rect(n, self.sbuf_words), ErrorCode.BAD_RANGE)]
         for k, i in enumerate(ins):
             def in_range(s, k=k, i=i):
-                sbuf, bank = _field(op, f"{i}_sbuf")(s), _field(op, f"{i}_bank")(s)
+                f = _slot_fields(op, s)
+                sbuf, bank = getattr(f, f"{i}_sbuf"), getattr(f, f"{i}_bank")
                 return Mux(sbuf, _late_source(k, n, self.sbuf_words)(s),
                            (bank < banks) & (s.bounds.src_hi[k] <= pwords)
                            & (s.bounds.phi <= n))
             checks.append((in_range, ErrorCode.BAD_RANGE))
             if not reduce:
                 def apart(s, k=k, i=i):
-                    return ~_field(op, f"{i}_sbuf")(s) | _late_apart(op, f"{i}_addr", k)(s)
+                    return (~getattr(_slot_fields(op, s), f"{i}_sbuf")
+                            | _late_apart(op, f"{i}_addr", k)(s))
                 checks.append((apart, ErrorCode.BAD_RANGE))
         return checks
 
@@ -501,7 +503,7 @@ class Sequencer(wiring.Component):
             reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
             beyond = Signal(name=f"slot{i}_beyond")
             age = Signal(2, name=f"slot{i}_age")
-            stride = data.View(DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD], slot.desc).dram_stride
+            stride = _slot_fields(Opcode.DMA_LOAD, slot).dram_stride
             m.d.sync += [whole.eq(slot.span_lo + (slot.span_hi << 18)),
                          room.eq(slot.room0 - slot.nbytes),
                          reach.eq(slot.room0 - slot.nbytes + stride),
@@ -591,7 +593,7 @@ class Sequencer(wiring.Component):
                        (f.f != 0, ErrorCode.BAD_SHAPE),
                        ((last_k != 0) & (f.k == last_k), ErrorCode.BAD_SHAPE),
                        (late_rect, ErrorCode.BAD_RANGE),
-                       (lambda s: (_field(Opcode.MATMUL, "bank")(s) < banks)
+                       (lambda s: (_slot_fields(Opcode.MATMUL, s).bank < banks)
                         & (s.bounds.psum_hi <= pwords), ErrorCode.BAD_RANGE)])
             with opcase(Opcode.ACTIVATE):
                 f = cv[Opcode.ACTIVATE]
@@ -599,11 +601,11 @@ class Sequencer(wiring.Component):
                              _exact(bounds.src_hi[0], f.src_addr + f.cols)]
 
                 def src_ok(s):
-                    a = functools.partial(_field, Opcode.ACTIVATE)
-                    return Mux(a("src_sbuf")(s),
+                    a = _slot_fields(Opcode.ACTIVATE, s)
+                    return Mux(a.src_sbuf,
                                _late_source(0, n, words)(s)
                                & _late_apart(Opcode.ACTIVATE, "src_addr", 0)(s),
-                               (a("src_bank")(s) < banks) & (s.bounds.src_hi[0] <= pwords))
+                               (a.src_bank < banks) & (s.bounds.src_hi[0] <= pwords))
                 chain([((f.func.as_value() <= int(max(_isa.ActivationFunc)))
                         & (f.mode.as_value() <= int(max(_isa.Rounding))), ErrorCode.BAD_FIELD),
                        (f.dtype.as_value() <= int(max(_isa.Dtype)), ErrorCode.BAD_DTYPE),
@@ -674,9 +676,9 @@ class Sequencer(wiring.Component):
                         return (s.bounds.src_phi <= n) & (s.bounds.src_hi[0] <= words)
 
                     def apart(s):  # the source and the destination share no word
-                        t, b = functools.partial(_field, Opcode.TRANSPOSE), s.bounds
-                        meet = ((t("part")(s) < b.phi) & (t("dst_part")(s) < b.src_phi)
-                                & (t("src_addr")(s) < b.hi) & (t("dst_addr")(s) < b.src_hi[0]))
+                        t, b = _slot_fields(Opcode.TRANSPOSE, s), s.bounds
+                        meet = ((t.part < b.phi) & (t.dst_part < b.src_phi)
+                                & (t.src_addr < b.hi) & (t.dst_addr < b.src_hi[0]))
                         return ~meet
 
                     chain([((f.rows != 0) & (f.cols != 0), ErrorCode.BAD_SHAPE),
