@@ -21,7 +21,8 @@ from .fp_mul import FP_MUL_MAX_CUTS
 from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
-from .read_port import read_enable
+from .pipeline import delay, shift_in
+from .read_port import SBUF_READ_LATENCY, read_enable
 from .sequencer import Sequencer, check_core_sizes
 from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ratio_of, slots_of
 from .sru import sru_layouts
@@ -72,13 +73,14 @@ class _TensorFeeder(wiring.Component):
     rows one a cycle, each a window of partition ``part + k``; else reads the tile's m
     columns (a word of every partition a cycle) into an n x n register tile, then sends the
     k rows. MATMUL: sends f moving beats,
-    beat j being word ``sbuf_addr + j`` of partitions ``part..`` (the read port holds its data
-    while the engine stalls). The tensor engine's command goes out in the cycle the
-    descriptor is taken, and so does the first SBUF read.
+    beat j being word ``sbuf_addr + j`` of partitions ``part..`` (``rd_hold`` keeps the read
+    port's data while the engine stalls). The tensor engine's command goes out in the cycle
+    the descriptor is taken, and so does the first SBUF read.
 
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
-    descriptor is taken the cycle after and its first moving beat is ready the cycle after
-    that (one idle cycle of the tensor engine between two MATMULs)."""
+    descriptor is taken the cycle after and its first moving beat is ready
+    :data:`SBUF_READ_LATENCY` cycles after that (two idle cycles of the tensor engine
+    between two MATMULs)."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -91,7 +93,7 @@ class _TensorFeeder(wiring.Component):
         self.n, self.words, self.rows, self.sparse = n, words, rows, sparse
         ports = {
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
-            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_en": Out(1), "rd_hold": Out(1), "rd_addr": Out(range(max(words, 2))),
             "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
             "rd_window": In(data.ArrayLayout(32, n)),
@@ -200,20 +202,25 @@ class _TensorFeeder(wiring.Component):
 
     def _stream_reads(self, m, *, first, state, own, beats, out, idx, cmd_pending, finishing):
         """Beats read from SBUF one a cycle into the stream ``out``: the first as the
-        descriptor is taken (``first``), the others while ``state`` is ``own``; the read port
-        holds a beat while ``out`` stalls. The last beat taken ends the command (``state``
-        IDLE, ``finishing``). Call inside ``first | (state == own)``; returns the index of the
-        beat read this cycle (``rd_en`` is driven here)."""
-        valid = Signal()
+        descriptor is taken (``first``), the others while ``state`` is ``own``. The read
+        port's two stages are a pipeline that advances while ``out`` does not stall
+        (``rd_hold`` holds its data meanwhile, and no read is issued). The last beat taken
+        ends the command (``state`` IDLE, ``finishing``). Call inside ``first | (state ==
+        own)``; returns the index of the beat read this cycle (``rd_en`` is driven here)."""
+        # in_port[k]: the port's stage k + 1 holds a beat (the last: on the port's data)
+        in_port = [Signal(name=f"{own.name.lower()}_stage{k + 1}")
+                   for k in range(SBUF_READ_LATENCY)]
+        valid = in_port[-1]
         active = state == own
         i = Mux(first, 0, idx)
         adv = first | ~valid | out.ready
         more = i < beats
-        m.d.comb += [self.rd_en.eq(adv & more), out.valid.eq(active & valid)]
+        m.d.comb += [self.rd_en.eq(adv & more), self.rd_hold.eq(~adv),
+                     out.valid.eq(active & valid)]
         with m.If(adv):
-            m.d.sync += [valid.eq(more), idx.eq(Mux(more, i + 1, i))]
+            m.d.sync += [*shift_in(in_port, more), idx.eq(Mux(more, i + 1, i))]
         m.d.sync += state.eq(own)
-        with m.If(active & valid & out.ready & ~more):
+        with m.If(active & valid & out.ready & ~Cat(*in_port[:-1]).any() & ~more):
             m.d.comb += finishing.eq(~cmd_pending)
             m.d.sync += state.eq(self._State.IDLE)
         return i
@@ -238,11 +245,13 @@ class _TensorFeeder(wiring.Component):
         S, n = self._State, self.n
         width = 20 if self.sparse else 16
         tile = [[Signal(width, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
+        # A column read: its index in the SBUF's stage 1 (col_q), then its words in stage 2.
         col_q, col_valid = Signal(range(n)), Signal()
-        m.d.sync += col_valid.eq(0)
-        with m.If(col_valid):
+        col_qq, col_data = Signal(range(n)), Signal()
+        m.d.sync += [col_valid.eq(0), col_qq.eq(col_q), col_data.eq(col_valid)]
+        with m.If(col_data):
             for j in range(n):
-                with m.If(col_q == j):
+                with m.If(col_qq == j):
                     m.d.sync += [tile[k][j].eq(rot[k][:width]) for k in range(n)]
         read_col = (take & ~is_mm) | (state == S.LS_READ)
         col = Mux(take, 0, idx)
@@ -253,7 +262,7 @@ class _TensorFeeder(wiring.Component):
             with m.If(col + 1 == ls.m):
                 m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
         with m.If(state == S.LS_SEND):
-            m.d.comb += self.weights.valid.eq(~col_valid & (idx < ls_rows))
+            m.d.comb += self.weights.valid.eq(~col_valid & ~col_data & (idx < ls_rows))
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
                     self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
@@ -283,8 +292,11 @@ class _ActivationFeeder(wiring.Component):
       partitions ``dst_part + c ..``.
 
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
-    is widened: an SBUF beat reaches the engine two cycles after its read, a PSUM beat a
-    cycle after the drain port gives it. ``busy`` until the last output is written."""
+    is widened: an SBUF beat reaches the engine :data:`SBUF_READ_LATENCY` + 1 cycles after
+    its read, a PSUM beat a cycle after the drain port gives it. A single read (the bias, a
+    TENSOR_TENSOR column, a TRANSPOSE window) is taken from the port
+    :data:`SBUF_READ_LATENCY` cycles after it is issued. ``busy`` until the last output is
+    written."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -307,7 +319,7 @@ class _ActivationFeeder(wiring.Component):
         self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
         super().__init__({
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
-            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_en": Out(1), "rd_hold": Out(1), "rd_addr": Out(range(max(words, 2))),
             "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
             "rd_window": In(data.ArrayLayout(32, window)),
@@ -391,10 +403,13 @@ class _ActivationFeeder(wiring.Component):
                 with m.Case(Opcode.TRANSPOSE):
                     m.d.sync += take(Opcode.TRANSPOSE)
                     m.d.sync += state.eq(S.TR_READ)
+        # A single read's words are on the port when `arrived` (no state that waits for one
+        # follows a read of another kind within SBUF_READ_LATENCY cycles).
+        arrived = delay(m, self.rd_en, SBUF_READ_LATENCY, name="rd_arrived")
         with m.If(state == S.BIAS):
             m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(bias_addr)]
             m.d.sync += state.eq(S.BIAS_LATCH)
-        with m.If(state == S.BIAS_LATCH):
+        with m.If((state == S.BIAS_LATCH) & arrived):
             m.d.sync += [act.bias.eq(self.rd_data), state.eq(S.CMD)]
 
         m.d.comb += [self.act_cmd.payload.eq(act), self.act_cmd.valid.eq(state == S.CMD)]
@@ -419,17 +434,20 @@ class _ActivationFeeder(wiring.Component):
         s0 = srcs[0]
 
         # One operand a beat: a stream of SBUF reads or PSUM drain requests, through raw_q
-        # (`iv`: it holds a beat). An SBUF read's data waits at the SBUF's output (`rv`; read
-        # ports hold their data while not enabled) until raw_q takes it.
-        rv, iv = Signal(), Signal()
+        # (`iv`: it holds a beat). SBUF reads are a pipeline through the read port's stages
+        # (`in_port[k]`: stage k + 1 holds a beat) and raw_q, that advances when raw_q takes a
+        # beat (`rd_hold` keeps the port's data meanwhile).
+        in_port = [Signal(name=f"run_stage{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        iv = Signal()
         adv = ~iv | self.act_i.ready  # raw_q takes a beat
         with m.If(state == S.RUN):
             m.d.comb += [self.act_i.valid.eq(iv), self.act_i.payload.a.eq(widened)]
         with m.If((state == S.RUN) & s0["sbuf"]):
-            m.d.comb += [self.rd_en.eq(adv & (idx < cols)),
+            m.d.comb += [self.rd_en.eq(adv & (idx < cols)), self.rd_hold.eq(~adv),
                          self.rd_addr.eq(s0["addr"] + idx)]
             with m.If(adv):
-                m.d.sync += [rv.eq(idx < cols), iv.eq(rv), raw_q.eq(self.rd_data)]
+                m.d.sync += [*shift_in(in_port, idx < cols), iv.eq(in_port[-1]),
+                             raw_q.eq(self.rd_data)]
                 with m.If(idx < cols):
                     m.d.sync += idx.eq(idx + 1)
         with m.If((state == S.RUN) & ~s0["sbuf"]):
@@ -460,7 +478,8 @@ class _ActivationFeeder(wiring.Component):
                         m.d.sync += state.eq(got)
             with m.If(state == got):
                 with m.If(src["sbuf"]):
-                    m.d.sync += [raw_q.eq(self.rd_data), state.eq(wide)]
+                    with m.If(arrived):
+                        m.d.sync += [raw_q.eq(self.rd_data), state.eq(wide)]
                 with m.Else():
                     m.d.comb += self.drain_resp.ready.eq(1)
                     with m.If(self.drain_resp.valid):
@@ -492,7 +511,7 @@ class _ActivationFeeder(wiring.Component):
                          self.rd_addr.eq(s0["addr"] + out_idx)]
             m.d.sync += state.eq(S.TR_HOLD)
         tr_window = Signal(data.ArrayLayout(32, W))  # (registered as it leaves the block RAMs)
-        with m.If(state == S.TR_HOLD):
+        with m.If((state == S.TR_HOLD) & arrived):
             m.d.sync += [tr_window.eq(self.rd_window), state.eq(S.TR_WRITE)]
         with m.If(state == S.TR_WRITE):
             # Word dst_addr + k of partition dst_part + out_idx + i takes window word i.
@@ -521,28 +540,42 @@ class _Sbuf(wiring.Component):
     words of a partition are read or written in one cycle: the DMA moves a whole AXI beat a
     cycle (``lanes`` = the beat's bytes, the most elements it holds).
 
-    Ports (one address each; reads one cycle after ``en``, not transparent to writes, the
-    data held while ``en`` is low):
+    Read ports (one address each) have two stages: ``en`` reads the words at ``addr`` into
+    the block RAMs' output registers (held while ``en`` is low); in every cycle ``hold`` is
+    low, the port's data registers take those words. So a word is in ``data`` two cycles
+    after its ``en`` (:data:`SBUF_READ_LATENCY`) and stays there while ``hold`` is high: a
+    reader that streams with back pressure lowers ``en`` and raises ``hold`` together, and
+    one that does not leaves ``hold`` low (then ``data`` is ``en``'s words two cycles on,
+    held while ``en`` stays low). Reads are not transparent to writes.
 
-    * ``rd0`` (the tensor feeder, or a COLLECTIVE) and ``rd1`` (DMA stores, ACTIVATE, debug
-      reads, a COLLECTIVE): ``data``, word ``addr`` of every partition, and ``window``, words
+    * ``rd0`` (the tensor feeder) and ``rd1`` (DMA stores, ACTIVATE and the vector commands,
+      debug reads): ``data``, word ``addr`` of every partition, and ``window``, words
       ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
       ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none); ``rd0.rows`` (with
       ``rows0``), words ``addr .. addr + rows0 − 1`` of every partition.
+    * With ``fast``, both ports also give ``data_fast``: ``data`` a cycle after ``en``, from
+      the block RAMs' output registers (a COLLECTIVE's reads, whose engine has a one-cycle
+      read contract; ``hold`` does not apply).
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
+
+    Design note: the block RAMs' words are registered before any lane is selected because
+    their clock-to-output alone is 5.6 ns on the ECP5 (Yosys does not use the DP16KD's output
+    register): the selection and a reader's logic after it would not fit 10 ns.
     """
 
-    def __init__(self, *, n, words, lanes, windows, rows0=0):
+    def __init__(self, *, n, words, lanes, windows, rows0=0, fast=False):
         self._n, self._words, self._lanes, self._windows = n, words, lanes, windows
-        self._rows0 = rows0
+        self._rows0, self._fast = rows0, fast
         row = data.ArrayLayout(32, n)
         addr = range(max(words, 2))
 
         def read_port(window, rows=0):
-            members = {"en": In(1), "addr": In(addr), "part": In(range(max(n, 2))),
-                       "data": Out(row)}
+            members = {"en": In(1), "hold": In(1), "addr": In(addr),
+                       "part": In(range(max(n, 2))), "data": Out(row)}
+            if fast:
+                members["data_fast"] = Out(row)
             if window:
                 members["window"] = Out(data.ArrayLayout(32, window))
             if rows:
@@ -592,27 +625,38 @@ class _Sbuf(wiring.Component):
                     w.en.eq(win_en | (~self.wwin.en & self.wr.en[p] & (lo_w == lane))),
                     w.data.eq(Mux(self.wwin.en, rotated[lane], self.wr.data[p])),
                 ]
-        for port, window in zip((self.rd0, self.rd1), self._windows, strict=True):
+        for name, window in zip(("rd0", "rd1"), self._windows, strict=True):
+            port = getattr(self, name)
             lo, rows = split(port.addr)
-            lo_q, part_q = Signal.like(lo), Signal.like(port.part)
+            lo_q, part_q = Signal.like(lo), Signal.like(port.part)  # stage 1's
+            lo_qq, part_qq = Signal.like(lo), Signal.like(port.part)  # stage 2's
             with m.If(port.en):
                 m.d.sync += [lo_q.eq(lo), part_q.eq(port.part)]
-            raw = [[None] * L for _ in range(n)]  # the read data, partition x lane
+            raw = [[None] * L for _ in range(n)]  # stage 1: the block RAMs' words
+            raw_q = [[Signal(32, name=f"{name}_p{p}_l{lane}") for lane in range(L)]
+                     for p in range(n)]  # stage 2
             for p in range(n):
                 for lane in range(L):
                     r = mems[p][lane].read_port(transparent_for=())
                     m.d.comb += [r.en.eq(read_enable(port.en)), r.addr.eq(rows[lane])]
                     raw[p][lane] = r.data
-                m.d.comb += port.data[p].eq(Array(raw[p])[lo_q])
+            with m.If(~port.hold):
+                m.d.sync += [lo_qq.eq(lo_q), part_qq.eq(part_q)]
+                m.d.sync += [raw_q[p][lane].eq(raw[p][lane]) for p in range(n) for lane in range(L)]
+            for p in range(n):
+                m.d.comb += port.data[p].eq(Array(raw_q[p])[lo_qq])
+                if self._fast:
+                    m.d.comb += port.data_fast[p].eq(Array(raw[p])[lo_q])
             if port is self.rd0 and self._rows0:  # words addr .. of every partition
                 for p in range(n):
                     for i in range(self._rows0):
-                        lane = (lo_q + i)[:lg] if L > 1 else 0
-                        m.d.comb += port.rows[p][i].eq(Array(raw[p])[lane])
+                        lane = (lo_qq + i)[:lg] if L > 1 else 0
+                        m.d.comb += port.rows[p][i].eq(Array(raw_q[p])[lane])
             if window:
-                part_lanes = [Array(raw[p][lane] for p in range(n))[part_q] for lane in range(L)]
+                part_lanes = [Array(raw_q[p][lane] for p in range(n))[part_qq]
+                              for lane in range(L)]
                 for i in range(window):
-                    lane = (lo_q + i)[:lg] if L > 1 else 0
+                    lane = (lo_qq + i)[:lg] if L > 1 else 0
                     m.d.comb += port.window[i].eq(Array(part_lanes)[lane])
         return m
 
@@ -656,6 +700,8 @@ class _DebugReader(wiring.Component):
         with m.If(self.clear_error):
             m.d.sync += self.timeout.eq(0)
         m.d.comb += self.resp.payload.eq(word)
+        # The SBUF read's word is on the port SBUF_READ_LATENCY cycles after its enable.
+        arrived = delay(m, self.sbuf_rd_en, SBUF_READ_LATENCY, name="sbuf_arrived")
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.req.valid & ~self.port_free):
@@ -678,8 +724,9 @@ class _DebugReader(wiring.Component):
                                      self.drain_req.payload.addr.eq(fld["word"])]
                         m.next = "PSUM_REQUEST"
             with m.State("SBUF"):
-                m.d.sync += word.eq(Array(self.sbuf_rd_data[p] for p in range(n))[part])
-                m.next = "RESPOND"
+                with m.If(arrived):
+                    m.d.sync += word.eq(Array(self.sbuf_rd_data[p] for p in range(n))[part])
+                    m.next = "RESPOND"
             with m.State("PSUM_REQUEST"):
                 m.d.comb += self.drain_req.valid.eq(1)
                 with m.If(self.drain_req.ready):
@@ -995,15 +1042,18 @@ class NeuronCore(wiring.Component):
             with m.If(coll.busy):
                 m.d.comb += [r0_en.eq(coll.tx_rd.en), r0_addr.eq(coll.tx_rd.addr),
                              r1_en.eq(coll.rx_rd.en), r1_addr.eq(coll.rx_rd.addr)]
-            m.d.comb += [coll_rd0.eq(r0_data), coll_rd1.eq(r1_data)]
         m.submodules.sbuf = sbuf = _Sbuf(n=n, words=words, lanes=dma.lanes,
                                          windows=(n if rows else 0, dma.lanes),
-                                         rows0=MAX_RATIO if self.sparse else 0)
+                                         rows0=MAX_RATIO if self.sparse else 0,
+                                         fast=coll is not None)
+        if coll is not None:  # (the collective engine's reads take a cycle)
+            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast)]
         if rows:
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         if self.sparse:
             m.d.comb += tf.rd_rows.eq(sbuf.rd0.rows)
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
+                     sbuf.rd0.hold.eq(tf.rd_hold), sbuf.rd1.hold.eq(af.rd_hold),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
                      sbuf.rd1.part.eq(Mux(af.rd_en, af.rd_part, dma.sbuf_rd_part)),
                      r1_data.eq(sbuf.rd1.data), dma.sbuf_rd_data.eq(sbuf.rd1.window),

@@ -6,6 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from .formats import Dtype
 from .params import check_int, check_one_of
+from .pipeline import shift_in
+from .read_port import SBUF_READ_LATENCY
 
 __all__ = ["AxiSignature", "DATA_WIDTHS", "DmaEngine", "check_data_width",
            "dma_command_layout"]
@@ -79,11 +81,13 @@ class DmaEngine(wiring.Component):
     SBUF ports (a window of ``lanes`` = B words of one partition, the most elements a beat
     holds): ``sbuf_wr_*`` writes elements 0 .. ``sbuf_wr_count`` − 1 of ``sbuf_wr_data`` to
     words ``sbuf_wr_addr ..`` of partition ``sbuf_wr_part``; ``sbuf_rd_*`` reads words
-    ``sbuf_rd_addr .. + lanes − 1`` of partition ``sbuf_rd_part`` into ``sbuf_rd_data`` one
-    cycle after ``sbuf_rd_en`` (the words past the beat's elements are not used). A load
-    writes each R beat's elements the cycle after the beat is taken; a store reads a beat's
-    elements, registers them the cycle after the read, packs them the cycle after that and
-    offers the beat on W the next cycle, through a 4-beat queue.
+    ``sbuf_rd_addr .. + lanes − 1`` of partition ``sbuf_rd_part`` into ``sbuf_rd_data``
+    :data:`~hdl.read_port.SBUF_READ_LATENCY` cycles after ``sbuf_rd_en`` (the words past the
+    beat's elements are not used; the data need not be held). A load writes each R beat's
+    elements the cycle after the beat is taken; a store reads a beat's elements, registers
+    them as they arrive, packs them the cycle after that and offers the beat on W the next
+    cycle, through a queue of ``SBUF_READ_LATENCY + 3`` beats (room for every beat in
+    flight, so that reads go on a beat a cycle).
 
     Bus errors: an error response (SLVERR or DECERR: ``rresp`` / ``bresp`` bit 1) on any R
     beat or B response sets ``error``, which stays set until the engine takes its next
@@ -296,22 +300,27 @@ class DmaEngine(wiring.Component):
         m.d.comb += [self.sbuf_wr_en.eq(beat_valid), self.sbuf_wr_count.eq(beat_count)]
 
         # Store: read a beat's elements (one cycle), pack them into a W beat, queue it.
-        m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B, depth=4)
-        # The words are registered as they leave the SBUF's block RAMs (`window`), whose
-        # clock-to-output is 5.6 ns on the ECP5, and packed from there.
-        rd_pending = Signal()  # a beat's read was issued last cycle
-        rd_off, rd_count = Signal(lg), Signal(range(B + 1))
-        got = Signal()  # ... two cycles ago: its words are in `window`
+        m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B,
+                                                       depth=SBUF_READ_LATENCY + 3)
+        # The words are registered as they leave the SBUF's read port (`window`) and packed
+        # from there. A read's beat offset and element count follow it down a pipeline
+        # (`rd_pending[k]`: the read was issued k + 1 cycles ago).
+        rd_pending = [Signal(name=f"rd_pending{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        beat_fields = data.StructLayout({"off": lg, "count": range(B + 1)})
+        rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        got = Signal()  # ... SBUF_READ_LATENCY + 1 cycles ago: its words are in `window`
         got_off, got_count = Signal(lg), Signal(range(B + 1))
         window = Signal.like(self.sbuf_rd_data)
+        in_flight = Signal(range(SBUF_READ_LATENCY + 2))
+        m.d.comb += in_flight.eq(sum(rd_pending) + got)
         store_go = Signal()
         m.d.comb += store_go.eq(d_active & is_store & ~start
-                                & (w_queue.level + rd_pending + got < w_queue.depth))
+                                & (w_queue.level + in_flight < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
-        m.d.sync += [rd_pending.eq(store_go), rd_off.eq(off), rd_count.eq(count),
-                     got.eq(rd_pending), got_off.eq(rd_off), got_count.eq(rd_count),
-                     window.eq(self.sbuf_rd_data)]
+        m.d.sync += [*shift_in(rd_pending, store_go), *shift_in(rd_beat, Cat(off, count)),
+                     got.eq(rd_pending[-1]), got_off.eq(rd_beat[-1].off),
+                     got_count.eq(rd_beat[-1].count), window.eq(self.sbuf_rd_data)]
         with m.If(store_go):
             m.d.comb += step.eq(1)
         packed = Signal(self.data_width)
@@ -345,7 +354,7 @@ class DmaEngine(wiring.Component):
                 m.d.sync += burst_left.eq(burst_left - 1)
 
         # Done: both walkers finished and nothing in flight.
-        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & ~rd_pending & ~got
+        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & (in_flight == 0)
                 & (outstanding == 0) & ~start)
         with m.If(busy & idle):
             m.d.sync += busy.eq(0)

@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Signal
 
-__all__ = ["delay"]
+__all__ = ["delay", "shift_in"]
 
 
 def delay(m, value, cycles: int, *, name: str, en=None):
@@ -22,3 +22,9 @@ def delay(m, value, cycles: int, *, name: str, en=None):
         value = reg
     return value
     # lab5 end: delay
+
+
+def shift_in(regs, value):
+    """The statements that move a shift register ``regs`` on by one: ``regs[0]`` takes
+    ``value``, ``regs[k]`` takes ``regs[k − 1]`` (add them to ``sync`` under any condition)."""
+    return [regs[0].eq(value), *(b.eq(a) for a, b in zip(regs, regs[1:], strict=False))]

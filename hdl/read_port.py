@@ -1,8 +1,13 @@
-"""Read enables that define a memory read port's data register during reset."""
+"""Read enables that define a memory read port's data register during reset, and the SBUF's
+read latency that every SBUF reader is built for."""
 
 from amaranth.hdl import ResetSignal
 
-__all__ = ["read_enable"]
+__all__ = ["read_enable", "SBUF_READ_LATENCY"]
+
+#: Cycles from an SBUF read's enable to its words on the read port: the block RAMs' output
+#: registers, then the port's data registers (see ``hdl.core._Sbuf``).
+SBUF_READ_LATENCY = 2
 
 
 def read_enable(en, domain: str = "sync"):

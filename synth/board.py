@@ -5,7 +5,8 @@ rate and the configuration of the :class:`hdl.board.BoardTop` it carries. The ho
 (``sim.host.board``) reads the same entry, so it knows the core it talks to.
 
 The build elaborates ``BoardTop`` inside :class:`BoardPlatformTop` (pins: the board's FTDI UART
-and LEDs; clock: the board's oscillator; reset: the platform's power-on reset), and runs the
+and LEDs; clock: the board's oscillator through the ECP5's PLL; reset: the device's global
+set/reset, held until the PLL locks), and runs the
 platform's own Yosys -> nextpnr -> ecppack script with the YoWASP tools from PyPI, with a fixed
 nextpnr seed. Output: ``build/board/<board>/nclite.bit`` and ``report.json`` (utilization and
 Fmax, tool versions), reused while nothing changed.
@@ -22,15 +23,20 @@ import sys
 import time
 from pathlib import Path
 
-from amaranth.hdl import Elaboratable, Module
+from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
 
-__all__ = ["BOARDS", "BoardPlatformTop", "build_bitstream", "board_config", "uart_divisor"]
+__all__ = ["BOARDS", "BoardPlatformTop", "build_bitstream", "board_config", "uart_divisor",
+           "pll_parameters"]
 
 #: Per board: platform, clock, baud rate and the core it carries.
 BOARDS: dict[str, dict] = {
     "ulx3s-85f": {
         "platform": "amaranth_boards.ulx3s:ULX3S_85F_Platform",
-        "clock_hz": 25_000_000,
+        "osc_resource": "clk25", "osc_hz": 25_000_000,  # the oscillator
+        # The core's clock, from the PLL: osc · clkfb_div / clki_div, its VCO at clock ·
+        # clkop_div (400 to 800 MHz).
+        "clock_hz": 75_000_000,
+        "pll": {"clki_div": 1, "clkfb_div": 3, "clkop_div": 8},
         "baud": 115_200,
         # N = 4 fits the 85F with room (synth/report.md); 64 KiB of block RAM stands in for DRAM.
         "core": {"n": 4, "sbuf_words": 1024, "psum_banks": 4, "psum_words": 64,
@@ -52,8 +58,37 @@ def uart_divisor(cfg: dict) -> int:
     return round(cfg["clock_hz"] / cfg["baud"])
 
 
+def pll_parameters(cfg: dict) -> dict:
+    """The ECP5 ``EHXPLLL``'s parameters that make ``cfg["clock_hz"]`` from ``cfg["osc_hz"]``
+    (CLKOP fed back). ValueError if the dividers do not give that clock or put the VCO outside
+    400 to 800 MHz."""
+    pll = cfg["pll"]
+    out = cfg["osc_hz"] * pll["clkfb_div"] / pll["clki_div"]
+    vco = out * pll["clkop_div"]
+    if out != cfg["clock_hz"] or not 400e6 <= vco <= 800e6:
+        raise ValueError(f"PLL dividers {pll} give {out / 1e6:g} MHz (VCO {vco / 1e6:g} MHz), "
+                         f"not {cfg['clock_hz'] / 1e6:g} MHz with the VCO in 400 .. 800 MHz")
+    return {
+        "a_FREQUENCY_PIN_CLKI": f"{cfg['osc_hz'] / 1e6:g}",
+        "a_FREQUENCY_PIN_CLKOP": f"{cfg['clock_hz'] / 1e6:g}",
+        "a_ICP_CURRENT": "12", "a_LPF_RESISTOR": "8", "a_MFG_ENABLE_FILTEROPAMP": "1",
+        "a_MFG_GMCREF_SEL": "2",
+        "p_PLLRST_ENA": "DISABLED", "p_INTFB_WAKE": "DISABLED", "p_STDBY_ENABLE": "DISABLED",
+        "p_DPHASE_SOURCE": "DISABLED", "p_OUTDIVIDER_MUXA": "DIVA",
+        "p_CLKI_DIV": pll["clki_div"], "p_CLKFB_DIV": pll["clkfb_div"],
+        "p_CLKOP_ENABLE": "ENABLED", "p_CLKOP_DIV": pll["clkop_div"],
+        "p_CLKOP_CPHASE": pll["clkop_div"] // 2 - 1, "p_CLKOP_FPHASE": 0,
+        "p_FEEDBK_PATH": "CLKOP",
+    }
+
+
 class BoardPlatformTop(Elaboratable):
-    """:class:`hdl.board.BoardTop` on a board's pins: UART 0 and LEDs 0..4."""
+    """:class:`hdl.board.BoardTop` on a board's pins: UART 0 and LEDs 0..4, clocked by the PLL.
+
+    The ``sync`` domain is reset-less, as the platform's own would be: the device's global
+    set/reset (``SGSR``) initializes the flip-flops, and is held, through two flip-flops on
+    the PLL's clock, until the PLL locks.
+    """
 
     def __init__(self, board: str):
         from hdl.board import BoardTop
@@ -64,6 +99,22 @@ class BoardPlatformTop(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
+        cfg = board_config(self.board)
+        m.domains.sync = ClockDomain("sync", reset_less=True)
+        clk, locked = Signal(name="pll_clk"), Signal(name="pll_locked")
+        gsr0, gsr1 = Signal(), Signal()
+        m.d.comb += ClockSignal("sync").eq(clk)
+        m.submodules.pll = Instance(
+            "EHXPLLL", **pll_parameters(cfg),
+            i_CLKI=platform.request(cfg["osc_resource"]).i, i_CLKFB=clk,
+            o_CLKOP=clk, o_LOCK=locked, i_RST=0, i_STDBY=0, i_PHASESEL0=0, i_PHASESEL1=0,
+            i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0, i_ENCLKOP=0)
+        m.submodules += [
+            Instance("FD1S3AX", p_GSR="DISABLED", i_CK=clk, i_D=locked, o_Q=gsr0),
+            Instance("FD1S3AX", p_GSR="DISABLED", i_CK=clk, i_D=gsr0, o_Q=gsr1),
+            Instance("SGSR", i_CLK=clk, i_GSR=gsr1),
+        ]
+        platform.add_clock_constraint(clk, cfg["clock_hz"])
         m.submodules.top = top = self.top
         uart = platform.request("uart", 0)
         m.d.comb += [top.uart_rx.eq(uart.rx.i), uart.tx.o.eq(top.uart_tx)]
@@ -112,7 +163,8 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
                 return {**report, "cached": True}
         platform = _platform(board)
         top = BoardPlatformTop(board)
-        progress(f"building {board}: NeuronCore {cfg['core']} at {cfg['clock_hz'] / 1e6:g} MHz, "
+        progress(f"building {board}: NeuronCore {cfg['core']} at {cfg['clock_hz'] / 1e6:g} MHz "
+                 f"(PLL from {cfg['osc_hz'] / 1e6:g} MHz), "
                  f"UART {cfg['baud']} baud (Yosys + nextpnr-ecp5, seed {SEED}) ...")
         t0 = time.monotonic()
         plan = platform.prepare(top, name="nclite",
@@ -125,7 +177,8 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
         fmax = pnr.get("fmax") or {}
         report = {
             "key": key, "board": board, "platform": cfg["platform"], "core": cfg["core"],
-            "clock_hz": cfg["clock_hz"], "baud": cfg["baud"], "divisor": uart_divisor(cfg),
+            "clock_hz": cfg["clock_hz"], "osc_hz": cfg["osc_hz"], "pll": cfg["pll"],
+            "baud": cfg["baud"], "divisor": uart_divisor(cfg),
             "seed": SEED, "bitstream": "nclite.bit", "bitstream_bytes": len(bit),
             "fmax_mhz": {clk: round(v["achieved"], 2) for clk, v in fmax.items()},
             "utilization": {c: {"used": v["used"], "available": v["available"]}

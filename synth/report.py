@@ -192,7 +192,7 @@ def _board_builds() -> dict:
                 out[board] = {**previous[board], "stale": True}
             continue
         r = json.loads(f.read_text())
-        out[board] = {k: r[k] for k in ("core", "clock_hz", "baud", "seed", "fmax_mhz",
+        out[board] = {k: r[k] for k in ("core", "clock_hz", "osc_hz", "baud", "seed", "fmax_mhz",
                                         "utilization", "bitstream_bytes") if k in r}
         pnr = f.parent / "work" / "nclite.pnr.json"
         if pnr.exists():
@@ -314,7 +314,10 @@ def render_md(report: dict) -> str:
                           "bitstream was built since); `make bitstream` rebuilds it and the "
                           "next `make synth-report` shows the new one."]
         fmax = ", ".join(f"{v} MHz" for v in b["fmax_mhz"].values())
-        lines += ["", f"Fmax {fmax} against the board's {b['clock_hz'] / 1e6:g} MHz clock; "
+        clock = (f"the core's {b['clock_hz'] / 1e6:g} MHz clock (the PLL's, from the board's "
+                 f"{b['osc_hz'] / 1e6:g} MHz)" if "osc_hz" in b
+                 else f"the board's {b['clock_hz'] / 1e6:g} MHz clock")
+        lines += ["", f"Fmax {fmax} against {clock}; "
                       f"{comb.get('used', 0)} of {comb.get('available', 1)} LUT sites "
                       f"({100 * comb.get('used', 0) / comb.get('available', 1):.0f} %) and "
                       f"{ff.get('used', 0)} flip-flops."]

@@ -536,7 +536,7 @@ def board_build(board_name, as_json):
                f"{r['bitstream_bytes']} bytes{' (cached)' if r['cached'] else ''}")
     click.echo(f"  core {r['core']}, UART {r['baud']} baud")
     click.echo("  Fmax: " + ", ".join(f"{k} {v} MHz" for k, v in r["fmax_mhz"].items())
-               + f" (board clock {r['clock_hz'] / 1e6:g} MHz)")
+               + f" (core clock {r['clock_hz'] / 1e6:g} MHz, from the PLL)")
     click.echo(f"  utilization: {util}")
 
 

@@ -216,8 +216,11 @@ async def gemm_tiled(dut):
         # One MATMUL column per (M tile, K tile, column of B).
         assert p["moving_columns"] == -(-m // n) * -(-k // n) * f, p
         # Engines overlap: the core was busy for fewer cycles than its engines in sum (the
-        # DMA of the next tile runs while the tensor engine works on this one).
-        assert p["busy"] < p["tensor_busy"] + p["dma_busy"] + p["activation_busy"], p
+        # DMA of the next tile runs while the tensor engine works on this one). With fewer
+        # than n columns of B (1 x 5 x 3) the MATMULs are a few beats long and the overlap
+        # is a few cycles or none: there, no cycle goes by with only the sequencer busy.
+        engines = p["tensor_busy"] + p["dma_busy"] + p["activation_busy"]
+        assert p["busy"] < engines if f >= n else p["busy"] <= engines, p
 
 
 @cocotb.test(**tbutil.timeout(20))

@@ -36,6 +36,7 @@ from cocotbext.axi import AxiBus, AxiRam, AxiResp
 from golden.isa import DTYPE_BYTES, Opcode, encode
 from golden.iss import CommandError, CoreConfig, NeuronCoreISS
 from hdl.dma import dma_command_layout
+from hdl.read_port import SBUF_READ_LATENCY
 from sim.host.core import DramFaults
 from sim.tb import streams, tbutil
 from sim.tb.streams import StreamSource
@@ -79,22 +80,25 @@ class DmaTB:
 
     async def _sbuf_model(self):
         """SBUF behind the DMA's window ports: a read gives words addr .. addr + lanes - 1 of
-        a partition the next cycle (words past the SBUF's end read as garbage, which the DMA
-        must not send); a write takes elements 0 .. count - 1 to words addr .. ."""
+        a partition SBUF_READ_LATENCY cycles later, for that one cycle (garbage in every
+        other cycle, and in words past the SBUF's end, which the DMA must not send); a write
+        takes elements 0 .. count - 1 to words addr .. ."""
         dut, lanes = self.dut, self.lanes
-        pending = None
+        in_flight = [None] * SBUF_READ_LATENCY  # the reads of the last cycles, oldest first
         garbage = 0xDEADBEEF
         while True:
             await FallingEdge(dut.clk)
-            if pending is not None:
-                part, addr = pending
+            read = in_flight.pop(0)
+            if read is None:
+                window = [garbage] * lanes
+            else:
+                part, addr = read
                 window = [int(self.sbuf[part, a]) if a < self.words else garbage
                           for a in range(addr, addr + lanes)]
-                dut.sbuf_rd_data.value = sum(w << (32 * i) for i, w in enumerate(window))
+            dut.sbuf_rd_data.value = sum(w << (32 * i) for i, w in enumerate(window))
             await ReadOnly()
-            pending = None
-            if dut.sbuf_rd_en.value:
-                pending = (int(dut.sbuf_rd_part.value), int(dut.sbuf_rd_addr.value))
+            in_flight.append((int(dut.sbuf_rd_part.value), int(dut.sbuf_rd_addr.value))
+                             if dut.sbuf_rd_en.value else None)
             if dut.sbuf_wr_en.value:
                 part, addr = int(dut.sbuf_wr_part.value), int(dut.sbuf_wr_addr.value)
                 data, count = int(dut.sbuf_wr_data.value), int(dut.sbuf_wr_count.value)

@@ -115,12 +115,32 @@ def test_smoke_ice40_flow():
 @pytest.mark.parametrize("board", ["ulx3s-85f"])
 def test_board_top_elaborates_on_its_platform(board):
     """The board's top on the real platform, as ``make bitstream`` builds it, up to the tools:
-    its ``sync`` domain is the ECP5 platform's, reset-less (the device's global set/reset
-    initializes the flip-flops), so nothing in the core may use that domain's reset signal."""
-    from synth.board import BoardPlatformTop, _platform
+    its ``sync`` domain is the PLL's, reset-less as the ECP5 platform's own (the device's
+    global set/reset initializes the flip-flops), so nothing in the core may use that
+    domain's reset signal; the PLL's clock is constrained at the core's clock."""
+    from synth.board import BOARDS, BoardPlatformTop, _platform
 
     plan = _platform(board).prepare(BoardPlatformTop(board), name="nclite")
     assert "nclite.il" in plan.files and "nclite.lpf" in plan.files
+    il = plan.files["nclite.il"]
+    assert "EHXPLLL" in il and "SGSR" in il
+    mhz = BOARDS[board]["clock_hz"] / 1e6
+    assert any(line.startswith("FREQUENCY") and f"{mhz:g}" in line
+               for line in plan.files["nclite.lpf"].splitlines()), plan.files["nclite.lpf"]
+
+
+def test_pll_parameters():
+    """The PLL's dividers give the core's clock with the VCO in range, or a clear error."""
+    from synth.board import BOARDS, pll_parameters
+
+    cfg = BOARDS["ulx3s-85f"]
+    p = pll_parameters(cfg)
+    assert cfg["osc_hz"] * p["p_CLKFB_DIV"] / p["p_CLKI_DIV"] == cfg["clock_hz"]
+    assert 400e6 <= cfg["clock_hz"] * p["p_CLKOP_DIV"] <= 800e6
+    with pytest.raises(ValueError, match="give 50 MHz"):
+        pll_parameters({**cfg, "pll": {**cfg["pll"], "clkfb_div": 2}})
+    with pytest.raises(ValueError, match="VCO 300 MHz"):
+        pll_parameters({**cfg, "pll": {**cfg["pll"], "clkop_div": 4}})
 
 
 def test_result_line_and_fmax():

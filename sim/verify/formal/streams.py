@@ -93,11 +93,13 @@ def _core_env(m, top):
 
 
 def _sbuf_port(m, top):
-    """The SBUF read port a feeder reads: its data (and its window, where it has one) changes
-    only after a read."""
-    read_port_holds(m, top.signal("rd_en"), top.signal("rd_data"), "sbuf_rd")
+    """The SBUF read port a feeder reads: its data (and its window, where it has one) holds
+    in the cycle after the feeder raised ``rd_hold`` (its data registers take the block RAMs'
+    words only while ``rd_hold`` is low; what they take is left free)."""
+    hold = top.signal("rd_hold")
+    read_port_holds(m, ~hold, top.signal("rd_data"), "sbuf_rd")
     if "rd_window" in top.free:
-        read_port_holds(m, top.signal("rd_en"), top.signal("rd_window"), "sbuf_rd_window")
+        read_port_holds(m, ~hold, top.signal("rd_window"), "sbuf_rd_window")
 
 
 #: The activation feeder's sizes (the SBUF read port's window: 2 words).
