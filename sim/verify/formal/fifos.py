@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Assert, Cat
 
+from hdl.read_port import SBUF_READ_LATENCY
+
 from .harness import FormalTop
 
 __all__ = ["FifoCase", "FIFO_CASES", "fifo_top"]
@@ -115,7 +117,9 @@ def _link():
 FIFO_CASES = [
     FifoCase("cmdqueue", _cmdqueue, "desc", mode="bmc", depth=24, waive=("soft_reset",)),
     FifoCase("collective", _collective, "tx", depth=4, fixed=("rank",), waive=("tx_flush",)),
-    FifoCase("dma", _dma, "r_en"),
+    # (induction looks as far back as a store's reads are in flight: the SBUF's read latency,
+    # then the words' register)
+    FifoCase("dma", _dma, "r_en", depth=SBUF_READ_LATENCY + 1),
     FifoCase("link", _link, "r_en", mode="bmc", depth=20, fixed=("latency",),
              waive=("flush",)),
 ]
