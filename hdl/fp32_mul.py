@@ -48,7 +48,8 @@ class _Partial(data.Struct):
 class _Counted(data.Struct):
     """The product with its normalising shift: left by ``left``, or right by ``right``."""
     product: _Product
-    target: _EXP  # the exponent of bit 47 after the shift
+    lz: 6  # the significand's leading zeros (48 when it is 0)
+    normal: 1  # the leading one's exponent is >= -126: the shift is by ``lz``
     left: _EXP  # < 0: shift right
     right: range(_RIGHT_MAX + 1)  # -left, at most _RIGHT_MAX (when left < 0)
 
@@ -179,14 +180,19 @@ class Fp32Multiplier(wiring.Component):
         # Normalise. Bit 47 of sig has exponent E = p.exp + 1; pad to 64 bits for the count.
         # The leading one's exponent is E - lz; it stays there (a left shift by lz) if that is
         # >= -126, i.e. if lz <= room = E + 126; else the shift is by room (< lz; right if
-        # < 0). Every term but the count's is computed beside it, not after it.
+        # < 0). Every term but the count's is computed beside it, not after it: as lz <= 48,
+        # the compare after the count is of 6 bits (room 0 .. 47; room >= 48 always holds it,
+        # room < 0 never), and the exponent of bit 47 after the shift, E - lz, is left to the
+        # shift's stage.
         lz, _ = count_leading_zeros(Cat(Const(1 << 15, 16), p.sig))  # all-zero -> 48
         room = Signal(_EXP)
+        room_big, room_neg = Signal(), Signal()
         normal = Signal()
         count = Signal(_Counted)
-        m.d.comb += [room.eq(p.exp + 1 - _EMIN), normal.eq(lz <= room),
-                     count.product.eq(p),
-                     count.target.eq(Mux(normal, p.exp + 1 - lz, _EMIN)),  # bit 47's, shifted
+        m.d.comb += [room.eq(p.exp + 1 - _EMIN), room_big.eq(room >= _PROD_BITS),
+                     room_neg.eq(room < 0),
+                     normal.eq(room_big | (~room_neg & (lz <= room[:6]))),
+                     count.product.eq(p), count.lz.eq(lz), count.normal.eq(normal),
                      count.left.eq(Mux(normal, lz, room)),  # < 0: shift right
                      # -room, at most _RIGHT_MAX: the compare on p.exp, beside the sum
                      count.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
@@ -203,7 +209,8 @@ class Fp32Multiplier(wiring.Component):
             m.d.comb += [shifted_sig.eq(window[_RIGHT_MAX:]),
                          shifted_off.eq(window[:_RIGHT_MAX].any())]
         shift = Signal(_Shifted)
-        m.d.comb += [shift.product.eq(c.product), shift.target.eq(c.target),
+        m.d.comb += [shift.product.eq(c.product),  # the exponent of bit 47, shifted:
+                     shift.target.eq(Mux(c.normal, c.product.exp + 1 - c.lz, _EMIN)),
                      shift.sig.eq(shifted_sig), shift.lost.eq(shifted_off)]
         sh = delay(m, shift, cut_shift, name="shift", en=self.en)
         p, shifted, lost = sh.product, sh.sig, sh.lost
