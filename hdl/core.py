@@ -283,7 +283,8 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: about seven cycles a beat.
+      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, nine
+      from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
     * TRANSPOSE: for each source row k (partition ``part + k``) and each window of the SBUF's
@@ -292,8 +293,9 @@ class _ActivationFeeder(wiring.Component):
       partitions ``dst_part + c ..``.
 
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
-    is widened: an SBUF beat reaches the engine :data:`SBUF_READ_LATENCY` + 1 cycles after
-    its read, a PSUM beat a cycle after the drain port gives it. A single read (the bias, a
+    is widened, and the engine's beat is registered after the widening: an SBUF beat is
+    offered to the engine :data:`SBUF_READ_LATENCY` + 2 cycles after its read, a PSUM beat two
+    cycles after the drain port gives it. A single read (the bias, a
     TENSOR_TENSOR column, a TRANSPOSE window) is taken from the port
     :data:`SBUF_READ_LATENCY` cycles after it is issued. ``busy`` until the last output is
     written."""
@@ -430,18 +432,24 @@ class _ActivationFeeder(wiring.Component):
             m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw_q[j]),
                          widened[j].eq(Mux(lanes[j], wid.result, 0))]
         a_reg = Signal(data.ArrayLayout(32, n))  # TENSOR_TENSOR: in0's column
-        b_reg = Signal(data.ArrayLayout(32, n))  # ... and in1's
         s0 = srcs[0]
+        # The engine's beat is registers only (`ov`: it holds one): neither the state nor the
+        # widening lies between a register and the engine's intake.
+        out_a, out_b = Signal(data.ArrayLayout(32, n)), Signal(data.ArrayLayout(32, n))
+        ov = Signal()
+        m.d.comb += [self.act_i.valid.eq(ov), self.act_i.payload.a.eq(out_a),
+                     self.act_i.payload.b.eq(out_b)]
 
         # One operand a beat: a stream of SBUF reads or PSUM drain requests, through raw_q
-        # (`iv`: it holds a beat). SBUF reads are a pipeline through the read port's stages
-        # (`in_port[k]`: stage k + 1 holds a beat) and raw_q, that advances when raw_q takes a
-        # beat (`rd_hold` keeps the port's data meanwhile).
+        # (`iv`: it holds a beat), widened into the beat's registers. SBUF reads are a pipeline
+        # through the read port's stages (`in_port[k]`: stage k + 1 holds a beat), raw_q and
+        # the beat's registers, that advances when those take a beat (`rd_hold` keeps the
+        # port's data meanwhile).
         in_port = [Signal(name=f"run_stage{k + 1}") for k in range(SBUF_READ_LATENCY)]
         iv = Signal()
-        adv = ~iv | self.act_i.ready  # raw_q takes a beat
-        with m.If(state == S.RUN):
-            m.d.comb += [self.act_i.valid.eq(iv), self.act_i.payload.a.eq(widened)]
+        adv = ~ov | self.act_i.ready  # the beat's registers take a beat
+        with m.If((state == S.RUN) & adv):
+            m.d.sync += [out_a.eq(widened), out_b.eq(0), ov.eq(iv)]
         with m.If((state == S.RUN) & s0["sbuf"]):
             m.d.comb += [self.rd_en.eq(adv & (idx < cols)), self.rd_hold.eq(~adv),
                          self.rd_addr.eq(s0["addr"] + idx)]
@@ -465,7 +473,7 @@ class _ActivationFeeder(wiring.Component):
         for i, (req, got, wide, nxt) in enumerate(
                 ((S.TT_REQ0, S.TT_GOT0, S.TT_WID0, S.TT_REQ1),
                  (S.TT_REQ1, S.TT_GOT1, S.TT_WID1, S.TT_SEND))):
-            src, reg = srcs[i], (a_reg, b_reg)[i]
+            src = srcs[i]
             with m.If(state == req):
                 with m.If(src["sbuf"]):
                     m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(src["addr"] + idx)]
@@ -485,12 +493,14 @@ class _ActivationFeeder(wiring.Component):
                     with m.If(self.drain_resp.valid):
                         m.d.sync += [raw_q.eq(self.drain_resp.payload), state.eq(wide)]
             with m.If(state == wide):
-                m.d.sync += [reg.eq(widened), state.eq(nxt)]
+                m.d.sync += state.eq(nxt)
+                if i == 0:
+                    m.d.sync += a_reg.eq(widened)
+                else:  # the beat: in0's column and in1's
+                    m.d.sync += [out_a.eq(a_reg), out_b.eq(widened), ov.eq(1)]
         with m.If(state == S.TT_SEND):
-            m.d.comb += [self.act_i.valid.eq(1), self.act_i.payload.a.eq(a_reg),
-                         self.act_i.payload.b.eq(b_reg)]
             with m.If(self.act_i.ready):
-                m.d.sync += [idx.eq(idx + 1),
+                m.d.sync += [ov.eq(0), idx.eq(idx + 1),
                              state.eq(Mux(idx + 1 == cols, S.RUN, S.TT_REQ0))]
 
         # Outputs: written as they come (nothing else writes the SBUF meanwhile).
