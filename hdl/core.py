@@ -79,7 +79,7 @@ class _TensorFeeder(wiring.Component):
 
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
     descriptor is taken the cycle after and its first moving beat is ready
-    :data:`SBUF_READ_LATENCY` cycles after that (two idle cycles of the tensor engine
+    :data:`SBUF_READ_LATENCY` cycles after that (three idle cycles of the tensor engine
     between two MATMULs)."""
 
     class _State(enum.Enum):
@@ -203,7 +203,7 @@ class _TensorFeeder(wiring.Component):
     def _stream_reads(self, m, *, first, state, own, beats, out, idx, cmd_pending, finishing):
         """Beats read from SBUF one a cycle into the stream ``out``: the first as the
         descriptor is taken (``first``), the others while ``state`` is ``own``. The read
-        port's two stages are a pipeline that advances while ``out`` does not stall
+        port's stages are a pipeline that advances while ``out`` does not stall
         (``rd_hold`` holds its data meanwhile, and no read is issued). The last beat taken
         ends the command (``state`` IDLE, ``finishing``). Call inside ``first | (state ==
         own)``; returns the index of the beat read this cycle (``rd_en`` is driven here)."""
@@ -245,24 +245,24 @@ class _TensorFeeder(wiring.Component):
         S, n = self._State, self.n
         width = 20 if self.sparse else 16
         tile = [[Signal(width, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
-        # A column read: its index in the SBUF's stage 1 (col_q), then its words in stage 2.
-        col_q, col_valid = Signal(range(n)), Signal()
-        col_qq, col_data = Signal(range(n)), Signal()
-        m.d.sync += [col_valid.eq(0), col_qq.eq(col_q), col_data.eq(col_valid)]
-        with m.If(col_data):
-            for j in range(n):
-                with m.If(col_qq == j):
-                    m.d.sync += [tile[k][j].eq(rot[k][:width]) for k in range(n)]
         read_col = (take & ~is_mm) | (state == S.LS_READ)
         col = Mux(take, 0, idx)
+        # The column reads in flight (`in_port[k]`: read k + 1 cycles ago) and their indices:
+        # the last's words are on the port.
+        in_port = [Signal(name=f"col_stage{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        col_of = [Signal(range(n), name=f"col_index{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        m.d.sync += [*shift_in(in_port, read_col), *shift_in(col_of, col)]
+        with m.If(in_port[-1]):
+            for j in range(n):
+                with m.If(col_of[-1] == j):
+                    m.d.sync += [tile[k][j].eq(rot[k][:width]) for k in range(n)]
         with m.If(read_col):
             m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(ls.sbuf_addr + col)]
-            m.d.sync += [col_q.eq(col), col_valid.eq(1), idx.eq(col + 1),
-                         state.eq(S.LS_READ)]
+            m.d.sync += [idx.eq(col + 1), state.eq(S.LS_READ)]
             with m.If(col + 1 == ls.m):
                 m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
         with m.If(state == S.LS_SEND):
-            m.d.comb += self.weights.valid.eq(~col_valid & ~col_data & (idx < ls_rows))
+            m.d.comb += self.weights.valid.eq(~Cat(*in_port).any() & (idx < ls_rows))
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
                     self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
@@ -283,7 +283,7 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, nine
+      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, eleven
       from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
@@ -550,29 +550,34 @@ class _Sbuf(wiring.Component):
     words of a partition are read or written in one cycle: the DMA moves a whole AXI beat a
     cycle (``lanes`` = the beat's bytes, the most elements it holds).
 
-    Read ports (one address each) have two stages: ``en`` reads the words at ``addr`` into
-    the block RAMs' output registers (held while ``en`` is low); in every cycle ``hold`` is
-    low, the port's data registers take those words. So a word is in ``data`` two cycles
-    after its ``en`` (:data:`SBUF_READ_LATENCY`) and stays there while ``hold`` is high: a
-    reader that streams with back pressure lowers ``en`` and raises ``hold`` together, and
-    one that does not leaves ``hold`` low (then ``data`` is ``en``'s words two cycles on,
-    held while ``en`` stays low). Reads are not transparent to writes.
+    Read ports (one address each) are a pipeline of three stages that moves on in every
+    cycle ``hold`` is low: ``en`` and ``addr`` are registered (stage 0, each lane's row
+    computed), the block RAMs read those rows into their output registers (stage 1, held
+    while no read is registered), and the port's data registers take those words (stage 2).
+    So a word is in ``data`` three cycles after its ``en`` (:data:`SBUF_READ_LATENCY`) and
+    stays there while ``hold`` is high: a reader that streams with back pressure lowers
+    ``en`` and raises ``hold`` together, and one that does not leaves ``hold`` low (then
+    ``data`` is ``en``'s words three cycles on, held while ``en`` stays low). Reads are not
+    transparent to writes.
 
     * ``rd0`` (the tensor feeder) and ``rd1`` (DMA stores, ACTIVATE and the vector commands,
       debug reads): ``data``, word ``addr`` of every partition, and ``window``, words
       ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
       ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none); ``rd0.rows`` (with
       ``rows0``), words ``addr .. addr + rows0 − 1`` of every partition.
-    * With ``fast``, both ports also give ``data_fast``: ``data`` a cycle after ``en``, from
-      the block RAMs' output registers (a COLLECTIVE's reads, whose engine has a one-cycle
-      read contract; ``hold`` does not apply).
+    * With ``fast``, both ports also give ``data_fast``: while the port's ``fast`` is high,
+      ``en`` and ``addr`` go to the block RAMs directly and ``data_fast`` has the words a
+      cycle after ``en`` (a COLLECTIVE's reads, whose engine has a one-cycle read contract;
+      ``hold`` must be low).
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
 
     Design note: the block RAMs' words are registered before any lane is selected because
     their clock-to-output alone is 5.6 ns on the ECP5 (Yosys does not use the DP16KD's output
-    register): the selection and a reader's logic after it would not fit 10 ns.
+    register): the selection and a reader's logic after it would not fit 10 ns. The address
+    is registered too: the choice of reader, its address sum and the lanes' row sums before
+    a block RAM's address did not fit either.
     """
 
     def __init__(self, *, n, words, lanes, windows, rows0=0, fast=False):
@@ -585,7 +590,7 @@ class _Sbuf(wiring.Component):
             members = {"en": In(1), "hold": In(1), "addr": In(addr),
                        "part": In(range(max(n, 2))), "data": Out(row)}
             if fast:
-                members["data_fast"] = Out(row)
+                members.update({"fast": In(1), "data_fast": Out(row)})
             if window:
                 members["window"] = Out(data.ArrayLayout(32, window))
             if rows:
@@ -638,17 +643,31 @@ class _Sbuf(wiring.Component):
         for name, window in zip(("rd0", "rd1"), self._windows, strict=True):
             port = getattr(self, name)
             lo, rows = split(port.addr)
+            # Stage 0: the read, its lanes' rows computed and registered.
+            en_a, lo_a, part_a = Signal(), Signal.like(lo), Signal.like(port.part)
+            rows_a = [Signal.like(r, name=f"{name}_row{lane}") for lane, r in enumerate(rows)]
+            with m.If(~port.hold):
+                m.d.sync += [en_a.eq(port.en), lo_a.eq(lo), part_a.eq(port.part),
+                             *(a.eq(r) for a, r in zip(rows_a, rows, strict=True))]
+            read = Signal()  # stage 1 (the block RAMs) reads stage 0's words
+            m.d.comb += read.eq(en_a & ~port.hold)
+            rd_rows = rows_a
+            if self._fast:  # a COLLECTIVE's reads skip stage 0
+                read, rd_rows = Mux(port.fast, port.en, read), [
+                    Mux(port.fast, r, a) for r, a in zip(rows, rows_a, strict=True)]
             lo_q, part_q = Signal.like(lo), Signal.like(port.part)  # stage 1's
             lo_qq, part_qq = Signal.like(lo), Signal.like(port.part)  # stage 2's
-            with m.If(port.en):
-                m.d.sync += [lo_q.eq(lo), part_q.eq(port.part)]
+            with m.If(read):
+                m.d.sync += [lo_q.eq(Mux(port.fast, lo, lo_a) if self._fast else lo_a),
+                             part_q.eq(Mux(port.fast, port.part, part_a) if self._fast
+                                       else part_a)]
             raw = [[None] * L for _ in range(n)]  # stage 1: the block RAMs' words
             raw_q = [[Signal(32, name=f"{name}_p{p}_l{lane}") for lane in range(L)]
                      for p in range(n)]  # stage 2
             for p in range(n):
                 for lane in range(L):
                     r = mems[p][lane].read_port(transparent_for=())
-                    m.d.comb += [r.en.eq(read_enable(port.en)), r.addr.eq(rows[lane])]
+                    m.d.comb += [r.en.eq(read_enable(read)), r.addr.eq(rd_rows[lane])]
                     raw[p][lane] = r.data
             with m.If(~port.hold):
                 m.d.sync += [lo_qq.eq(lo_q), part_qq.eq(part_q)]
@@ -1057,7 +1076,8 @@ class NeuronCore(wiring.Component):
                                          rows0=MAX_RATIO if self.sparse else 0,
                                          fast=coll is not None)
         if coll is not None:  # (the collective engine's reads take a cycle)
-            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast)]
+            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast),
+                         sbuf.rd0.fast.eq(coll.busy), sbuf.rd1.fast.eq(coll.busy)]
         if rows:
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         if self.sparse:

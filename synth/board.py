@@ -87,7 +87,8 @@ class BoardPlatformTop(Elaboratable):
 
     The ``sync`` domain is reset-less, as the platform's own would be: the device's global
     set/reset (``SGSR``) initializes the flip-flops, and is held, through two flip-flops on
-    the PLL's clock, until the PLL locks.
+    the PLL's clock, until the PLL locks. nextpnr derives the PLL's output constraint (75 MHz)
+    from the oscillator pin's, which the platform sets.
     """
 
     def __init__(self, board: str):
@@ -114,7 +115,6 @@ class BoardPlatformTop(Elaboratable):
             Instance("FD1S3AX", p_GSR="DISABLED", i_CK=clk, i_D=gsr0, o_Q=gsr1),
             Instance("SGSR", i_CLK=clk, i_GSR=gsr1),
         ]
-        platform.add_clock_constraint(clk, cfg["clock_hz"])
         m.submodules.top = top = self.top
         uart = platform.request("uart", 0)
         m.d.comb += [top.uart_rx.eq(uart.rx.i), uart.tx.o.eq(top.uart_tx)]
