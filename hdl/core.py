@@ -79,7 +79,7 @@ class _TensorFeeder(wiring.Component):
 
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
     descriptor is taken the cycle after and its first moving beat is ready
-    :data:`SBUF_READ_LATENCY` cycles after that (three idle cycles of the tensor engine
+    :data:`SBUF_READ_LATENCY` cycles after that (two idle cycles of the tensor engine
     between two MATMULs)."""
 
     class _State(enum.Enum):
@@ -283,7 +283,7 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, eleven
+      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, nine
       from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
@@ -550,34 +550,29 @@ class _Sbuf(wiring.Component):
     words of a partition are read or written in one cycle: the DMA moves a whole AXI beat a
     cycle (``lanes`` = the beat's bytes, the most elements it holds).
 
-    Read ports (one address each) are a pipeline of three stages that moves on in every
-    cycle ``hold`` is low: ``en`` and ``addr`` are registered (stage 0, each lane's row
-    computed), the block RAMs read those rows into their output registers (stage 1, held
-    while no read is registered), and the port's data registers take those words (stage 2).
-    So a word is in ``data`` three cycles after its ``en`` (:data:`SBUF_READ_LATENCY`) and
-    stays there while ``hold`` is high: a reader that streams with back pressure lowers
-    ``en`` and raises ``hold`` together, and one that does not leaves ``hold`` low (then
-    ``data`` is ``en``'s words three cycles on, held while ``en`` stays low). Reads are not
-    transparent to writes.
+    Read ports (one address each) have two stages: ``en`` reads the words at ``addr`` into
+    the block RAMs' output registers (held while ``en`` is low); in every cycle ``hold`` is
+    low, the port's data registers take those words. So a word is in ``data`` two cycles
+    after its ``en`` (:data:`SBUF_READ_LATENCY`) and stays there while ``hold`` is high: a
+    reader that streams with back pressure lowers ``en`` and raises ``hold`` together, and
+    one that does not leaves ``hold`` low (then ``data`` is ``en``'s words two cycles on,
+    held while ``en`` stays low). Reads are not transparent to writes.
 
     * ``rd0`` (the tensor feeder) and ``rd1`` (DMA stores, ACTIVATE and the vector commands,
       debug reads): ``data``, word ``addr`` of every partition, and ``window``, words
       ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
       ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none); ``rd0.rows`` (with
       ``rows0``), words ``addr .. addr + rows0 − 1`` of every partition.
-    * With ``fast``, both ports also give ``data_fast``: while the port's ``fast`` is high,
-      ``en`` and ``addr`` go to the block RAMs directly and ``data_fast`` has the words a
-      cycle after ``en`` (a COLLECTIVE's reads, whose engine has a one-cycle read contract;
-      ``hold`` must be low).
+    * With ``fast``, both ports also give ``data_fast``: ``data`` a cycle after ``en``, from
+      the block RAMs' output registers (a COLLECTIVE's reads, whose engine has a one-cycle
+      read contract; ``hold`` does not apply).
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
 
     Design note: the block RAMs' words are registered before any lane is selected because
     their clock-to-output alone is 5.6 ns on the ECP5 (Yosys does not use the DP16KD's output
-    register): the selection and a reader's logic after it would not fit 10 ns. The address
-    is registered too: the choice of reader, its address sum and the lanes' row sums before
-    a block RAM's address did not fit either.
+    register): the selection and a reader's logic after it would not fit 10 ns.
     """
 
     def __init__(self, *, n, words, lanes, windows, rows0=0, fast=False):
@@ -590,7 +585,7 @@ class _Sbuf(wiring.Component):
             members = {"en": In(1), "hold": In(1), "addr": In(addr),
                        "part": In(range(max(n, 2))), "data": Out(row)}
             if fast:
-                members.update({"fast": In(1), "data_fast": Out(row)})
+                members["data_fast"] = Out(row)
             if window:
                 members["window"] = Out(data.ArrayLayout(32, window))
             if rows:
@@ -643,31 +638,17 @@ class _Sbuf(wiring.Component):
         for name, window in zip(("rd0", "rd1"), self._windows, strict=True):
             port = getattr(self, name)
             lo, rows = split(port.addr)
-            # Stage 0: the read, its lanes' rows computed and registered.
-            en_a, lo_a, part_a = Signal(), Signal.like(lo), Signal.like(port.part)
-            rows_a = [Signal.like(r, name=f"{name}_row{lane}") for lane, r in enumerate(rows)]
-            with m.If(~port.hold):
-                m.d.sync += [en_a.eq(port.en), lo_a.eq(lo), part_a.eq(port.part),
-                             *(a.eq(r) for a, r in zip(rows_a, rows, strict=True))]
-            read = Signal()  # stage 1 (the block RAMs) reads stage 0's words
-            m.d.comb += read.eq(en_a & ~port.hold)
-            rd_rows = rows_a
-            if self._fast:  # a COLLECTIVE's reads skip stage 0
-                read, rd_rows = Mux(port.fast, port.en, read), [
-                    Mux(port.fast, r, a) for r, a in zip(rows, rows_a, strict=True)]
             lo_q, part_q = Signal.like(lo), Signal.like(port.part)  # stage 1's
             lo_qq, part_qq = Signal.like(lo), Signal.like(port.part)  # stage 2's
-            with m.If(read):
-                m.d.sync += [lo_q.eq(Mux(port.fast, lo, lo_a) if self._fast else lo_a),
-                             part_q.eq(Mux(port.fast, port.part, part_a) if self._fast
-                                       else part_a)]
+            with m.If(port.en):
+                m.d.sync += [lo_q.eq(lo), part_q.eq(port.part)]
             raw = [[None] * L for _ in range(n)]  # stage 1: the block RAMs' words
             raw_q = [[Signal(32, name=f"{name}_p{p}_l{lane}") for lane in range(L)]
                      for p in range(n)]  # stage 2
             for p in range(n):
                 for lane in range(L):
                     r = mems[p][lane].read_port(transparent_for=())
-                    m.d.comb += [r.en.eq(read_enable(read)), r.addr.eq(rd_rows[lane])]
+                    m.d.comb += [r.en.eq(read_enable(port.en)), r.addr.eq(rows[lane])]
                     raw[p][lane] = r.data
             with m.If(~port.hold):
                 m.d.sync += [lo_qq.eq(lo_q), part_qq.eq(part_q)]
@@ -1076,8 +1057,7 @@ class NeuronCore(wiring.Component):
                                          rows0=MAX_RATIO if self.sparse else 0,
                                          fast=coll is not None)
         if coll is not None:  # (the collective engine's reads take a cycle)
-            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast),
-                         sbuf.rd0.fast.eq(coll.busy), sbuf.rd1.fast.eq(coll.busy)]
+            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast)]
         if rows:
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         if self.sparse:

@@ -5,9 +5,9 @@ from amaranth.hdl import ResetSignal
 
 __all__ = ["read_enable", "SBUF_READ_LATENCY"]
 
-#: Cycles from an SBUF read's enable to its words on the read port: the address registers,
-#: the block RAMs' output registers, then the port's data registers (see ``hdl.core._Sbuf``).
-SBUF_READ_LATENCY = 3
+#: Cycles from an SBUF read's enable to its words on the read port: the block RAMs' output
+#: registers, then the port's data registers (see ``hdl.core._Sbuf``).
+SBUF_READ_LATENCY = 2
 
 
 def read_enable(en, domain: str = "sync"):

@@ -108,9 +108,17 @@ def _fail(what: str, run: subprocess.CompletedProcess, log: Path | None) -> Synt
     return SynthFailed(f"{what} failed (exit {run.returncode}); log tail:\n{tail}")
 
 
+#: ``synth_ecp5``, with the unused wires purged before its LUT mapping (``abc9``): Yosys 0.70's
+#: ``abc9`` fails an assertion (``GetSize(conn.first) == GetSize(conn.second)``, in its
+#: reintegration) on some NeuronCore netlists of 2026-11-29 unless they are (the wires it
+#: removes drive nothing, so the cells, and the area and timing, are those of ``synth_ecp5``).
+ECP5_SYNTH = ("synth_ecp5 -top {top} -run begin:map_luts; opt_clean -purge; "
+              "synth_ecp5 -top {top} -run map_luts:")
+
+
 def _synth_cmd(device: Device, top: str) -> str:
     if device.family == "ecp5":
-        return f"synth_ecp5 -top {top}"
+        return ECP5_SYNTH.format(top=top)
     return f"synth_ice40 -dsp -top {top}"
 
 

@@ -25,10 +25,13 @@ import json
 import re
 from pathlib import Path
 
+from .fpga import ECP5_SYNTH
+
 __all__ = ["gate_level", "cell_models", "MULT18X18D_MODEL", "SYNTH_SCRIPT"]
 
-#: The Yosys commands after ``read_verilog``: the ECP5 synthesis of the bitstream flow.
-SYNTH_SCRIPT = "synth_ecp5 -top {top}; write_verilog -noattr {out}"
+#: The Yosys commands after ``read_verilog``: the ECP5 synthesis of the bitstream flow (as
+#: :data:`synth.fpga.ECP5_SYNTH` runs it, with the unused wires purged before ``abc9``).
+SYNTH_SCRIPT = ECP5_SYNTH + "; write_verilog -noattr {out}"
 
 _REGISTERS = [f"REG_{what}_{field}" for what in ("INPUTA", "INPUTB", "INPUTC", "PIPELINE",
                                                    "OUTPUT") for field in ("CLK", "CE", "RST")]
