@@ -676,7 +676,8 @@ class _DebugReader(wiring.Component):
     PSUM word (``resp``), through the SBUF's shared read port and the PSUM drain port.
 
     A read starts only while ``port_free`` (no other user of those ports runs or is about to);
-    ``hold`` stops the sequencer from starting one meanwhile. A read that has waited
+    ``hold`` stops the sequencer from starting one meanwhile. An SBUF read is issued the cycle
+    after the request is taken, from registers. A read that has waited
     :data:`DEBUG_TIMEOUT` cycles for the ports answers 0 and sets ``timeout`` (sticky until
     ``clear_error``), so that the register bus is never stuck. Fields of ``req``:
     ``hdl.cmdqueue.DEBUG_ADDR_FIELDS``; a word outside the memories reads 0.
@@ -712,6 +713,7 @@ class _DebugReader(wiring.Component):
         m.d.comb += self.resp.payload.eq(word)
         # The SBUF read's word is on the port SBUF_READ_LATENCY cycles after its enable.
         arrived = delay(m, self.sbuf_rd_en, SBUF_READ_LATENCY, name="sbuf_arrived")
+        rd_word = Signal(range(max(self._words, 2)))  # the SBUF word to read
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.req.valid & ~self.port_free):
@@ -726,13 +728,16 @@ class _DebugReader(wiring.Component):
                     m.next = "RESPOND"
                     in_part = fld["part"] < n
                     with m.If(~fld["space"] & in_part & (fld["word"] < self._words)):
-                        m.d.comb += [self.sbuf_rd_en.eq(1), self.sbuf_rd_addr.eq(fld["word"])]
-                        m.next = "SBUF"
+                        m.d.sync += rd_word.eq(fld["word"])
+                        m.next = "SBUF_READ"
                     with m.If(fld["space"] & in_part & (fld["bank"] < self._banks)
                               & (fld["word"] < self._psum_words)):
                         m.d.sync += [self.drain_req.payload.bank.eq(fld["bank"]),
                                      self.drain_req.payload.addr.eq(fld["word"])]
                         m.next = "PSUM_REQUEST"
+            with m.State("SBUF_READ"):  # (from registers: no compare reaches the address)
+                m.d.comb += [self.sbuf_rd_en.eq(1), self.sbuf_rd_addr.eq(rd_word)]
+                m.next = "SBUF"
             with m.State("SBUF"):
                 with m.If(arrived):
                     m.d.sync += word.eq(Array(self.sbuf_rd_data[p] for p in range(n))[part])
