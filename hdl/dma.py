@@ -304,23 +304,23 @@ class DmaEngine(wiring.Component):
                                                        depth=SBUF_READ_LATENCY + 3)
         # The words are registered as they leave the SBUF's read port (`window`) and packed
         # from there. A read's beat offset and element count follow it down a pipeline
-        # (`rd_pending[k]`: the read was issued k + 1 cycles ago).
-        rd_pending = [Signal(name=f"rd_pending{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        # (`rd_pending[k]`: the read was issued k + 1 cycles ago); the last stage's words are
+        # in `window`.
+        stages = SBUF_READ_LATENCY + 1
+        rd_pending = [Signal(name=f"rd_pending{k + 1}") for k in range(stages)]
         beat_fields = data.StructLayout({"off": lg, "count": range(B + 1)})
-        rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 1}") for k in range(SBUF_READ_LATENCY)]
-        got = Signal()  # ... SBUF_READ_LATENCY + 1 cycles ago: its words are in `window`
-        got_off, got_count = Signal(lg), Signal(range(B + 1))
+        rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 1}") for k in range(stages)]
+        got, got_off, got_count = rd_pending[-1], rd_beat[-1].off, rd_beat[-1].count
         window = Signal.like(self.sbuf_rd_data)
-        in_flight = Signal(range(SBUF_READ_LATENCY + 2))
-        m.d.comb += in_flight.eq(sum(rd_pending) + got)
+        in_flight = Signal(range(stages + 1))
+        m.d.comb += in_flight.eq(sum(rd_pending))
         store_go = Signal()
         m.d.comb += store_go.eq(d_active & is_store & ~start
                                 & (w_queue.level + in_flight < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
         m.d.sync += [*shift_in(rd_pending, store_go), *shift_in(rd_beat, Cat(off, count)),
-                     got.eq(rd_pending[-1]), got_off.eq(rd_beat[-1].off),
-                     got_count.eq(rd_beat[-1].count), window.eq(self.sbuf_rd_data)]
+                     window.eq(self.sbuf_rd_data)]
         with m.If(store_go):
             m.d.comb += step.eq(1)
         packed = Signal(self.data_width)
