@@ -22,7 +22,7 @@ from .isa import DESCRIPTOR_BITS, DESCRIPTOR_LAYOUTS, Opcode
 from .params import check_int
 from .pe import DEFAULT_ADD_STAGES, DEFAULT_MUL_STAGES
 from .pipeline import delay, shift_in
-from .read_port import SBUF_READ_LATENCY, read_enable
+from .read_port import SBUF_READ_LATENCY, ReadBuffer, read_enable
 from .sequencer import Sequencer, check_core_sizes
 from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ratio_of, slots_of
 from .sru import sru_layouts
@@ -73,13 +73,14 @@ class _TensorFeeder(wiring.Component):
     rows one a cycle, each a window of partition ``part + k``; else reads the tile's m
     columns (a word of every partition a cycle) into an n x n register tile, then sends the
     k rows. MATMUL: sends f moving beats,
-    beat j being word ``sbuf_addr + j`` of partitions ``part..`` (``rd_hold`` keeps the read
-    port's data while the engine stalls). The tensor engine's command goes out in the cycle
-    the descriptor is taken, and so does the first SBUF read.
+    beat j being word ``sbuf_addr + j`` of partitions ``part..``. A stream of reads (MATMUL's
+    beats, LOAD_STATIONARY's rows) goes through a :class:`~hdl.read_port.ReadBuffer`, so the
+    engine may stall it. The tensor engine's command goes out in the cycle the descriptor is
+    taken, and so does the first SBUF read.
 
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
     descriptor is taken the cycle after and its first moving beat is ready
-    :data:`SBUF_READ_LATENCY` cycles after that (two idle cycles of the tensor engine
+    :data:`SBUF_READ_LATENCY` cycles after that (three idle cycles of the tensor engine
     between two MATMULs)."""
 
     class _State(enum.Enum):
@@ -93,7 +94,7 @@ class _TensorFeeder(wiring.Component):
         self.n, self.words, self.rows, self.sparse = n, words, rows, sparse
         ports = {
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
-            "rd_en": Out(1), "rd_hold": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
             "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
             "rd_window": In(data.ArrayLayout(32, n)),
@@ -154,34 +155,43 @@ class _TensorFeeder(wiring.Component):
                 m.d.sync += ratio.eq(ratio_of(m, ls.sparsity.as_value(), patterns,
                                               name="ls_ratio"))
 
-        part = Mux(is_mm, mm.part, ls.part)
+        # The data path follows the descriptor held (a read's words arrive in a later cycle
+        # than its take, and no descriptor is taken before the last arrived).
+        held_ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], cur)
+        held_mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], cur)
+        part = Mux(cur[:4] == Opcode.MATMUL, held_mm.part, held_ls.part)
         rot = _rotate(m, self.rd_data, part, n, "rot")
 
         if self.rows:
-            self._load_by_rows(m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing)
+            self._load_by_rows(m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
+                               finishing)
         else:
-            self._load_by_columns(m, take, is_mm, ls, ls_rows, state, idx, cmd_pending,
-                                  finishing, rot)
+            self._load_by_columns(m, take, is_mm, ls, held_ls, ls_rows, state, idx,
+                                  cmd_pending, finishing, rot)
 
-        # MATMUL: the read port feeds the moving stream, holding its data while stalled; the
-        # first read as the descriptor is taken. After a sparse tile a beat is R words of every
-        # partition (row k of the tile: partition part + k // R, word k % R of the beat's).
+        # MATMUL: the read port feeds the moving stream through a buffer; the first read as
+        # the descriptor is taken. After a sparse tile a beat is R words of every partition
+        # (row k of the tile: partition part + k // R, word k % R of the beat's).
         first = take & is_mm
+        buf = m.submodules.moving_buffer = ReadBuffer(self.moving.payload.shape())
+        m.d.comb += self.moving.payload.eq(buf.out.payload)
         with m.If(first | (state == S.MM)):
             col = self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
-                                     out=self.moving, idx=idx, cmd_pending=cmd_pending,
-                                     finishing=finishing)
+                                     out=self.moving, buf=buf, idx=idx,
+                                     cmd_pending=cmd_pending, finishing=finishing)
             if not self.sparse:
                 m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col)
-                for i in range(n):
-                    m.d.comb += self.moving.payload[i].eq(rot[i][:16])
         if self.sparse:
-            self._sparse_moving(m, mm, first | (state == S.MM), col, ratio, part)
+            self._sparse_moving(m, mm, first | (state == S.MM), col, ratio, part, buf)
+        else:
+            for i in range(n):
+                m.d.comb += buf.data[i].eq(rot[i][:16])
         return m
 
-    def _sparse_moving(self, m, mm, active, col, ratio, part):
+    def _sparse_moving(self, m, mm, active, col, ratio, part, buf):
         """A sparse-capable feeder's MATMUL reads: word ``sbuf_addr + col · R`` on, R words
-        of every partition a beat (R = 1 for a dense tile)."""
+        of every partition a beat (R = 1 for a dense tile), into the moving stream's
+        buffer ``buf``."""
         n = self.n
         with m.If(active):
             with m.Switch(ratio):
@@ -198,48 +208,45 @@ class _TensorFeeder(wiring.Component):
                 with m.Case(r):
                     for k in range(MAX_RATIO * n):
                         value = rows[k % r][k // r][:16] if k // r < n else 0
-                        m.d.comb += self.moving.payload[k].eq(value)
+                        m.d.comb += buf.data[k].eq(value)
 
-    def _stream_reads(self, m, *, first, state, own, beats, out, idx, cmd_pending, finishing):
-        """Beats read from SBUF one a cycle into the stream ``out``: the first as the
-        descriptor is taken (``first``), the others while ``state`` is ``own``. The read
-        port's stages are a pipeline that advances while ``out`` does not stall
-        (``rd_hold`` holds its data meanwhile, and no read is issued). The last beat taken
-        ends the command (``state`` IDLE, ``finishing``). Call inside ``first | (state ==
-        own)``; returns the index of the beat read this cycle (``rd_en`` is driven here)."""
-        # in_port[k]: the port's stage k + 1 holds a beat (the last: on the port's data)
-        in_port = [Signal(name=f"{own.name.lower()}_stage{k + 1}")
-                   for k in range(SBUF_READ_LATENCY)]
-        valid = in_port[-1]
+    def _stream_reads(self, m, *, first, state, own, beats, out, buf, idx, cmd_pending,
+                      finishing):
+        """Beats read from SBUF into the stream ``out`` through ``buf`` (a
+        :class:`~hdl.read_port.ReadBuffer`, whose ``data`` and ``out``'s payload the caller
+        drives): a read a cycle while the buffer has room, the first as the descriptor is
+        taken (``first``), the others while ``state`` is ``own``. The last beat taken ends
+        the command (``state`` IDLE, ``finishing``). Call inside ``first | (state == own)``;
+        returns the index of the beat read this cycle (``rd_en`` is driven here)."""
         active = state == own
         i = Mux(first, 0, idx)
-        adv = first | ~valid | out.ready
         more = i < beats
-        m.d.comb += [self.rd_en.eq(adv & more), self.rd_hold.eq(~adv),
-                     out.valid.eq(active & valid)]
-        with m.If(adv):
-            m.d.sync += [*shift_in(in_port, more), idx.eq(Mux(more, i + 1, i))]
-        m.d.sync += state.eq(own)
-        with m.If(active & valid & out.ready & ~Cat(*in_port[:-1]).any() & ~more):
+        m.d.comb += [self.rd_en.eq(buf.room & more), buf.issue.eq(self.rd_en),
+                     out.valid.eq(active & buf.out.valid), buf.out.ready.eq(active & out.ready)]
+        m.d.sync += [idx.eq(i + self.rd_en), state.eq(own)]
+        with m.If(out.valid & out.ready & (buf.pending == 1) & ~more):
             m.d.comb += finishing.eq(~cmd_pending)
             m.d.sync += state.eq(self._State.IDLE)
         return i
 
-    def _load_by_rows(self, m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing):
+    def _load_by_rows(self, m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
+                      finishing):
         """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
-        first read as the descriptor is taken; the port holds the data while stalled)."""
+        first read as the descriptor is taken; the rows go through a buffer)."""
         S, n = self._State, self.n
         first = take & ~is_mm
+        buf = m.submodules.weights_buffer = ReadBuffer(self.weights.payload.shape())
+        m.d.comb += self.weights.payload.eq(buf.out.payload)
+        for j in range(n):
+            m.d.comb += buf.data[j].eq(self._lane(self.rd_window[j], held_ls.m > j))
         with m.If(first | (state == S.LS_ROWS)):
             row = self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls_rows,
-                                     out=self.weights, idx=idx, cmd_pending=cmd_pending,
-                                     finishing=finishing)
+                                     out=self.weights, buf=buf, idx=idx,
+                                     cmd_pending=cmd_pending, finishing=finishing)
             m.d.comb += [self.rd_addr.eq(ls.sbuf_addr), self.rd_part.eq(ls.part + row)]
-            for j in range(n):
-                m.d.comb += self.weights.payload[j].eq(self._lane(self.rd_window[j], ls.m > j))
 
-    def _load_by_columns(self, m, take, is_mm, ls, ls_rows, state, idx, cmd_pending, finishing,
-                         rot):
+    def _load_by_columns(self, m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
+                         finishing, rot):
         """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor is
         taken), then its rows' beats."""
         S, n = self._State, self.n
@@ -265,7 +272,7 @@ class _TensorFeeder(wiring.Component):
             m.d.comb += self.weights.valid.eq(~Cat(*in_port).any() & (idx < ls_rows))
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
-                    self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
+                    self._lane(Array(tile[k][j] for k in range(n))[idx], held_ls.m > j))
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
                 with m.If(idx + 1 == ls_rows):
@@ -283,7 +290,7 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, nine
+      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, eleven
       from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
@@ -295,7 +302,8 @@ class _ActivationFeeder(wiring.Component):
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
     is widened, and the engine's beat is registered after the widening: an SBUF beat is
     offered to the engine :data:`SBUF_READ_LATENCY` + 2 cycles after its read, a PSUM beat two
-    cycles after the drain port gives it. A single read (the bias, a
+    cycles after the drain port gives it. A stream of SBUF reads goes through a
+    :class:`~hdl.read_port.ReadBuffer`, so the engine may stall it. A single read (the bias, a
     TENSOR_TENSOR column, a TRANSPOSE window) is taken from the port
     :data:`SBUF_READ_LATENCY` cycles after it is issued. ``busy`` until the last output is
     written."""
@@ -321,7 +329,7 @@ class _ActivationFeeder(wiring.Component):
         self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
         super().__init__({
             "cmd": In(stream.Signature(DESCRIPTOR_BITS)),
-            "rd_en": Out(1), "rd_hold": Out(1), "rd_addr": Out(range(max(words, 2))),
+            "rd_en": Out(1), "rd_addr": Out(range(max(words, 2))),
             "rd_part": Out(range(max(n, 2))),
             "rd_data": In(data.ArrayLayout(32, n)),
             "rd_window": In(data.ArrayLayout(32, window)),
@@ -440,24 +448,20 @@ class _ActivationFeeder(wiring.Component):
         m.d.comb += [self.act_i.valid.eq(ov), self.act_i.payload.a.eq(out_a),
                      self.act_i.payload.b.eq(out_b)]
 
-        # One operand a beat: a stream of SBUF reads or PSUM drain requests, through raw_q
-        # (`iv`: it holds a beat), widened into the beat's registers. SBUF reads are a pipeline
-        # through the read port's stages (`in_port[k]`: stage k + 1 holds a beat), raw_q and
-        # the beat's registers, that advances when those take a beat (`rd_hold` keeps the
-        # port's data meanwhile).
-        in_port = [Signal(name=f"run_stage{k + 1}") for k in range(SBUF_READ_LATENCY)]
+        # One operand a beat: a stream of SBUF reads (through a buffer) or PSUM drain
+        # requests, into raw_q (`iv`: it holds a beat), widened into the beat's registers.
         iv = Signal()
         adv = ~ov | self.act_i.ready  # the beat's registers take a beat
         with m.If((state == S.RUN) & adv):
             m.d.sync += [out_a.eq(widened), out_b.eq(0), ov.eq(iv)]
+        buf = m.submodules.read_buffer = ReadBuffer(self.rd_data.shape())
+        m.d.comb += buf.data.eq(self.rd_data)
         with m.If((state == S.RUN) & s0["sbuf"]):
-            m.d.comb += [self.rd_en.eq(adv & (idx < cols)), self.rd_hold.eq(~adv),
-                         self.rd_addr.eq(s0["addr"] + idx)]
+            m.d.comb += [self.rd_en.eq(buf.room & (idx < cols)), buf.issue.eq(self.rd_en),
+                         self.rd_addr.eq(s0["addr"] + idx), buf.out.ready.eq(adv)]
+            m.d.sync += idx.eq(idx + self.rd_en)
             with m.If(adv):
-                m.d.sync += [*shift_in(in_port, idx < cols), iv.eq(in_port[-1]),
-                             raw_q.eq(self.rd_data)]
-                with m.If(idx < cols):
-                    m.d.sync += idx.eq(idx + 1)
+                m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload)]
         with m.If((state == S.RUN) & ~s0["sbuf"]):
             m.d.comb += [self.drain_req.valid.eq(idx < cols),
                          self.drain_req.payload.bank.eq(s0["bank"]),
@@ -550,29 +554,33 @@ class _Sbuf(wiring.Component):
     words of a partition are read or written in one cycle: the DMA moves a whole AXI beat a
     cycle (``lanes`` = the beat's bytes, the most elements it holds).
 
-    Read ports (one address each) have two stages: ``en`` reads the words at ``addr`` into
-    the block RAMs' output registers (held while ``en`` is low); in every cycle ``hold`` is
-    low, the port's data registers take those words. So a word is in ``data`` two cycles
-    after its ``en`` (:data:`SBUF_READ_LATENCY`) and stays there while ``hold`` is high: a
-    reader that streams with back pressure lowers ``en`` and raises ``hold`` together, and
-    one that does not leaves ``hold`` low (then ``data`` is ``en``'s words two cycles on,
-    held while ``en`` stays low). Reads are not transparent to writes.
+    Read ports (one address each) are a pipeline of three stages that never stalls: ``en``
+    and ``addr`` are registered (stage 0, each lane's row computed), the block RAMs read those
+    rows into their output registers (stage 1, held while no read is registered), and the
+    port's data registers take those words in every cycle (stage 2). So a read's words are in
+    ``data`` three cycles after its ``en`` (:data:`SBUF_READ_LATENCY`), until the next read's
+    arrive. A reader whose stream may stall catches them in a
+    :class:`~hdl.read_port.ReadBuffer`. Reads are not transparent to writes.
 
     * ``rd0`` (the tensor feeder) and ``rd1`` (DMA stores, ACTIVATE and the vector commands,
       debug reads): ``data``, word ``addr`` of every partition, and ``window``, words
       ``addr .. addr + window − 1`` of partition ``part`` (those past the end undefined);
       ``window`` words: ``windows[0]`` and ``windows[1]`` (0: none); ``rd0.rows`` (with
       ``rows0``), words ``addr .. addr + rows0 − 1`` of every partition.
-    * With ``fast``, both ports also give ``data_fast``: ``data`` a cycle after ``en``, from
-      the block RAMs' output registers (a COLLECTIVE's reads, whose engine has a one-cycle
-      read contract; ``hold`` does not apply).
+    * With ``fast``, both ports also give ``data_fast``: while the port's ``fast`` is high,
+      ``en`` and ``addr`` go to the block RAMs directly and ``data_fast`` has the words a
+      cycle after ``en`` (a COLLECTIVE's reads, whose engine has a one-cycle read contract).
     * ``wr`` (ACTIVATE, a COLLECTIVE): word ``addr`` of the partitions ``en`` selects.
     * ``wwin`` (DMA loads): with ``en``, words ``addr .. addr + count − 1`` of partition
       ``part`` from ``data[0 .. count − 1]``. Never in the same cycle as ``wr``.
 
     Design note: the block RAMs' words are registered before any lane is selected because
     their clock-to-output alone is 5.6 ns on the ECP5 (Yosys does not use the DP16KD's output
-    register): the selection and a reader's logic after it would not fit 10 ns.
+    register): the selection and a reader's logic after it would not fit 10 ns. The address
+    is registered too: the choice of reader, its address sum and the lanes' row sums before
+    a block RAM's address did not fit either. No reader's ``ready`` may reach the block RAMs'
+    clock enables (16 of them at the report's size): with a stall input there (``hold``, in
+    an earlier design) that net alone took 13 ns of routing.
     """
 
     def __init__(self, *, n, words, lanes, windows, rows0=0, fast=False):
@@ -582,10 +590,10 @@ class _Sbuf(wiring.Component):
         addr = range(max(words, 2))
 
         def read_port(window, rows=0):
-            members = {"en": In(1), "hold": In(1), "addr": In(addr),
+            members = {"en": In(1), "addr": In(addr),
                        "part": In(range(max(n, 2))), "data": Out(row)}
             if fast:
-                members["data_fast"] = Out(row)
+                members.update({"fast": In(1), "data_fast": Out(row)})
             if window:
                 members["window"] = Out(data.ArrayLayout(32, window))
             if rows:
@@ -638,21 +646,30 @@ class _Sbuf(wiring.Component):
         for name, window in zip(("rd0", "rd1"), self._windows, strict=True):
             port = getattr(self, name)
             lo, rows = split(port.addr)
+            # Stage 0: the read, its lanes' rows computed and registered.
+            en_a, lo_a, part_a = Signal(), Signal.like(lo), Signal.like(port.part)
+            rows_a = [Signal.like(r, name=f"{name}_row{lane}") for lane, r in enumerate(rows)]
+            m.d.sync += [en_a.eq(port.en), lo_a.eq(lo), part_a.eq(port.part),
+                         *(a.eq(r) for a, r in zip(rows_a, rows, strict=True))]
+            read, rd_rows, rd_lo, rd_part = en_a, rows_a, lo_a, part_a
+            if self._fast:  # a COLLECTIVE's reads skip stage 0
+                read = Mux(port.fast, port.en, en_a)
+                rd_rows = [Mux(port.fast, r, a) for r, a in zip(rows, rows_a, strict=True)]
+                rd_lo, rd_part = Mux(port.fast, lo, lo_a), Mux(port.fast, port.part, part_a)
             lo_q, part_q = Signal.like(lo), Signal.like(port.part)  # stage 1's
             lo_qq, part_qq = Signal.like(lo), Signal.like(port.part)  # stage 2's
-            with m.If(port.en):
-                m.d.sync += [lo_q.eq(lo), part_q.eq(port.part)]
+            with m.If(read):
+                m.d.sync += [lo_q.eq(rd_lo), part_q.eq(rd_part)]
             raw = [[None] * L for _ in range(n)]  # stage 1: the block RAMs' words
             raw_q = [[Signal(32, name=f"{name}_p{p}_l{lane}") for lane in range(L)]
                      for p in range(n)]  # stage 2
             for p in range(n):
                 for lane in range(L):
                     r = mems[p][lane].read_port(transparent_for=())
-                    m.d.comb += [r.en.eq(read_enable(port.en)), r.addr.eq(rows[lane])]
+                    m.d.comb += [r.en.eq(read_enable(read)), r.addr.eq(rd_rows[lane])]
                     raw[p][lane] = r.data
-            with m.If(~port.hold):
-                m.d.sync += [lo_qq.eq(lo_q), part_qq.eq(part_q)]
-                m.d.sync += [raw_q[p][lane].eq(raw[p][lane]) for p in range(n) for lane in range(L)]
+            m.d.sync += [lo_qq.eq(lo_q), part_qq.eq(part_q)]
+            m.d.sync += [raw_q[p][lane].eq(raw[p][lane]) for p in range(n) for lane in range(L)]
             for p in range(n):
                 m.d.comb += port.data[p].eq(Array(raw_q[p])[lo_qq])
                 if self._fast:
@@ -1062,13 +1079,13 @@ class NeuronCore(wiring.Component):
                                          rows0=MAX_RATIO if self.sparse else 0,
                                          fast=coll is not None)
         if coll is not None:  # (the collective engine's reads take a cycle)
-            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast)]
+            m.d.comb += [coll_rd0.eq(sbuf.rd0.data_fast), coll_rd1.eq(sbuf.rd1.data_fast),
+                         sbuf.rd0.fast.eq(coll.busy), sbuf.rd1.fast.eq(coll.busy)]
         if rows:
             m.d.comb += [sbuf.rd0.part.eq(tf.rd_part), tf.rd_window.eq(sbuf.rd0.window)]
         if self.sparse:
             m.d.comb += tf.rd_rows.eq(sbuf.rd0.rows)
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
-                     sbuf.rd0.hold.eq(tf.rd_hold), sbuf.rd1.hold.eq(af.rd_hold),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
                      sbuf.rd1.part.eq(Mux(af.rd_en, af.rd_part, dma.sbuf_rd_part)),
                      r1_data.eq(sbuf.rd1.data), dma.sbuf_rd_data.eq(sbuf.rd1.window),

@@ -37,7 +37,7 @@ from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["FormalTop", "StreamPort", "stream_ports", "stream_rule", "bounded_run",
-           "stable_input", "read_port_holds", "responses_follow_requests", "record_fifos",
+           "stable_input", "responses_follow_requests", "record_fifos",
            "RecordedFifo"]
 
 
@@ -113,17 +113,6 @@ def stable_input(m: Module, sig, name: str) -> None:
     m.d.sync += [prev.eq(sig), started.eq(1)]
     with m.If(started):
         m.d.comb += Assume(Value.cast(sig) == prev, f"{name} is fixed")
-
-
-def read_port_holds(m: Module, en, data, name: str) -> None:
-    """Assume a synchronous memory read port: ``data`` changes only in the cycle after ``en``
-    (its read enable) was high; otherwise it holds the last word read."""
-    was_en = Signal(name=f"{name}__was_en")
-    prev = Signal(Value.cast(data).shape(), name=f"{name}__prev")
-    started = Signal(name=f"{name}__started")
-    m.d.sync += [was_en.eq(en), prev.eq(data), started.eq(1)]
-    with m.If(started & ~was_en):
-        m.d.comb += Assume(Value.cast(data) == prev, f"{name} holds")
 
 
 def responses_follow_requests(m: Module, req_fire, resp_valid, resp_fire, name: str,

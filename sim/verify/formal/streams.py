@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Mux, Signal, Value
 
-from .harness import FormalTop, read_port_holds, responses_follow_requests, stream_rule
+from .harness import FormalTop, responses_follow_requests, stream_rule
 
 __all__ = ["ProtocolCase", "PROTOCOL_CASES", "protocol_top", "axi_rules"]
 
@@ -92,32 +92,22 @@ def _core_env(m, top):
     axi_rules(m, top.dut.axil, "axil", master=False)
 
 
-def _sbuf_port(m, top):
-    """The SBUF read port a feeder reads: its data (and its window, where it has one) holds
-    in the cycle after the feeder raised ``rd_hold`` (its data registers take the block RAMs'
-    words only while ``rd_hold`` is low; what they take is left free)."""
-    hold = top.signal("rd_hold")
-    read_port_holds(m, ~hold, top.signal("rd_data"), "sbuf_rd")
-    if "rd_window" in top.free:
-        read_port_holds(m, ~hold, top.signal("rd_window"), "sbuf_rd_window")
-
-
 #: The activation feeder's sizes (the SBUF read port's window: 2 words).
 _AF = {"n": 2, "words": 4, "banks": 1, "psum_words": 4, "window": 2}
 
 
 def _activation_feeder_env(m, top):
-    """The SBUF port; commands are the engine's (ACTIVATE, TENSOR_TENSOR, TENSOR_SCALAR,
-    TENSOR_REDUCE, TRANSPOSE) that passed the sequencer's checks (fields legal, sizes and
-    ranges within the memories); the activation engine gives one output beat per input beat
-    taken, the tensor engine one drain response per drain request."""
+    """Commands are the engine's (ACTIVATE, TENSOR_TENSOR, TENSOR_SCALAR, TENSOR_REDUCE,
+    TRANSPOSE) that passed the sequencer's checks (fields legal, sizes and ranges within the
+    memories); the activation engine gives one output beat per input beat taken, the tensor
+    engine one drain response per drain request. The SBUF port's words stay free in every
+    cycle, as for the tensor feeders: a feeder takes a read's words in the cycle they arrive."""
     from amaranth.hdl import Assume
     from amaranth.lib import data
 
     from golden.isa import AluOp, Rounding
     from hdl.isa import DESCRIPTOR_LAYOUTS, Opcode
 
-    _sbuf_port(m, top)
     d = top.dut
     payload = top.input("cmd.payload")
     n, words, banks, psum_words = (_AF[k] for k in ("n", "words", "banks", "psum_words"))
@@ -259,8 +249,8 @@ PROTOCOL_CASES = [
     # UartTx and XorwowSeeder only consume streams (the rules would only be assumed): they
     # have nothing to assert, so they are not listed.
     ProtocolCase("uart_rx", _uart_rx),
-    ProtocolCase("core_tensor_feeder", lambda: _tensor_feeder(rows=False), env=_sbuf_port),
-    ProtocolCase("core_tensor_feeder_rows", lambda: _tensor_feeder(rows=True), env=_sbuf_port),
+    ProtocolCase("core_tensor_feeder", lambda: _tensor_feeder(rows=False)),
+    ProtocolCase("core_tensor_feeder_rows", lambda: _tensor_feeder(rows=True)),
     ProtocolCase("core_activation_feeder", _activation_feeder, env=_activation_feeder_env,
                  mode="bmc", depth=20, fast=False),
     ProtocolCase("core", _core, mode="bmc", depth=20, fixed=("rank",), fast=False, env=_core_env,
