@@ -75,8 +75,8 @@ class _TensorFeeder(wiring.Component):
     k rows. MATMUL: sends f moving beats,
     beat j being word ``sbuf_addr + j`` of partitions ``part..``. A stream of reads (MATMUL's
     beats, LOAD_STATIONARY's rows) goes through a :class:`~hdl.read_port.ReadBuffer`, so the
-    engine may stall it. The tensor engine's command goes out in the cycle the descriptor is
-    taken, and so does the first SBUF read.
+    engine may stall it. The first SBUF read goes out in the cycle the descriptor is taken,
+    the tensor engine's command in the cycle after (from registers).
 
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
     descriptor is taken the cycle after and its first moving beat is ready
@@ -120,84 +120,89 @@ class _TensorFeeder(wiring.Component):
         state = Signal(S)
         cur = Signal(DESCRIPTOR_BITS)
         take = Signal()  # a descriptor is taken this cycle
-        cmd_pending = Signal()  # the tensor engine has not taken the held command yet
+        cmd_pending = Signal()  # the held command is offered to the tensor engine
         m.d.comb += [self.cmd.ready.eq((state == S.IDLE) & ~cmd_pending),
                      take.eq(self.cmd.valid & self.cmd.ready)]
-        # The descriptor: the one taken this cycle, else the one held.
-        desc = Signal(DESCRIPTOR_BITS)
-        m.d.comb += desc.eq(Mux(take, self.cmd.payload, cur))
-        ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], desc)
-        mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], desc)
-        is_mm = Signal()
-        m.d.comb += is_mm.eq(desc[:4] == Opcode.MATMUL)
+        # The descriptor offered (only its first read, in the cycle it is taken, looks at it).
+        in_ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], self.cmd.payload)
+        in_mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], self.cmd.payload)
+        in_is_mm = self.cmd.payload[:4] == Opcode.MATMUL
         idx = Signal(range(max(self.words, n) + 2))
         finishing = Signal()  # the last beat is taken this cycle
         m.d.comb += self.busy.eq(((state != S.IDLE) | cmd_pending) & ~finishing)
         with m.If(take):
             m.d.sync += cur.eq(self.cmd.payload)
+        # The descriptor held: everything else follows it, the reads after the first, the
+        # tensor engine's command and the data path (a read's words arrive in a later cycle
+        # than its take, and no descriptor is taken before the last arrived).
+        ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], cur)
+        mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], cur)
+        is_mm = cur[:4] == Opcode.MATMUL
 
-        # The tensor engine's command: in the cycle the descriptor is taken, or later.
+        # The tensor engine's command: from the cycle after the descriptor is taken, from
+        # registers (the engine's command intake lies behind it).
         p = self.te_cmd.payload
-        m.d.comb += [self.te_cmd.valid.eq(take | cmd_pending),
+        m.d.comb += [self.te_cmd.valid.eq(cmd_pending),
                      p.op.eq(Mux(is_mm, TeOpcode.MULTIPLY_MOVING, TeOpcode.LOAD_STATIONARY)),
                      p.fmt.as_value().eq(Mux(is_mm, mm.fmt.as_value(), ls.fmt.as_value())),
                      p.k.eq(Mux(is_mm, mm.k, ls.k)), p.m.eq(ls.m), p.f.eq(mm.f),
                      p.bank.eq(mm.bank), p.addr.eq(mm.psum_addr),
                      p.accumulate.eq(mm.accumulate)]
-        m.d.sync += cmd_pending.eq(self.te_cmd.valid & ~self.te_cmd.ready)
+        with m.If(take):
+            m.d.sync += cmd_pending.eq(1)
+        with m.Elif(self.te_cmd.ready):
+            m.d.sync += cmd_pending.eq(0)
         # A sparse tile: its rows (slots), and R, the moving rows a partition holds for it.
         patterns = parse_sparsity(SPARSITY_CODES if self.sparse else ())
         ls_rows = slots_of(m, ls.k, ls.sparsity.as_value(), patterns, name="ls_rows")
         ratio = Signal(range(MAX_RATIO + 1), init=1)
         if self.sparse:
             m.d.comb += p.sparsity.eq(ls.sparsity)
-            with m.If(take & ~is_mm):
-                m.d.sync += ratio.eq(ratio_of(m, ls.sparsity.as_value(), patterns,
+            with m.If(take & ~in_is_mm):
+                m.d.sync += ratio.eq(ratio_of(m, in_ls.sparsity.as_value(), patterns,
                                               name="ls_ratio"))
 
-        # The data path follows the descriptor held (a read's words arrive in a later cycle
-        # than its take, and no descriptor is taken before the last arrived).
-        held_ls = data.View(DESCRIPTOR_LAYOUTS[Opcode.LOAD_STATIONARY], cur)
-        held_mm = data.View(DESCRIPTOR_LAYOUTS[Opcode.MATMUL], cur)
-        part = Mux(cur[:4] == Opcode.MATMUL, held_mm.part, held_ls.part)
+        part = Mux(is_mm, mm.part, ls.part)
         rot = _rotate(m, self.rd_data, part, n, "rot")
 
         if self.rows:
-            self._load_by_rows(m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
-                               finishing)
+            self._load_by_rows(m, take & ~in_is_mm, in_ls, ls, ls_rows, state, idx,
+                               cmd_pending, finishing)
         else:
-            self._load_by_columns(m, take, is_mm, ls, held_ls, ls_rows, state, idx,
+            self._load_by_columns(m, take & ~in_is_mm, in_ls, ls, ls_rows, state, idx,
                                   cmd_pending, finishing, rot)
 
         # MATMUL: the read port feeds the moving stream through a buffer; the first read as
         # the descriptor is taken. After a sparse tile a beat is R words of every partition
         # (row k of the tile: partition part + k // R, word k % R of the beat's).
-        first = take & is_mm
+        first = take & in_is_mm
         buf = m.submodules.moving_buffer = ReadBuffer(self.moving.payload.shape())
         m.d.comb += self.moving.payload.eq(buf.out.payload)
         with m.If(first | (state == S.MM)):
-            col = self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
-                                     out=self.moving, buf=buf, idx=idx,
-                                     cmd_pending=cmd_pending, finishing=finishing)
+            self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
+                               out=self.moving, buf=buf, idx=idx, cmd_pending=cmd_pending,
+                               finishing=finishing)
             if not self.sparse:
-                m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col)
+                m.d.comb += self.rd_addr.eq(Mux(first, in_mm.sbuf_addr, mm.sbuf_addr + idx))
         if self.sparse:
-            self._sparse_moving(m, mm, first | (state == S.MM), col, ratio, part, buf)
+            self._sparse_moving(m, first, in_mm, mm, first | (state == S.MM), idx, ratio, part,
+                                buf)
         else:
             for i in range(n):
                 m.d.comb += buf.data[i].eq(rot[i][:16])
         return m
 
-    def _sparse_moving(self, m, mm, active, col, ratio, part, buf):
-        """A sparse-capable feeder's MATMUL reads: word ``sbuf_addr + col · R`` on, R words
-        of every partition a beat (R = 1 for a dense tile), into the moving stream's
-        buffer ``buf``."""
+    def _sparse_moving(self, m, first, in_mm, mm, active, idx, ratio, part, buf):
+        """A sparse-capable feeder's MATMUL reads: word ``sbuf_addr + idx · R`` on (the
+        first, ``in_mm``'s, as it is taken), R words of every partition a beat (R = 1 for a
+        dense tile), into the moving stream's buffer ``buf``."""
         n = self.n
         with m.If(active):
             with m.Switch(ratio):
                 for r in range(1, MAX_RATIO + 1):
                     with m.Case(r):
-                        m.d.comb += self.rd_addr.eq(mm.sbuf_addr + col * r)
+                        m.d.comb += self.rd_addr.eq(Mux(first, in_mm.sbuf_addr,
+                                                        mm.sbuf_addr + idx * r))
         rows = []  # rows[i][q]: word i of the beat's, of partition part + q
         for i in range(MAX_RATIO):
             words = Signal(data.ArrayLayout(32, n), name=f"rd_word{i}")
@@ -212,48 +217,48 @@ class _TensorFeeder(wiring.Component):
 
     def _stream_reads(self, m, *, first, state, own, beats, out, buf, idx, cmd_pending,
                       finishing):
-        """Beats read from SBUF into the stream ``out`` through ``buf`` (a
-        :class:`~hdl.read_port.ReadBuffer`, whose ``data`` and ``out``'s payload the caller
-        drives): a read a cycle while the buffer has room, the first as the descriptor is
-        taken (``first``), the others while ``state`` is ``own``. The last beat taken ends
-        the command (``state`` IDLE, ``finishing``). Call inside ``first | (state == own)``;
-        returns the index of the beat read this cycle (``rd_en`` is driven here)."""
+        """``beats`` beats (at least one, of the descriptor held) read from SBUF into the
+        stream ``out`` through ``buf`` (a :class:`~hdl.read_port.ReadBuffer`, whose
+        ``data`` and ``out``'s payload the caller drives): a read a cycle while the buffer
+        has room, the first as the descriptor is taken (``first``), the others while
+        ``state`` is ``own``; ``idx`` counts them, so the caller's address is the offered
+        descriptor's when ``first``, else the held one's with ``idx``. The last beat taken
+        ends the command (``state`` IDLE, ``finishing``). Call inside ``first | (state ==
+        own)``; ``rd_en`` is driven here."""
         active = state == own
-        i = Mux(first, 0, idx)
-        more = i < beats
+        more = first | (idx < beats)  # (no descriptor has 0 beats: the sequencer's checks)
         m.d.comb += [self.rd_en.eq(buf.room & more), buf.issue.eq(self.rd_en),
                      out.valid.eq(active & buf.out.valid), buf.out.ready.eq(active & out.ready)]
-        m.d.sync += [idx.eq(i + self.rd_en), state.eq(own)]
+        m.d.sync += [idx.eq(Mux(first, 0, idx) + self.rd_en), state.eq(own)]
         with m.If(out.valid & out.ready & (buf.pending == 1) & ~more):
             m.d.comb += finishing.eq(~cmd_pending)
             m.d.sync += state.eq(self._State.IDLE)
-        return i
 
-    def _load_by_rows(self, m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
-                      finishing):
+    def _load_by_rows(self, m, first, in_ls, ls, ls_rows, state, idx, cmd_pending, finishing):
         """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
-        first read as the descriptor is taken; the rows go through a buffer)."""
+        first read as the descriptor ``in_ls`` is taken, ``first``; the rows go through a
+        buffer)."""
         S, n = self._State, self.n
-        first = take & ~is_mm
         buf = m.submodules.weights_buffer = ReadBuffer(self.weights.payload.shape())
         m.d.comb += self.weights.payload.eq(buf.out.payload)
         for j in range(n):
-            m.d.comb += buf.data[j].eq(self._lane(self.rd_window[j], held_ls.m > j))
+            m.d.comb += buf.data[j].eq(self._lane(self.rd_window[j], ls.m > j))
         with m.If(first | (state == S.LS_ROWS)):
-            row = self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls_rows,
-                                     out=self.weights, buf=buf, idx=idx,
-                                     cmd_pending=cmd_pending, finishing=finishing)
-            m.d.comb += [self.rd_addr.eq(ls.sbuf_addr), self.rd_part.eq(ls.part + row)]
+            self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls_rows,
+                               out=self.weights, buf=buf, idx=idx, cmd_pending=cmd_pending,
+                               finishing=finishing)
+            m.d.comb += [self.rd_addr.eq(Mux(first, in_ls.sbuf_addr, ls.sbuf_addr)),
+                         self.rd_part.eq(Mux(first, in_ls.part, ls.part + idx))]
 
-    def _load_by_columns(self, m, take, is_mm, ls, held_ls, ls_rows, state, idx, cmd_pending,
+    def _load_by_columns(self, m, first, in_ls, ls, ls_rows, state, idx, cmd_pending,
                          finishing, rot):
-        """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor is
-        taken), then its rows' beats."""
+        """LOAD_STATIONARY: m column reads into the tile (the first as the descriptor
+        ``in_ls`` is taken, ``first``), then its rows' beats."""
         S, n = self._State, self.n
         width = 20 if self.sparse else 16
         tile = [[Signal(width, name=f"tile{k}_{j}") for j in range(n)] for k in range(n)]
-        read_col = (take & ~is_mm) | (state == S.LS_READ)
-        col = Mux(take, 0, idx)
+        read_col = first | (state == S.LS_READ)
+        col = Mux(first, 0, idx)
         # The column reads in flight (`in_port[k]`: read k + 1 cycles ago) and their indices:
         # the last's words are on the port.
         in_port = [Signal(name=f"col_stage{k + 1}") for k in range(SBUF_READ_LATENCY)]
@@ -264,15 +269,16 @@ class _TensorFeeder(wiring.Component):
                 with m.If(col_of[-1] == j):
                     m.d.sync += [tile[k][j].eq(rot[k][:width]) for k in range(n)]
         with m.If(read_col):
-            m.d.comb += [self.rd_en.eq(1), self.rd_addr.eq(ls.sbuf_addr + col)]
+            m.d.comb += [self.rd_en.eq(1),
+                         self.rd_addr.eq(Mux(first, in_ls.sbuf_addr, ls.sbuf_addr + idx))]
             m.d.sync += [idx.eq(col + 1), state.eq(S.LS_READ)]
-            with m.If(col + 1 == ls.m):
+            with m.If(Mux(first, in_ls.m == 1, idx + 1 == ls.m)):
                 m.d.sync += [state.eq(S.LS_SEND), idx.eq(0)]
         with m.If(state == S.LS_SEND):
             m.d.comb += self.weights.valid.eq(~Cat(*in_port).any() & (idx < ls_rows))
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
-                    self._lane(Array(tile[k][j] for k in range(n))[idx], held_ls.m > j))
+                    self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
                 with m.If(idx + 1 == ls_rows):

@@ -28,6 +28,7 @@ from hdl.instances import ModuleInstance
 from hdl.multicore import CoreRing
 from hdl.params import check_int, check_one_of, check_power_of_two
 from hdl.pe import PE, PEColumn
+from hdl.read_port import ReadBuffer
 from hdl.register_player import RegisterPlayer
 from hdl.ring import CollectiveRing, LinkModel
 from hdl.sequencer import Sequencer
@@ -242,6 +243,8 @@ COMPONENTS = [
         ({"data_width": None}, T, "data_width"), ({"data_width": 48}, V, "data_width")]),
     (Fp32Compare, {}, []),  # no parameters
     (Fp32Widen, {}, []),  # no parameters
+    (ReadBuffer, {"shape": 8}, [
+        ({"shape": 8, "latency": 1.5}, T, "latency"), ({"shape": 8, "latency": 0}, V, "latency")]),
     (Fp32Adder, {}, [
         ({"stages": "2"}, T, "stages"), ({"stages": None}, T, "stages"),
         ({"stages": -1}, V, "stages"), ({"stages": FP32_ADD_MAX_STAGES + 1}, V, "stages")]),
