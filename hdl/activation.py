@@ -141,7 +141,7 @@ class ActivationEngine(wiring.Component):
       wait for the SRU while it seeds: in the queue, or at ``i``).
 
     Timing: ``latency = glue_stages + mul_stages + add_stages + sru_stages`` cycles from ``i``
-    to ``o`` (16 with the defaults); one beat per cycle while the streams allow, commands back
+    to ``o`` (17 with the defaults); one beat per cycle while the streams allow, commands back
     to back (the next one is taken with the last beat of the current one); full
     back-pressure: with ``glue_stages`` >= 2 a queue of ``glue_stages + mul_stages +
     add_stages + 1`` entries waits beside the register before the SRU and ``i`` stops taking
@@ -164,8 +164,8 @@ class ActivationEngine(wiring.Component):
         comparison (x), then also before the SRU (after the relu; a queue beside it),
         then also after the operands' selection (m, c and the comparison's operands).
     mul_stages : int
-        The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (6;
-        default 6).
+        The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (7;
+        default 7).
     add_stages : int
         The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7;
         default 4).
@@ -186,7 +186,7 @@ class ActivationEngine(wiring.Component):
         If one of them is out of range; if ``targets`` is empty or names an unknown dtype.
     """
 
-    def __init__(self, *, lanes: int, glue_stages: int = 3, mul_stages: int = 6,
+    def __init__(self, *, lanes: int, glue_stages: int = 3, mul_stages: int = 7,
                  add_stages: int = 4, sru_stages: int = SRU_DEFAULT_STAGES,
                  random_bits: int = 16, targets=tuple(Dtype)):
         self.lanes = check_int("lanes", lanes, lo=1, hi=256)

@@ -358,7 +358,7 @@ class _ActivationFeeder(wiring.Component):
         addr = range(max(self.words, self.psum_words, 2) + 1)
         # The command, in one form for every opcode (set as it is taken).
         part, rows = Signal(8), Signal(9)
-        dst_addr = Signal(16)
+        dst_addr = Signal(16)  # the SBUF word of the next output (a register: no sum)
         srcs = [{"sbuf": Signal(name=f"in{i}_sbuf"), "bank": Signal(4, name=f"in{i}_bank"),
                  "addr": Signal(16, name=f"in{i}_addr"),
                  "dtype": Signal(Dtype, name=f"in{i}_dtype")} for i in range(2)]
@@ -516,12 +516,12 @@ class _ActivationFeeder(wiring.Component):
         # Outputs: written as they come (nothing else writes the SBUF meanwhile).
         m.d.comb += self.act_o.ready.eq(1)
         with m.If(~transpose):
-            m.d.comb += self.wr_addr.eq(dst_addr + out_idx)
+            m.d.comb += self.wr_addr.eq(dst_addr)
             for j in range(n):
                 m.d.comb += [self.wr_data[j].eq(self.act_o.payload.data[j]),
                              self.wr_en[j].eq(self.act_o.valid & lanes[j])]
         with m.If(self.act_o.valid):
-            m.d.sync += out_idx.eq(out_idx + 1)
+            m.d.sync += [out_idx.eq(out_idx + 1), dst_addr.eq(dst_addr + 1)]
             with m.If(out_idx + 1 == out_cols):
                 m.d.sync += state.eq(S.IDLE)
 
@@ -536,7 +536,7 @@ class _ActivationFeeder(wiring.Component):
         with m.If(state == S.TR_WRITE):
             # Word dst_addr + k of partition dst_part + out_idx + i takes window word i.
             base = tr_dst_part + out_idx
-            m.d.comb += self.wr_addr.eq(dst_addr + idx)
+            m.d.comb += self.wr_addr.eq(dst_addr)
             window = Array(tr_window[i] for i in range(W))
             for p in range(n):
                 rel = Signal(range(-n - (1 << 16), n + 1), name=f"tr_rel{p}")
@@ -546,7 +546,7 @@ class _ActivationFeeder(wiring.Component):
                                               & (p < tr_dst_part + cols))]
             last_window = out_idx + W >= cols
             m.d.sync += [out_idx.eq(Mux(last_window, 0, out_idx + W)),
-                         idx.eq(idx + last_window)]
+                         idx.eq(idx + last_window), dst_addr.eq(dst_addr + last_window)]
             with m.If(last_window & (idx + 1 == rows)):
                 m.d.sync += state.eq(S.IDLE)
             with m.Else():
@@ -628,8 +628,11 @@ class _Sbuf(wiring.Component):
             lo, hi = addr[:lg], addr[lg:]
             return lo, [hi + (lo > lane) for lane in range(L)]
 
-        w_addr = Mux(self.wwin.en, self.wwin.addr, self.wr.addr)
-        lo_w, rows_w = split(w_addr)
+        # The window's lanes and rows, and the word port's lane (its row is the address's high
+        # bits): each port's own, so that neither's address reaches the other's data.
+        lo_w, rows_w = split(self.wwin.addr)
+        lo_wr = self.wr.addr[:lg] if L > 1 else Const(0, 1)
+        row_wr = self.wr.addr[lg:] if L > 1 else self.wr.addr
         # The window's data rotated into lanes: lane l takes element (l - lo) mod L.
         rel = [Signal(range(L), name=f"wwin_rel{lane}") for lane in range(L)]
         rotated = [Signal(32, name=f"wwin_data{lane}") for lane in range(L)]
@@ -645,8 +648,8 @@ class _Sbuf(wiring.Component):
                 win_en = (self.wwin.en & (self.wwin.part == p)
                           & (rel[lane] < self.wwin.count))
                 m.d.comb += [
-                    w.addr.eq(rows_w[lane]),
-                    w.en.eq(win_en | (~self.wwin.en & self.wr.en[p] & (lo_w == lane))),
+                    w.addr.eq(Mux(self.wwin.en, rows_w[lane], row_wr)),
+                    w.en.eq(win_en | (~self.wwin.en & self.wr.en[p] & (lo_wr == lane))),
                     w.data.eq(Mux(self.wwin.en, rotated[lane], self.wr.data[p])),
                 ]
         for name, window in zip(("rd0", "rd1"), self._windows, strict=True):

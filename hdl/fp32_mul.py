@@ -12,7 +12,7 @@ from .pipeline import delay
 __all__ = ["Fp32Multiplier", "FP32_MUL_MAX_STAGES"]
 
 #: The largest supported ``stages``.
-FP32_MUL_MAX_STAGES = 6
+FP32_MUL_MAX_STAGES = 7
 
 _MAN_BITS = 23
 _SIG_BITS = 24
@@ -43,6 +43,16 @@ class _Partial(data.Struct):
     zero: 1
     exp: _EXP
     pp: data.ArrayLayout(_SIG_BITS, 4)  # lo·lo, lo·hi, hi·lo, hi·hi (a's half · b's half)
+
+
+class _Leading(data.Struct):
+    """The product with its leading zeros and the terms the shift's choice compares them to."""
+    product: _Product
+    lz: 6  # the significand's leading zeros (48 when it is 0)
+    room: _EXP  # E + 126: the most the leading one may move left and stay >= -126
+    room_big: 1  # room >= 48: any lz fits
+    room_neg: 1  # room < 0: none fits
+    right: range(_RIGHT_MAX + 1)  # -room, at most _RIGHT_MAX (when room < 0)
 
 
 class _Counted(data.Struct):
@@ -91,8 +101,9 @@ class Fp32Multiplier(wiring.Component):
         0 to :data:`FP32_MUL_MAX_STAGES` pipeline registers. Up to 3, at three cut points: after
         the 24 x 24 significand multiply, after normalisation, and at the output (the stage
         plan at the top of ``elaborate`` says which points each count uses); the 4th and 5th
-        split the normalisation, after its leading-zero count and after its shift, and the
-        6th the multiply, after its partial products.
+        split the normalisation, after its leading-zero count and after its shift, the 6th the
+        multiply, after its partial products, and the 7th the leading-zero count from the
+        compare that chooses the shift.
 
     Raises
     ------
@@ -125,12 +136,14 @@ class Fp32Multiplier(wiring.Component):
         #   fraction bumps the exponent (subnormal -> normal, 2.0 -> next binade, max -> inf).
         m = Module()
         # Stages 4 and 5 split the normalisation, after the leading-zero count and after the
-        # shift, and stage 6 the multiply, after its four 12 x 12 partial products; the plan
-        # below places the first three registers (stages 0 to 3).
+        # shift, stage 6 the multiply, after its four 12 x 12 partial products, and stage 7
+        # the count, before the compare; the plan below places the first three registers
+        # (stages 0 to 3).
         cut_count = 1 if self.stages >= 4 else 0
         cut_shift = 1 if self.stages >= 5 else 0
         cut_part = 1 if self.stages >= 6 else 0  # and the 6th splits the multiply
-        stages = self.stages - cut_count - cut_shift - cut_part
+        cut_lz = 1 if self.stages >= 7 else 0
+        stages = self.stages - cut_count - cut_shift - cut_part - cut_lz
         # lab5 begin: cuts
         # Stage plan (measured in docs/labs/lab5-synthesis-timing, Tasks 3-5): the first
         # register after the multiply, so that the DSP product and the normalisation (the
@@ -185,18 +198,19 @@ class Fp32Multiplier(wiring.Component):
         # room < 0 never), and the exponent of bit 47 after the shift, E - lz, is left to the
         # shift's stage.
         lz, _ = count_leading_zeros(Cat(Const(1 << 15, 16), p.sig))  # all-zero -> 48
-        room = Signal(_EXP)
-        room_big, room_neg = Signal(), Signal()
+        lead = Signal(_Leading)
+        m.d.comb += [lead.product.eq(p), lead.lz.eq(lz), lead.room.eq(p.exp + 1 - _EMIN),
+                     lead.room_big.eq(lead.room >= _PROD_BITS), lead.room_neg.eq(lead.room < 0),
+                     # -room, at most _RIGHT_MAX: the compare on p.exp, beside the sum
+                     lead.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
+                                       _EMIN - 1 - p.exp))]
+        ld = delay(m, lead, cut_lz, name="lead", en=self.en)
         normal = Signal()
         count = Signal(_Counted)
-        m.d.comb += [room.eq(p.exp + 1 - _EMIN), room_big.eq(room >= _PROD_BITS),
-                     room_neg.eq(room < 0),
-                     normal.eq(room_big | (~room_neg & (lz <= room[:6]))),
-                     count.product.eq(p), count.lz.eq(lz), count.normal.eq(normal),
-                     count.left.eq(Mux(normal, lz, room)),  # < 0: shift right
-                     # -room, at most _RIGHT_MAX: the compare on p.exp, beside the sum
-                     count.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
-                                        _EMIN - 1 - p.exp))]
+        m.d.comb += [normal.eq(ld.room_big | (~ld.room_neg & (ld.lz <= ld.room[:6]))),
+                     count.product.eq(ld.product), count.lz.eq(ld.lz), count.normal.eq(normal),
+                     count.left.eq(Mux(normal, ld.lz, ld.room)),  # < 0: shift right
+                     count.right.eq(ld.right)]
         c = delay(m, count, cut_count, name="count", en=self.en)
         # (signals of their own: an If driving part of `shift` would leave the rest in an
         # `always @*` block a 4-state simulator may never run; shifted_off: bits shifted off
