@@ -218,15 +218,15 @@ class DmaEngine(wiring.Component):
                     m.d.comb += size_log.eq(2)
             return size_log
 
-        # The running command's (the data side does nothing in the start cycle).
+        # The running command's, and the one taken (read in the start cycle only).
         size_log = size_log_of(cmd_q.dtype, "size_log")
 
         # --- Address side. -------------------------------------------------------------------
         # (It reads the command's fields from the stream in the start cycle and from cmd_q
         # after it, not through a multiplexer of the two: the start does not reach its sums.)
+        first_size_log = size_log_of(self.cmd.payload.dtype, "first_size_log")
         a_active, a_addr, a_beats, a_fire = self._burst_walker(
-            m, "a", start, cmd_q, (size_log_of(self.cmd.payload.dtype, "first_size_log"),
-                                   size_log))
+            m, "a", start, cmd_q, (first_size_log, size_log))
         is_store = cmd_q.store
         m.d.comb += [
             axi.arid.eq(0), axi.araddr.eq(a_addr), axi.arlen.eq(a_beats - 1),
@@ -253,26 +253,30 @@ class DmaEngine(wiring.Component):
         d_col = Signal(range(self.words + 1))
         d_row_start = Signal(32)
         off = Signal(lg)  # byte offset of the beat's first element
+        # Registers, so that a beat's element count and the row's end are a compare of two
+        # registers each, side by side (not a difference, then a minimum, then a compare).
         left = Signal(range(self.words + 1))  # elements left in the row
         fit = Signal(range(B + 1))  # elements from `off` to the beat's end
-        m.d.comb += [left.eq(cmd_q.cols - d_col), fit.eq((B - off) >> size_log)]
         count = Signal(range(B + 1))  # elements in this beat
-        m.d.comb += count.eq(Mux(left < fit, left, fit))
-        row_end = left == count
+        row_end = Signal()  # the row's last beat
+        m.d.comb += [row_end.eq(left <= fit), count.eq(Mux(row_end, left, fit))]
         step = Signal()  # one beat handled this cycle
         with m.If(start):
             m.d.sync += [d_active.eq(1), d_row.eq(0), d_col.eq(0),
                          d_row_start.eq(self.cmd.payload.dram_addr),
-                         off.eq(self.cmd.payload.dram_addr[:lg])]
+                         off.eq(self.cmd.payload.dram_addr[:lg]), left.eq(self.cmd.payload.cols),
+                         fit.eq((B - self.cmd.payload.dram_addr[:lg]) >> first_size_log)]
         with m.Elif(step):
             with m.If(row_end):
                 next_start = d_row_start + cmd_q.dram_stride
                 m.d.sync += [d_col.eq(0), d_row.eq(d_row + 1), d_row_start.eq(next_start),
-                             off.eq(next_start[:lg])]
+                             off.eq(next_start[:lg]), left.eq(cmd_q.cols),
+                             fit.eq((B - next_start[:lg]) >> size_log)]
                 with m.If(d_row + 1 == cmd_q.rows):
                     m.d.sync += d_active.eq(0)
             with m.Else():
-                m.d.sync += [d_col.eq(d_col + count), off.eq(0)]
+                m.d.sync += [d_col.eq(d_col + fit), off.eq(0), left.eq(left - fit),
+                             fit.eq(B >> size_log)]
         part = cmd_q.part + d_row
         word = cmd_q.sbuf_addr + d_col
 

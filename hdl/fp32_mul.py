@@ -49,6 +49,7 @@ class _Leading(data.Struct):
     """The product with its leading zeros and the terms the shift's choice compares them to."""
     product: _Product
     lz: 6  # the significand's leading zeros (48 when it is 0)
+    tz: 6  # its trailing zeros (63 when it is 0)
     room: _EXP  # E + 126: the most the leading one may move left and stay >= -126
     room_big: 1  # room >= 48: any lz fits
     room_neg: 1  # room < 0: none fits
@@ -62,6 +63,7 @@ class _Counted(data.Struct):
     normal: 1  # the leading one's exponent is >= -126: the shift is by ``lz``
     left: _EXP  # < 0: shift right
     right: range(_RIGHT_MAX + 1)  # -left, at most _RIGHT_MAX (when left < 0)
+    lost: 1  # a right shift by ``right`` drops a 1 (significand bits 0 .. right - 1)
 
 
 class _Shifted(data.Struct):
@@ -198,8 +200,13 @@ class Fp32Multiplier(wiring.Component):
         # room < 0 never), and the exponent of bit 47 after the shift, E - lz, is left to the
         # shift's stage.
         lz, _ = count_leading_zeros(Cat(Const(1 << 15, 16), p.sig))  # all-zero -> 48
+        # The bits a right shift drops are the significand's bits below `right`: a 1 among
+        # them iff its trailing zeros are fewer (a compare beside the shift's choice, not an
+        # OR of the bits the shift pushed out after it).
+        tz, _ = count_leading_zeros(Cat(Const(1, 16), p.sig[::-1]))  # all-zero -> 63
         lead = Signal(_Leading)
-        m.d.comb += [lead.product.eq(p), lead.lz.eq(lz), lead.room.eq(p.exp + 1 - _EMIN),
+        m.d.comb += [lead.product.eq(p), lead.lz.eq(lz), lead.tz.eq(tz),
+                     lead.room.eq(p.exp + 1 - _EMIN),
                      lead.room_big.eq(lead.room >= _PROD_BITS), lead.room_neg.eq(lead.room < 0),
                      # -room, at most _RIGHT_MAX: the compare on p.exp, beside the sum
                      lead.right.eq(Mux(p.exp < _EMIN - 1 - _RIGHT_MAX, _RIGHT_MAX,
@@ -210,18 +217,16 @@ class Fp32Multiplier(wiring.Component):
         m.d.comb += [normal.eq(ld.room_big | (~ld.room_neg & (ld.lz <= ld.room[:6]))),
                      count.product.eq(ld.product), count.lz.eq(ld.lz), count.normal.eq(normal),
                      count.left.eq(Mux(normal, ld.lz, ld.room)),  # < 0: shift right
-                     count.right.eq(ld.right)]
+                     count.right.eq(ld.right), count.lost.eq(ld.tz < ld.right)]
         c = delay(m, count, cut_count, name="count", en=self.en)
         # (signals of their own: an If driving part of `shift` would leave the rest in an
-        # `always @*` block a 4-state simulator may never run; shifted_off: bits shifted off
+        # `always @*` block a 4-state simulator may never run; shifted_off: a 1 shifted off
         # the bottom, right shifts only)
         shifted_sig, shifted_off = Signal(_PROD_BITS), Signal()
         with m.If(c.left >= 0):
             m.d.comb += shifted_sig.eq(c.product.sig << c.left[:6])
         with m.Else():
-            window = Cat(Const(0, _RIGHT_MAX), c.product.sig) >> c.right
-            m.d.comb += [shifted_sig.eq(window[_RIGHT_MAX:]),
-                         shifted_off.eq(window[:_RIGHT_MAX].any())]
+            m.d.comb += [shifted_sig.eq(c.product.sig >> c.right), shifted_off.eq(c.lost)]
         shift = Signal(_Shifted)
         m.d.comb += [shift.product.eq(c.product),  # the exponent of bit 47, shifted:
                      shift.target.eq(Mux(c.normal, c.product.exp + 1 - c.lz, _EMIN)),

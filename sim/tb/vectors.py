@@ -162,7 +162,8 @@ def _exact_in_fp32(values: np.ndarray) -> np.ndarray:
 
 def _fp32_tie_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """fp32 pairs whose exact sum (first half) or product (second half) is a rounding tie,
-    with a few near-ties (one ulp of the addend off) among the sums."""
+    with a few near-ties (one ulp of the addend off) among the sums, and subnormal products
+    that are ties but for a 1 far below the round bit."""
     fixed = [
         (0x3F800000, 0x33800000),  # 1 + 2**-24: tie, stays 1 (even)
         (0x3F800000, 0x34400000),  # 1 + 3 * 2**-24: tie, rounds up to 1 + 2**-22
@@ -182,6 +183,9 @@ def _fp32_tie_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
         (0x00000001, 0x3F000000),  # min subnormal * 0.5: tie to 0
         (0x00000001, 0x3F400000),  # min subnormal * 0.75: rounds up to min subnormal
         (0x00800000, 0x3F7FFFFF),  # min normal * (1 - ulp): rounds to min normal
+        # (1 + 2**-23) * 2**-75 * (2 - 2**-23) * 2**-76 = 2**-150 + 2**-173 - 2**-196: half
+        # the min subnormal and a 1 far below it (shifted out): rounds up to min subnormal
+        (0x1A000001, 0x19FFFFFF),
     ]
     a = [np.array([p[0] for p in fixed], dtype=np.uint64)]
     b = [np.array([p[1] for p in fixed], dtype=np.uint64)]
@@ -210,6 +214,27 @@ def _fp32_tie_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
     q_sub = 2 * (rng.integers(0, 1 << 30, n_mul) % (((1 << 24) // p - 1) // 2 + 1)) + 1
     q = np.where(sub, q_sub, q)
     z = np.where(sub, -150, rng.integers(-126 - 24, 128 - 24, n_mul))
+    # Subnormal near-ties: p * q = T with T = 1 (mod 2**k) and T >> k odd, scaled to
+    # 2**(-150 - k): a tie at the min subnormal's scale but for a 1 k bits below the round
+    # bit, which only a right shift's sticky bit sees (the result rounds up, not to even).
+    # k = 24 puts that 1 just below the bits the shift keeps.
+    n_near = max(16, n_mul // 8)
+    k = np.where(rng.random(n_near) < 0.25, 24, rng.integers(2, 24, n_near))
+    p_near = 2 * rng.integers(1 << 9, 1 << 11, n_near) + 1
+    q_near, keep = [], []
+    for pi, ki in zip(p_near.tolist(), k.tolist(), strict=True):
+        inv = pow(pi, -1, 1 << ki)  # p * inv = 1 (mod 2**k)
+        top = max(0, ((1 << 24) - 1 - inv) >> ki)  # q = inv + j * 2**k below 2**24
+        j = int(rng.integers(0, top + 1))
+        if ((pi * inv >> ki) + pi * j) % 2 == 0:  # T >> k odd (p is odd: j's parity flips it)
+            j = j + 1 if j + 1 <= top else j - 1
+        keep.append(j >= 0 and ((pi * (inv + (j << ki))) >> ki) % 2 == 1)
+        q_near.append(inv + (max(j, 0) << ki))
+    keep = np.array(keep)
+    p = np.concatenate([p, p_near[keep]])
+    q = np.concatenate([q, np.array(q_near, dtype=np.int64)[keep]])
+    z = np.concatenate([z, (-150 - k)[keep]])
+    n_mul = p.size
     # Exponents of x = p * 2**ea and y = q * 2**(z - ea), both representable in fp32.
     lo_e = np.maximum(-149, z - 110)
     hi_e = np.minimum(110, z + 149)
