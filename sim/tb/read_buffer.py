@@ -54,10 +54,11 @@ class ReadBufferTB:
 
     async def check(self, count: int) -> None:
         got = [await self.sink.recv() for _ in range(count)]
-        assert got == self.issued, (
-            f"words out of order or lost: first difference at "
-            f"{next(i for i, (a, b) in enumerate(zip(got, self.issued)) if a != b)} "
-            f"(seed {tbutil.seed()}, {tbutil.simulator()})")
+        first = next((i for i, (a, b) in enumerate(zip(got, self.issued, strict=True))
+                      if a != b), None)
+        assert first is None, (
+            f"word {first} out: 0x{got[first]:x}, read 0x{self.issued[first]:x} (out of order "
+            f"or lost; seed {tbutil.seed()}, {tbutil.simulator()})")
 
 
 @cocotb.test(**tbutil.timeout(2))
