@@ -36,13 +36,15 @@ class _Product(data.Struct):
 
 
 class _Partial(data.Struct):
-    """The product as four partial products: sig = pp0 + (pp1 + pp2)·2^12 + pp3·2^24."""
+    """The product as four partial products of the fractions and the hidden bits' terms:
+    sig = pp0 + (pp1 + pp2)·2^12 + pp3·2^24 + hidden·2^23."""
     sign: 1
     nan: 1
     inf: 1
     zero: 1
     exp: _EXP
     pp: data.ArrayLayout(_SIG_BITS, 4)  # lo·lo, lo·hi, hi·lo, hi·hi (a's half · b's half)
+    hidden: _MAN_BITS + 2  # ha·fb + hb·fa + ha·hb·2^23 (h: hidden bit, f: fraction)
 
 
 class _Leading(data.Struct):
@@ -169,8 +171,10 @@ class Fp32Multiplier(wiring.Component):
 
         a_nan, a_inf, a_zero, a_sig, a_exp = unpack(a)
         b_nan, b_inf, b_zero, b_sig, b_exp = unpack(b)
-        # The significand product from four 12 x 12 partial products (one DSP each), which
-        # stage 6 registers before they are summed.
+        # The significand product (ha·2^23 + fa)·(hb·2^23 + fb), h the hidden bits, f the
+        # fractions: fa·fb from four partial products (one DSP each) of the fractions' halves,
+        # and the hidden bits' terms beside them, so that no hidden bit (an OR of the exponent
+        # field) lies before a DSP; stage 6 registers them before they are summed.
         part = Signal(_Partial)
         half = _SIG_BITS // 2
         m.d.comb += [
@@ -181,14 +185,18 @@ class Fp32Multiplier(wiring.Component):
             part.exp.eq(a_exp + b_exp),
         ]
         for i, (x, y) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
-            m.d.comb += part.pp[i].eq(a_sig[x * half:(x + 1) * half]
-                                      * b_sig[y * half:(y + 1) * half])
+            m.d.comb += part.pp[i].eq(a.man[x * half:min((x + 1) * half, _MAN_BITS)]
+                                      * b.man[y * half:min((y + 1) * half, _MAN_BITS)])
+        a_hidden, b_hidden = a_sig[_MAN_BITS], b_sig[_MAN_BITS]
+        m.d.comb += part.hidden.eq(Mux(a_hidden, b.man, 0) + Mux(b_hidden, a.man, 0)
+                                   + ((a_hidden & b_hidden) << _MAN_BITS))
         q = delay(m, part, cut_part, name="part", en=self.en)
         prod = Signal(_Product)
         m.d.comb += [
             prod.sign.eq(q.sign), prod.nan.eq(q.nan), prod.inf.eq(q.inf), prod.zero.eq(q.zero),
             prod.exp.eq(q.exp),
-            prod.sig.eq(q.pp[0] + ((q.pp[1] + q.pp[2]) << half) + (q.pp[3] << _SIG_BITS)),
+            prod.sig.eq(q.pp[0] + ((q.pp[1] + q.pp[2]) << half) + (q.pp[3] << _SIG_BITS)
+                        + (q.hidden << _MAN_BITS)),
         ]
         p = delay(m, prod, cut_mul, name="prod", en=self.en)
 
