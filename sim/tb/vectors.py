@@ -183,7 +183,7 @@ def _fp32_tie_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
         (0x00000001, 0x3F000000),  # min subnormal * 0.5: tie to 0
         (0x00000001, 0x3F400000),  # min subnormal * 0.75: rounds up to min subnormal
         (0x00800000, 0x3F7FFFFF),  # min normal * (1 - ulp): rounds to min normal
-        # (1 + 2**-23) * 2**-75 * (2 - 2**-23) * 2**-76 = 2**-150 + 2**-173 - 2**-196: half
+        # (1 + 2**-23) * 2**-75 * (2 - 2**-23) * 2**-76 = 2**-150 + 2**-174 - 2**-197: half
         # the min subnormal and a 1 far below it (shifted out): rounds up to min subnormal
         (0x1A000001, 0x19FFFFFF),
     ]
@@ -224,7 +224,9 @@ def _fp32_tie_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
     q_near, keep = [], []
     for pi, ki in zip(p_near.tolist(), k.tolist(), strict=True):
         inv = pow(pi, -1, 1 << ki)  # p * inv = 1 (mod 2**k)
-        top = max(0, ((1 << 24) - 1 - inv) >> ki)  # q = inv + j * 2**k below 2**24
+        # q = inv + j * 2**k: below 2**24 (an fp32 significand) and T >> k below 2**24 (the
+        # product subnormal)
+        top = max(0, (min((1 << 24) - 1, ((1 << (24 + ki)) - 1) // pi) - inv) >> ki)
         j = int(rng.integers(0, top + 1))
         if ((pi * inv >> ki) + pi * j) % 2 == 0:  # T >> k odd (p is odd: j's parity flips it)
             j = j + 1 if j + 1 <= top else j - 1
