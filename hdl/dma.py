@@ -139,52 +139,71 @@ class DmaEngine(wiring.Component):
             "error": Out(1),
         })
 
-    def _burst_walker(self, m, name, start, cmd, size_logs):
-        """The address side (AR or AW): rows of bursts. Returns (active, addr, beats, fire)
-        where the caller drives ``fire`` on a handshake. It reads the command from the stream
-        in the start cycle and from ``cmd`` after it; ``size_logs``: log2 of the element's bytes
-        of each."""
+    def _burst_walker(self, m, name, start, cmd, size_log):
+        """The address side (AR or AW): rows of bursts. Returns (active, valid, addr, beats,
+        fire): ``valid`` offers the burst, the caller drives ``fire`` on a handshake. It takes
+        the first row's address from the stream in the start cycle, and works out that row's
+        first burst in the next from ``cmd`` (the command, registered); ``size_log``: log2 of
+        the element's bytes."""
+        # Design note: the beats to the 4 KiB boundary (`to_4k`) and the three compares that
+        # choose a burst's length (the least of the beats left in the row, `to_4k` and
+        # `max_burst`) and tell a row's last burst are registers, computed with the values
+        # they describe. So a burst's length is a multiplexer of registers, and the row's end,
+        # which enables the row registers on the handshake, is one register: no subtraction
+        # or compare lies between the address and the clock enables (a timing path). The
+        # first row's burst is worked out the cycle after the start (`load_first`), from
+        # registers, like every later row's: the start handshake would otherwise choose
+        # between the two rows' addresses in front of those sums.
         first = self.cmd.payload
         B, lg = self.lanes, self.lanes.bit_length() - 1
+        page = 4096 >> lg  # beats in 4 KiB
         row = Signal(range(self.n + 1), name=f"{name}_row")
         row_start = Signal(32, name=f"{name}_row_start")
         addr = Signal(32, name=f"{name}_addr")
         left = Signal(range(self.words + 3), name=f"{name}_left")  # beats left in the row
+        to_4k = Signal(range(page + 1), name=f"{name}_to_4k")  # beats to the 4 KiB boundary
+        left_le_max = Signal(name=f"{name}_left_le_max")  # left <= max_burst
+        left_le_4k = Signal(name=f"{name}_left_le_4k")  # left <= to_4k
+        to_4k_le_max = Signal(name=f"{name}_to_4k_le_max")  # to_4k <= max_burst
         active = Signal(name=f"{name}_active")
+        load_first = Signal(name=f"{name}_load_first")
+        valid = Signal(name=f"{name}_valid")
         fire = Signal(name=f"{name}_fire")
-        to_4k = (4096 - addr[:12]) >> lg
+        m.d.comb += valid.eq(active & ~load_first)
         beats = Signal(range(self.max_burst + 1), name=f"{name}_beats")
-        m.d.comb += beats.eq(Mux(left < self.max_burst, Mux(left < to_4k, left, to_4k),
-                                 Mux(to_4k < self.max_burst, to_4k, self.max_burst)))
+        m.d.comb += beats.eq(Mux(left_le_max, Mux(left_le_4k, left, to_4k),
+                                 Mux(to_4k_le_max, to_4k, self.max_burst)))
+        last = left_le_max & left_le_4k  # the row's last burst (beats == left)
 
-        def row_beats(a, c, size_log):
-            return (a[:lg] + (c.cols << size_log) + B - 1) >> lg
+        def load(new_addr, new_left, new_to_4k):
+            m.d.sync += [addr.eq(new_addr), left.eq(new_left), to_4k.eq(new_to_4k),
+                         left_le_max.eq(new_left <= self.max_burst),
+                         left_le_4k.eq(new_left <= new_to_4k),
+                         to_4k_le_max.eq(new_to_4k <= self.max_burst)]
 
-        def aligned(a):
-            return Cat(Const(0, lg), a[lg:])
+        def load_row(a, c, size_log):
+            """The first burst of a row whose first byte is ``a``."""
+            load(Cat(Const(0, lg), a[lg:]), (a[:lg] + (c.cols << size_log) + B - 1) >> lg,
+                 page - a[lg:12])
 
         with m.If(start):
-            m.d.sync += [active.eq(1), row.eq(0), row_start.eq(first.dram_addr),
-                         addr.eq(aligned(first.dram_addr)),
-                         left.eq(row_beats(first.dram_addr, first, size_logs[0]))]
+            m.d.sync += [active.eq(1), load_first.eq(1), row.eq(0),
+                         row_start.eq(first.dram_addr)]
+        with m.Elif(load_first):
+            m.d.sync += load_first.eq(0)
+            load_row(row_start, cmd, size_log)
         with m.Elif(fire):
-            # The row's last burst (left == beats, from the compares beside `beats`'s).
-            with m.If((left <= self.max_burst) & (left <= to_4k)):
+            with m.If(last):
                 next_start = row_start + cmd.dram_stride
-                m.d.sync += [row.eq(row + 1), row_start.eq(next_start),
-                             addr.eq(aligned(next_start)),
-                             left.eq(row_beats(next_start, cmd, size_logs[1]))]
+                m.d.sync += [row.eq(row + 1), row_start.eq(next_start)]
+                load_row(next_start, cmd, size_log)
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
-                # addr + beats·B and left - beats, from the two candidates for beats, not after
-                # the choice: a burst cut at the 4 KiB boundary ends there.
-                room = Mux(left < self.max_burst, left, self.max_burst)
-                cut = to_4k < room
-                m.d.sync += [addr.eq(Mux(cut, Cat(Const(0, 12), addr[12:] + 1),
-                                         addr + (room << lg))),
-                             left.eq(Mux(cut, left - to_4k, left - room))]
-        return active, addr, beats, fire
+                # A burst cut at the 4 KiB boundary ends there: the next starts a new page.
+                rest = to_4k - beats
+                load(addr + (beats << lg), left - beats, Mux(rest == 0, page, rest))
+        return active, valid, addr, beats, fire
 
     def elaborate(self, platform):
         # Design note: the address side (AR or AW) and the data side (R or W) each walk the
@@ -222,11 +241,8 @@ class DmaEngine(wiring.Component):
         size_log = size_log_of(cmd_q.dtype, "size_log")
 
         # --- Address side. -------------------------------------------------------------------
-        # (It reads the command's fields from the stream in the start cycle and from cmd_q
-        # after it, not through a multiplexer of the two: the start does not reach its sums.)
-        first_size_log = size_log_of(self.cmd.payload.dtype, "first_size_log")
-        a_active, a_addr, a_beats, a_fire = self._burst_walker(
-            m, "a", start, cmd_q, (first_size_log, size_log))
+        a_active, a_valid, a_addr, a_beats, a_fire = self._burst_walker(
+            m, "a", start, cmd_q, size_log)
         is_store = cmd_q.store
         m.d.comb += [
             axi.arid.eq(0), axi.araddr.eq(a_addr), axi.arlen.eq(a_beats - 1),
@@ -235,9 +251,9 @@ class DmaEngine(wiring.Component):
             axi.awsize.eq(lg), axi.awburst.eq(_INCR),
         ]
         m.submodules.bursts = bursts = fifo.SyncFIFO(width=9, depth=4)  # AW lengths for W
-        with m.If(a_active & ~is_store):
+        with m.If(a_valid & ~is_store):
             m.d.comb += [axi.arvalid.eq(1), a_fire.eq(axi.arready)]
-        with m.If(a_active & is_store):
+        with m.If(a_valid & is_store):
             m.d.comb += [axi.awvalid.eq(bursts.w_rdy), a_fire.eq(axi.awready & bursts.w_rdy),
                          bursts.w_en.eq(a_fire), bursts.w_data.eq(a_beats)]
         outstanding = Signal(range(1 << 12))  # write bursts awaiting B
@@ -248,6 +264,9 @@ class DmaEngine(wiring.Component):
         m.d.sync += outstanding.eq(outstanding + (a_fire & is_store) - b_done)
 
         # --- Data side: a beat walker shared by load (R) and store (W). ----------------------
+        # (It reads the command's fields from the stream in the start cycle and from cmd_q
+        # after it, not through a multiplexer of the two.)
+        first_size_log = size_log_of(self.cmd.payload.dtype, "first_size_log")
         d_active = Signal()
         d_row = Signal(range(self.n + 1))
         d_col = Signal(range(self.words + 1))

@@ -223,15 +223,25 @@ class StochasticRounder(wiring.Component):
             ]
 
         # Generators.
+        # A beat that draws does not step the generators in the cycle it is taken (that
+        # handshake would enable every lane's 192 state bits: a timing path). It sets
+        # `behind`, and the generators step in the next cycle, from a register; a beat taken
+        # meanwhile draws from the state they are about to hold. (A seed's writes come many
+        # cycles after any draw: drawing beats wait while the seeder is busy.)
         states = [Signal(XorwowState, name=f"prng{lane}") for lane in range(lanes)]
+        behind = Signal()
+        m.d.sync += behind.eq(self.i.valid & self.i.ready & draw)
         randoms = []
         for lane, state in enumerate(states):
-            nxt, out = xorwow_step(state)
+            stepped, _ = xorwow_step(state)
+            current = Signal(XorwowState, name=f"prng{lane}_now")
+            m.d.comb += current.eq(Mux(behind, stepped, state))
+            _, out = xorwow_step(current)
             randoms.append(out[32 - r:])
             with m.If(seeder.write & (seeder.lane == lane)):
                 m.d.sync += state.eq(seeder.state)
-            with m.Elif(self.i.valid & self.i.ready & draw):
-                m.d.sync += state.eq(nxt)
+            with m.Elif(behind):
+                m.d.sync += state.eq(stepped)
 
         # Phase 1: decode, draw. Each lane's values are separate signals (not one wide
         # struct): event-driven simulators then re-evaluate one lane per change, not all.

@@ -146,7 +146,7 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
     """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
     from sim.runner import build_root, hdl_source_digest, locked
 
-    from .fpga import tool_versions
+    from .fpga import ECP5_SYNTH, tool_versions
 
     cfg = board_config(board)
     out_dir = Path(out_dir) if out_dir else build_root() / "board" / board
@@ -167,7 +167,12 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
                  f"(PLL from {cfg['osc_hz'] / 1e6:g} MHz), "
                  f"UART {cfg['baud']} baud (Yosys + nextpnr-ecp5, seed {SEED}) ...")
         t0 = time.monotonic()
+        # The platform's script runs `synth_ecp5 {synth_opts} -top nclite`, then
+        # `script_after_synth`: the two halves of fpga.ECP5_SYNTH (the purge before abc9).
+        first, rest = ECP5_SYNTH.format(top="nclite").split("; ", 1)
         plan = platform.prepare(top, name="nclite",
+                                synth_opts=first.removeprefix("synth_ecp5 -top nclite "),
+                                script_after_synth=rest.replace("; ", "\n"),
                                 nextpnr_opts=f"--seed {SEED} --report nclite.pnr.json")
         env = {**os.environ, **_yowasp_env()}
         products = plan.execute_local(str(out_dir / "work"), env=env)
