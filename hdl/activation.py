@@ -262,8 +262,12 @@ class ActivationEngine(wiring.Component):
         take = Signal()
         v_end = Signal()  # the pipeline's last stage holds a beat for the SRU
         in_pipe = Signal(range(depth + 2))  # beats before the adder's output
-        reduce = cur.kind == CommandKind.REDUCE
-        intake_ok = active & (~reduce | (in_pipe == 0))
+        # Registers beside `in_pipe`, `owed` and `cur`, so that the intake's `ready` is one
+        # LUT of registers (it reaches the feeder's state: a timing path): in_pipe is 0 / 1,
+        # owed is full, the command is a REDUCE.
+        pipe_empty, pipe_one, owed_full = Signal(init=1), Signal(), Signal()
+        reduce = Signal()
+        intake_ok = active & (~reduce | pipe_empty)
         # With the register before the SRU (cut_post) the pipeline never stalls: a queue
         # beside that register holds the beats it cannot take, and a beat is taken only while
         # the queue has room for it and for every beat bound for the SRU before it (`owed`).
@@ -275,7 +279,7 @@ class ActivationEngine(wiring.Component):
             to_sru_now = ~reduce | last
             m.d.comb += self.i.ready.eq(intake_ok & (sru.i.ready | ~to_sru_now))
         elif cut_post:
-            m.d.comb += [en.eq(1), self.i.ready.eq(intake_ok & (owed != queue_depth))]
+            m.d.comb += [en.eq(1), self.i.ready.eq(intake_ok & ~owed_full)]
         else:
             m.d.comb += [en.eq(~v_end | sru.i.ready), self.i.ready.eq(intake_ok & en)]
         m.d.comb += take.eq(self.i.valid & self.i.ready)
@@ -295,7 +299,8 @@ class ActivationEngine(wiring.Component):
         with m.If(self.cmd.valid & self.cmd.ready):
             with m.If(legal):  # (a legal count is not 0)
                 m.d.sync += [cur.eq(cmd), left.eq(cmd.count), active.eq(1),
-                             last.eq(cmd.count == 1), fresh.eq(1)]
+                             last.eq(cmd.count == 1), fresh.eq(1),
+                             reduce.eq(cmd.kind == CommandKind.REDUCE)]
             with m.Else():
                 m.d.sync += error.eq(1)
 
@@ -317,6 +322,10 @@ class ActivationEngine(wiring.Component):
         if depth:
             leaves = tag_out.valid & en
             m.d.sync += in_pipe.eq(in_pipe + take - leaves)
+            with m.If(take & ~leaves):
+                m.d.sync += [pipe_empty.eq(0), pipe_one.eq(pipe_empty)]
+            with m.Elif(leaves & ~take):
+                m.d.sync += [pipe_empty.eq(pipe_one), pipe_one.eq(in_pipe == 2)]
 
         # x·m + c per lane, the operands picked by the command (the table above): at the
         # intake, m, c and the comparison's operands (registered if glue_stages = 3); then the
@@ -402,7 +411,12 @@ class ActivationEngine(wiring.Component):
             with m.If(free):
                 m.d.sync += [sru.i.valid.eq(queue.r_rdy | v_end),
                              sru.i.payload.eq(Mux(queue.r_rdy, queue.r_data, beat))]
-            m.d.sync += owed.eq(owed + (take & tag.to_sru) - (sru.i.valid & sru.i.ready))
+            owes, pays = take & tag.to_sru, sru.i.valid & sru.i.ready
+            m.d.sync += owed.eq(owed + owes - pays)
+            with m.If(owes & ~pays):
+                m.d.sync += owed_full.eq(owed == queue_depth - 1)
+            with m.Elif(pays & ~owes):
+                m.d.sync += owed_full.eq(0)
         else:
             m.d.comb += [sru.i.valid.eq(v_end), sru.i.payload.eq(beat)]
 

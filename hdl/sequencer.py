@@ -296,8 +296,6 @@ class Sequencer(wiring.Component):
         return data.StructLayout({
             "desc": DESCRIPTOR_BITS,
             "checks": _CHECKS,  # which of its opcode's checks pass (see elaborate)
-            "span_lo": 27,  # rows * dram_stride[:18]
-            "span_hi": 23,  # rows * dram_stride[18:]
             "room0": signed(34),  # dram_bytes - dram_addr
             "nbytes": 18,  # cols * size
             "ls_ratio": range(MAX_RATIO + 1),  # a LOAD_STATIONARY's R
@@ -463,12 +461,14 @@ class Sequencer(wiring.Component):
         bounds, bounds_q = _Bounds("chk"), _Bounds(sig=h.bounds)
         # A DMA command's DRAM bound, last byte <= dram_bytes, that is (rows - 1) * stride <=
         # room = dram_bytes - dram_addr - cols * size, is checked in three steps: as the
-        # command enters, rows * stride in two partial products (a DSP each), dram_bytes -
-        # dram_addr and cols * size; in the slot, rows * stride, the room and room + stride;
-        # then the compare (`beyond`). These are formed from the fields of a DMA command
-        # whatever the opcode (no opcode decoding before them; only a DMA command's are read).
-        # The head waits for it (`aged`) if it is a DMA command whose checks before the bound
-        # pass (`bound`); its verdict (below) has the checks before the bound and after it apart.
+        # command enters, dram_bytes - dram_addr and cols * size; in the slot, rows * stride
+        # in two partial products (a DSP each, between registers: from the command queue's
+        # LUT RAM through a DSP was a timing path), the room and room + stride; then the sum
+        # of the partial products and the compare (`beyond`). These are formed from the
+        # fields of a DMA command whatever the opcode (no opcode decoding before them; only a
+        # DMA command's are read). The head waits for it (`aged`) if it is a DMA command whose
+        # checks before the bound pass (`bound`); its verdict (below) has the checks before the
+        # bound and after it apart.
         dma_f = cv[Opcode.DMA_LOAD]  # (DMA_STORE's layout is the same)
         assert DESCRIPTOR_LAYOUTS[Opcode.DMA_STORE] == DESCRIPTOR_LAYOUTS[Opcode.DMA_LOAD]
         shift = Signal(2)  # log2 of the element's bytes
@@ -477,11 +477,8 @@ class Sequencer(wiring.Component):
                 m.d.comb += shift.eq(1)
             with m.Case(*(int(d) for d in _isa.Dtype if d.nbytes == 4)):
                 m.d.comb += shift.eq(2)
-        span_lo, span_hi = Signal(27), Signal(23)  # rows * dram_stride, in two parts
         room0, nbytes = Signal(signed(34)), Signal(18)  # dram_bytes - dram_addr; cols * size
-        m.d.comb += [span_lo.eq(dma_f.rows * dma_f.dram_stride[:18]),
-                     span_hi.eq(dma_f.rows * dma_f.dram_stride[18:]),
-                     room0.eq(self.dram_bytes - dma_f.dram_addr),
+        m.d.comb += [room0.eq(self.dram_bytes - dma_f.dram_addr),
                      nbytes.eq(dma_f.cols << shift)]
         # What a slot records: the descriptor, its checks and its regions. Entering, it goes
         # to the head's slot if that is empty, else to the other.
@@ -489,7 +486,6 @@ class Sequencer(wiring.Component):
         m.d.comb += checks.eq(0)  # (bits an opcode does not use: one process drives them all)
         record = Signal(slot_layout)
         m.d.comb += [record.desc.eq(chk), record.checks.eq(checks),
-                     record.span_lo.eq(span_lo), record.span_hi.eq(span_hi),
                      record.room0.eq(room0), record.nbytes.eq(nbytes),
                      record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
         target = Signal()
@@ -498,16 +494,18 @@ class Sequencer(wiring.Component):
         for i, slot in enumerate(slots):
             with m.If(entry & (target == i)):
                 m.d.sync += slot.eq(record)
-            whole = Signal(41, name=f"slot{i}_span")  # rows * stride
+            span_lo = Signal(27, name=f"slot{i}_span_lo")  # rows * dram_stride[:18]
+            span_hi = Signal(23, name=f"slot{i}_span_hi")  # rows * dram_stride[18:]
             room = Signal(signed(35), name=f"slot{i}_room")  # dram_bytes - dram_addr - bytes
             reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
             beyond = Signal(name=f"slot{i}_beyond")
             age = Signal(2, name=f"slot{i}_age")
-            stride = _slot_fields(Opcode.DMA_LOAD, slot).dram_stride
-            m.d.sync += [whole.eq(slot.span_lo + (slot.span_hi << 18)),
+            f = _slot_fields(Opcode.DMA_LOAD, slot)
+            m.d.sync += [span_lo.eq(f.rows * f.dram_stride[:18]),
+                         span_hi.eq(f.rows * f.dram_stride[18:]),
                          room.eq(slot.room0 - slot.nbytes),
-                         reach.eq(slot.room0 - slot.nbytes + stride),
-                         beyond.eq((room < 0) | (whole > reach)),
+                         reach.eq(slot.room0 - slot.nbytes + f.dram_stride),
+                         beyond.eq((room < 0) | (span_lo + (span_hi << 18) > reach)),
                          age.eq(Cat(1, age[0]))]
             with m.If(entry & (target == i)):
                 m.d.sync += age.eq(0)
