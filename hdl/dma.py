@@ -76,7 +76,8 @@ class DmaEngine(wiring.Component):
     Throughput: **one beat per cycle, every element it holds**, loads and stores, while AXI
     keeps up: B / size elements a cycle in the middle of a row (B bytes a cycle), fewer in a
     row's first and last beat. So a row of c elements takes ceil(((a mod B) + c·size) / B)
-    beats, a the row's first byte.
+    beats, a the row's first byte. The first burst is requested two cycles after the command
+    is taken.
 
     SBUF ports (a window of ``lanes`` = B words of one partition, the most elements a beat
     holds): ``sbuf_wr_*`` writes elements 0 .. ``sbuf_wr_count`` − 1 of ``sbuf_wr_data`` to

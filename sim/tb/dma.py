@@ -265,13 +265,30 @@ async def _count_beats(dut, counts):
             counts["W"] += 1
 
 
+async def _first_requests(dut, delays):
+    """Cycles from each command's take to its first AR or AW request (``full_rate``): the
+    engine takes a command in the cycle before ``busy`` rises."""
+    since, was_busy = None, 0
+    while True:
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        if since is not None:
+            since += 1
+        if dut.busy.value and not was_busy:
+            since = 1
+        was_busy = int(dut.busy.value)
+        if since is not None and (dut.axi__arvalid.value or dut.axi__awvalid.value):
+            delays.append(since)
+            since = None
+
+
 @cocotb.test(**tbutil.timeout(5))
 async def full_rate(dut):
     """One beat per cycle, every element it holds: for every element size, loads and stores
     of long rows at aligned and unaligned addresses on a DRAM that never pauses take exactly
     ceil(((a mod B) + cols * size) / B) R or W beats a row, and at most one cycle a beat plus
     a fixed overhead for each burst (the AXI model's address-to-data latency) and the
-    command."""
+    command; each command's first burst is requested two cycles after it is taken."""
     tb = DmaTB(dut, gaps=0.0)
     await tb.start()
     rng = tbutil.rng(7)
@@ -282,6 +299,8 @@ async def full_rate(dut):
     iss.sbuf[:] = tb.sbuf
     counts = {"R": 0, "W": 0}
     cocotb.start_soon(_count_beats(dut, counts))
+    delays = []
+    cocotb.start_soon(_first_requests(dut, delays))
     max_burst = tbutil.params().get("max_burst", 16)
     for dtype in (1, 0, 4):
         size = DTYPE_BYTES[dtype]
@@ -306,6 +325,7 @@ async def full_rate(dut):
                 bound = rows * beats + BURST_OVERHEAD * bursts + COMMAND_OVERHEAD
                 assert cycles <= bound, f"{what}: {cycles} cycles, more than {bound}"
                 dut._log.info("%s: %d beats in %d cycles", what, got, cycles)
+    assert delays and set(delays) == {2}, f"first request after the command: {delays} cycles"
     got_dram = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
     assert np.array_equal(tb.sbuf, iss.sbuf) and np.array_equal(got_dram, iss.dram), \
         f"full_rate: memories differ from the ISS ({tbutil.simulator()})"
