@@ -375,13 +375,19 @@ class _ActivationFeeder(wiring.Component):
                            Opcode.TENSOR_REDUCE, Opcode.TRANSPOSE)}
         idx = Signal(addr)  # input beats requested (TRANSPOSE: source rows done)
         out_idx = Signal(addr)  # output beats written (TRANSPOSE: the window's first word)
+        # RUN's reads: whether beats are left to request (idx < cols) and the next one's
+        # address (in0's + idx), registers stepped beside idx: no compare or sum between idx
+        # and the SBUF port's request (a timing path).
+        reading, run_addr = Signal(), Signal(16)
         m.d.comb += [self.busy.eq(state != S.IDLE), self.cmd.ready.eq(state == S.IDLE)]
 
         def take(o, **kw):
             """The statements that record an opcode's command as it is taken."""
             f = views[o]
             stmts = [part.eq(f.part), rows.eq(f.rows), act.count.eq(f.cols), idx.eq(0),
-                     out_idx.eq(0), transpose.eq(0), bias_en.eq(0)]
+                     out_idx.eq(0), transpose.eq(0), bias_en.eq(0), reading.eq(f.cols != 0),
+                     run_addr.eq(f.src_addr if o in (Opcode.ACTIVATE, Opcode.TRANSPOSE)
+                                 else f.in0_addr)]
             stmts += [lanes[j].eq((f.part <= j) & (f.part + f.rows > j)) for j in range(n)]
             stmts += [act.bias[j].eq(_NEG_ZERO) for j in range(n)]
             if o == Opcode.TRANSPOSE:
@@ -463,20 +469,23 @@ class _ActivationFeeder(wiring.Component):
         buf = m.submodules.read_buffer = ReadBuffer(self.rd_data.shape())
         m.d.comb += buf.data.eq(self.rd_data)
         with m.If((state == S.RUN) & s0["sbuf"]):
-            m.d.comb += [self.rd_en.eq(buf.room & (idx < cols)), buf.issue.eq(self.rd_en),
-                         self.rd_addr.eq(s0["addr"] + idx), buf.out.ready.eq(adv)]
-            m.d.sync += idx.eq(idx + self.rd_en)
+            m.d.comb += [self.rd_en.eq(buf.room & reading), buf.issue.eq(self.rd_en),
+                         self.rd_addr.eq(run_addr), buf.out.ready.eq(adv)]
+            with m.If(self.rd_en):
+                m.d.sync += [idx.eq(idx + 1), run_addr.eq(run_addr + 1),
+                             reading.eq(idx + 1 != cols)]
             with m.If(adv):
                 m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload)]
         with m.If((state == S.RUN) & ~s0["sbuf"]):
-            m.d.comb += [self.drain_req.valid.eq(idx < cols),
+            m.d.comb += [self.drain_req.valid.eq(reading),
                          self.drain_req.payload.bank.eq(s0["bank"]),
-                         self.drain_req.payload.addr.eq(s0["addr"] + idx),
+                         self.drain_req.payload.addr.eq(run_addr),
                          self.drain_resp.ready.eq(adv)]
             with m.If(adv):
                 m.d.sync += [iv.eq(self.drain_resp.valid), raw_q.eq(self.drain_resp.payload)]
             with m.If(self.drain_req.valid & self.drain_req.ready):
-                m.d.sync += idx.eq(idx + 1)
+                m.d.sync += [idx.eq(idx + 1), run_addr.eq(run_addr + 1),
+                             reading.eq(idx + 1 != cols)]
 
         # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened),
         # then the beat.
@@ -510,7 +519,7 @@ class _ActivationFeeder(wiring.Component):
                     m.d.sync += [out_a.eq(a_reg), out_b.eq(widened), ov.eq(1)]
         with m.If(state == S.TT_SEND):
             with m.If(self.act_i.ready):
-                m.d.sync += [ov.eq(0), idx.eq(idx + 1),
+                m.d.sync += [ov.eq(0), idx.eq(idx + 1), reading.eq(idx + 1 != cols),
                              state.eq(Mux(idx + 1 == cols, S.RUN, S.TT_REQ0))]
 
         # Outputs: written as they come (nothing else writes the SBUF meanwhile).
