@@ -238,8 +238,12 @@ class DmaEngine(wiring.Component):
                     m.d.comb += size_log.eq(2)
             return size_log
 
-        # The running command's, and the one taken (read in the start cycle only).
-        size_log = size_log_of(cmd_q.dtype, "size_log")
+        # The one taken (read in the start cycle only), and the running command's (a
+        # register: it selects the store's packing, a timing path).
+        first_size_log = size_log_of(self.cmd.payload.dtype, "first_size_log")
+        size_log = Signal(2)
+        with m.If(start):
+            m.d.sync += size_log.eq(first_size_log)
 
         # --- Address side. -------------------------------------------------------------------
         a_active, a_valid, a_addr, a_beats, a_fire = self._burst_walker(
@@ -267,7 +271,6 @@ class DmaEngine(wiring.Component):
         # --- Data side: a beat walker shared by load (R) and store (W). ----------------------
         # (It reads the command's fields from the stream in the start cycle and from cmd_q
         # after it, not through a multiplexer of the two.)
-        first_size_log = size_log_of(self.cmd.payload.dtype, "first_size_log")
         d_active = Signal()
         d_row = Signal(range(self.n + 1))
         d_col = Signal(range(self.words + 1))
@@ -327,14 +330,19 @@ class DmaEngine(wiring.Component):
         m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B,
                                                        depth=SBUF_READ_LATENCY + 3)
         # The words are registered as they leave the SBUF's read port (`window`) and packed
-        # from there. A read's beat offset and element count follow it down a pipeline
-        # (`rd_pending[k]`: the read was issued k + 1 cycles ago); the last stage's words are
-        # in `window`.
+        # from there. A read's beat offset and its byte strobes (worked out as it is issued)
+        # follow it down a pipeline (`rd_pending[k]`: the read was issued k + 1 cycles ago);
+        # the last stage's words are in `window`. The words past the beat's elements go into
+        # W too, in the bytes whose strobes are off.
         stages = SBUF_READ_LATENCY + 1
         rd_pending = [Signal(name=f"rd_pending{k + 1}") for k in range(stages)]
-        beat_fields = data.StructLayout({"off": lg, "count": range(B + 1)})
+        beat_fields = data.StructLayout({"off": lg, "strb": B})
         rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 1}") for k in range(stages)]
-        got, got_off, got_count = rd_pending[-1], rd_beat[-1].off, rd_beat[-1].count
+        got, got_off = rd_pending[-1], rd_beat[-1].off
+        issued = Signal(beat_fields)
+        n_bytes = Signal(range(B + 1))  # the beat's element bytes
+        m.d.comb += [n_bytes.eq(count << size_log), issued.off.eq(off),
+                     issued.strb.eq(((1 << n_bytes) - 1) << off)]
         window = Signal.like(self.sbuf_rd_data)
         in_flight = Signal(range(stages + 1))
         m.d.comb += in_flight.eq(sum(rd_pending))
@@ -343,24 +351,20 @@ class DmaEngine(wiring.Component):
                                 & (w_queue.level + in_flight < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
-        m.d.sync += [*shift_in(rd_pending, store_go), *shift_in(rd_beat, Cat(off, count)),
+        m.d.sync += [*shift_in(rd_pending, store_go), *shift_in(rd_beat, issued),
                      window.eq(self.sbuf_rd_data)]
         with m.If(store_go):
             m.d.comb += step.eq(1)
         packed = Signal(self.data_width)
-        n_bytes = Signal(range(B + 1))  # the beat's element bytes
         with m.Switch(size_log):
             for lg_size in range(3):
                 with m.Case(lg_size):
                     bits = 8 << lg_size
-                    elems = [Mux(got_count > i, window[i][:bits], 0)
-                             for i in range(min(lanes, self.data_width // bits))]
-                    m.d.comb += [packed.eq(Cat(*elems)), n_bytes.eq(got_count << lg_size)]
-        strb = Signal(B)
+                    elems = [window[i][:bits] for i in range(min(lanes, self.data_width // bits))]
+                    m.d.comb += packed.eq(Cat(*elems))
         beat_data = Signal(self.data_width)
-        m.d.comb += [strb.eq(((1 << n_bytes) - 1) << got_off),
-                     beat_data.eq(packed << Cat(Const(0, 3), got_off)),
-                     w_queue.w_en.eq(got), w_queue.w_data.eq(Cat(beat_data, strb))]
+        m.d.comb += [beat_data.eq(packed << Cat(Const(0, 3), got_off)),
+                     w_queue.w_en.eq(got), w_queue.w_data.eq(Cat(beat_data, rd_beat[-1].strb))]
         burst_left = Signal(9)  # W beats left in the current burst (0: take the next length)
         need_len = burst_left == 0
         m.d.comb += [
