@@ -379,6 +379,7 @@ class _ActivationFeeder(wiring.Component):
         # address (in0's + idx), registers stepped beside idx: no compare or sum between idx
         # and the SBUF port's request (a timing path).
         reading, run_addr = Signal(), Signal(16)
+        next_beat = [idx.eq(idx + 1), run_addr.eq(run_addr + 1), reading.eq(idx + 1 != cols)]
         m.d.comb += [self.busy.eq(state != S.IDLE), self.cmd.ready.eq(state == S.IDLE)]
 
         def take(o, **kw):
@@ -472,8 +473,7 @@ class _ActivationFeeder(wiring.Component):
             m.d.comb += [self.rd_en.eq(buf.room & reading), buf.issue.eq(self.rd_en),
                          self.rd_addr.eq(run_addr), buf.out.ready.eq(adv)]
             with m.If(self.rd_en):
-                m.d.sync += [idx.eq(idx + 1), run_addr.eq(run_addr + 1),
-                             reading.eq(idx + 1 != cols)]
+                m.d.sync += next_beat
             with m.If(adv):
                 m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload)]
         with m.If((state == S.RUN) & ~s0["sbuf"]):
@@ -484,8 +484,7 @@ class _ActivationFeeder(wiring.Component):
             with m.If(adv):
                 m.d.sync += [iv.eq(self.drain_resp.valid), raw_q.eq(self.drain_resp.payload)]
             with m.If(self.drain_req.valid & self.drain_req.ready):
-                m.d.sync += [idx.eq(idx + 1), run_addr.eq(run_addr + 1),
-                             reading.eq(idx + 1 != cols)]
+                m.d.sync += next_beat
 
         # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened),
         # then the beat.
@@ -519,7 +518,7 @@ class _ActivationFeeder(wiring.Component):
                     m.d.sync += [out_a.eq(a_reg), out_b.eq(widened), ov.eq(1)]
         with m.If(state == S.TT_SEND):
             with m.If(self.act_i.ready):
-                m.d.sync += [ov.eq(0), idx.eq(idx + 1), reading.eq(idx + 1 != cols),
+                m.d.sync += [ov.eq(0), *next_beat,  # (run_addr: not a TENSOR_TENSOR's)
                              state.eq(Mux(idx + 1 == cols, S.RUN, S.TT_REQ0))]
 
         # Outputs: written as they come (nothing else writes the SBUF meanwhile).

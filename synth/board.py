@@ -146,7 +146,7 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
     """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
     from sim.runner import build_root, hdl_source_digest, locked
 
-    from .fpga import ECP5_SYNTH, tool_versions
+    from .fpga import ECP5_SYNTH_FIRST, ECP5_SYNTH_REST, tool_versions
 
     cfg = board_config(board)
     out_dir = Path(out_dir) if out_dir else build_root() / "board" / board
@@ -168,11 +168,9 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
                  f"UART {cfg['baud']} baud (Yosys + nextpnr-ecp5, seed {SEED}) ...")
         t0 = time.monotonic()
         # The platform's script runs `synth_ecp5 {synth_opts} -top nclite`, then
-        # `script_after_synth`: the two halves of fpga.ECP5_SYNTH (the purge before abc9).
-        first, rest = ECP5_SYNTH.format(top="nclite").split("; ", 1)
-        plan = platform.prepare(top, name="nclite",
-                                synth_opts=first.removeprefix("synth_ecp5 -top nclite "),
-                                script_after_synth=rest.replace("; ", "\n"),
+        # `script_after_synth`: fpga.ECP5_SYNTH's two parts (the purge before abc9).
+        plan = platform.prepare(top, name="nclite", synth_opts=ECP5_SYNTH_FIRST,
+                                script_after_synth="\n".join(ECP5_SYNTH_REST).format(top="nclite"),
                                 nextpnr_opts=f"--seed {SEED} --report nclite.pnr.json")
         env = {**os.environ, **_yowasp_env()}
         products = plan.execute_local(str(out_dir / "work"), env=env)

@@ -112,8 +112,11 @@ def _fail(what: str, run: subprocess.CompletedProcess, log: Path | None) -> Synt
 #: ``abc9`` fails an assertion (``GetSize(conn.first) == GetSize(conn.second)``, in its
 #: reintegration) on some NeuronCore netlists of 2026-11-29 unless they are (the wires it
 #: removes drive nothing, so the cells, and the area and timing, are those of ``synth_ecp5``).
-ECP5_SYNTH = ("synth_ecp5 -top {top} -run begin:map_luts; opt_clean -purge; "
-              "synth_ecp5 -top {top} -run map_luts:")
+#: In two parts, for a script that runs ``synth_ecp5`` itself (the board's platform): the
+#: first ``synth_ecp5``'s options, and the commands after it.
+ECP5_SYNTH_FIRST = "-run begin:map_luts"
+ECP5_SYNTH_REST = ("opt_clean -purge", "synth_ecp5 -top {top} -run map_luts:")
+ECP5_SYNTH = "; ".join((f"synth_ecp5 -top {{top}} {ECP5_SYNTH_FIRST}", *ECP5_SYNTH_REST))
 
 
 def _synth_cmd(device: Device, top: str) -> str:
