@@ -140,14 +140,17 @@ class _TensorFeeder(wiring.Component):
         is_mm = cur[:4] == Opcode.MATMUL
 
         # The tensor engine's command: from the cycle after the descriptor is taken, from
-        # registers (the engine's command intake lies behind it).
-        p = self.te_cmd.payload
-        m.d.comb += [self.te_cmd.valid.eq(cmd_pending),
-                     p.op.eq(Mux(is_mm, TeOpcode.MULTIPLY_MOVING, TeOpcode.LOAD_STATIONARY)),
-                     p.fmt.as_value().eq(Mux(is_mm, mm.fmt.as_value(), ls.fmt.as_value())),
-                     p.k.eq(Mux(is_mm, mm.k, ls.k)), p.m.eq(ls.m), p.f.eq(mm.f),
-                     p.bank.eq(mm.bank), p.addr.eq(mm.psum_addr),
-                     p.accumulate.eq(mm.accumulate)]
+        # registers set as it is taken (the engine's command decode and dispatch lie behind
+        # it, and start its mover).
+        p = Signal.like(self.te_cmd.payload)
+        m.d.comb += [self.te_cmd.valid.eq(cmd_pending), self.te_cmd.payload.eq(p)]
+        with m.If(take):
+            m.d.sync += [
+                p.op.eq(Mux(in_is_mm, TeOpcode.MULTIPLY_MOVING, TeOpcode.LOAD_STATIONARY)),
+                p.fmt.as_value().eq(Mux(in_is_mm, in_mm.fmt.as_value(), in_ls.fmt.as_value())),
+                p.k.eq(Mux(in_is_mm, in_mm.k, in_ls.k)), p.m.eq(in_ls.m), p.f.eq(in_mm.f),
+                p.bank.eq(in_mm.bank), p.addr.eq(in_mm.psum_addr),
+                p.accumulate.eq(in_mm.accumulate)]
         with m.If(take):
             m.d.sync += cmd_pending.eq(1)
         with m.Elif(self.te_cmd.ready):
@@ -157,7 +160,8 @@ class _TensorFeeder(wiring.Component):
         ls_rows = slots_of(m, ls.k, ls.sparsity.as_value(), patterns, name="ls_rows")
         ratio = Signal(range(MAX_RATIO + 1), init=1)
         if self.sparse:
-            m.d.comb += p.sparsity.eq(ls.sparsity)
+            with m.If(take):
+                m.d.sync += p.sparsity.eq(in_ls.sparsity)
             with m.If(take & ~in_is_mm):
                 m.d.sync += ratio.eq(ratio_of(m, in_ls.sparsity.as_value(), patterns,
                                               name="ls_ratio"))
@@ -296,7 +300,7 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: seven cycles a beat from PSUM, eleven
+      drain request), registered, widened, then the beat: nine cycles a beat from PSUM, eleven
       from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
@@ -441,9 +445,9 @@ class _ActivationFeeder(wiring.Component):
 
         # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`) and widened
         # from their dtype there (in1's while TT_REQ1 .. TT_WID1 fetch it): the SBUF's block
-        # RAMs put out their word 5.6 ns after the clock on the ECP5, and the PSUM's drain
-        # port passes its block RAMs' words on, so no operand goes from a RAM into the
-        # widening and the engine's intake in one cycle.
+        # RAMs put out their word 5.6 ns after the clock on the ECP5, so no operand goes from
+        # a RAM into the widening and the engine's intake in one cycle (the PSUM's drain port
+        # answers from a register).
         second = (state == S.TT_REQ1) | (state == S.TT_GOT1) | (state == S.TT_WID1)
         raw_q = Signal(data.ArrayLayout(32, n))
         widened = Signal(data.ArrayLayout(32, n))

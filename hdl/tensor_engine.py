@@ -87,7 +87,8 @@ class TensorEngine(wiring.Component):
       (``sparsity`` 0) work as in a dense engine; timing is the same in both modes. ``loading``
       is high while the loader takes a tile's rows.
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
-      ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured.
+      ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured; a response
+      is valid two cycles after its request is taken (when ``drain_resp`` is not held back).
     * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
       issued while ``busy`` may see old values of the banks still being written.
     * ``done`` / ``done_bank``: a pulse in the cycle a MULTIPLY_MOVING's last column is
@@ -286,7 +287,7 @@ class TensorEngine(wiring.Component):
                 m.d.sync += error.eq(1)
             with m.Else():  # MULTIPLY_MOVING: the previous LS's rows all taken (at the
                 # latest in this cycle), the mover free (at the latest after this cycle)
-                with m.If((~loader.busy | loader.last) & (~mover.busy | mover.last)):
+                with m.If(loader.free & (~mover.busy | mover.last)):
                     m.d.comb += [self.cmd.ready.eq(1), mover.start.eq(1)]
                     m.d.sync += fresh.eq(0)
         with m.If(psum.bad_request):
@@ -321,9 +322,11 @@ class _Loader(wiring.Component):
     ``start`` (with ``k``, ``slots``, ``m``, ``mode``, ``fmt``) begins a tile, and its first
     row may be taken in that very cycle; those inputs must hold the tile's shape until it is
     done (the dispatcher keeps it); ``busy`` until its last row is taken, ``last`` in that
-    cycle. No row is taken while ``swap_waiting`` (a multiplication that swaps the previous
-    tile in has not taken its swap column yet): the array's background load rule wants the
-    rows at or after that column.
+    cycle; ``free`` when not ``busy`` or as the last row of a tile started before this cycle
+    is taken (``start`` is not in its logic: it lets the next multiplication start). No row
+    is taken while ``swap_waiting`` (a multiplication that swaps the previous tile in has not
+    taken its swap column yet): the array's background load rule wants the rows at or after
+    that column.
 
     A sparse tile (``mode`` a pattern n:m): row i is slot ``j = i mod n`` of group ``g = i div
     n`` (rows ``g·m ..`` of K); each of its lanes below ``m`` checks its tag (``golden.sparse.
@@ -340,8 +343,8 @@ class _Loader(wiring.Component):
             "m": In(range(n + 1)), "mode": In(Sparsity), "fmt": In(Fmt),
             "weights": In(stream.Signature(weights)),
             "swap_waiting": In(1),
-            "busy": Out(1), "last": Out(1), "bad_now": Out(1), "tile_bad": Out(1),
-            "doomed": Out(1),
+            "busy": Out(1), "last": Out(1), "free": Out(1), "bad_now": Out(1),
+            "tile_bad": Out(1), "doomed": Out(1),
             "row_valid": Out(1), "row_index": Out(range(max(n, 2))), "row": Out(row_layout),
         })
 
@@ -355,10 +358,15 @@ class _Loader(wiring.Component):
         tile_fmt = Mux(self.start, self.fmt, fmt)
         active = self.busy | self.start
         take = Signal()
+        # Whether the next row is the tile's last, held in a register (set by start, stepped
+        # by take) rather than compared from `slots`, which the dispatcher multiplexes from the
+        # command at its input: `last` starts the next multiplication.
+        at_last = Signal()
         m.d.comb += [
             self.weights.ready.eq(active & ~self.swap_waiting),
             take.eq(self.weights.ready & self.weights.valid),
-            self.last.eq(take & (index + 1 == self.slots)),
+            self.last.eq(take & Mux(self.start, self.slots == 1, at_last)),
+            self.free.eq(~self.busy | (self.busy & take & at_last)),
         ]
         m.d.sync += [self.row_valid.eq(take), self.row_index.eq(index)]
         payload = self.weights.payload
@@ -380,8 +388,11 @@ class _Loader(wiring.Component):
             m.d.sync += self.tile_bad.eq(self.bad_now)
         with m.If(self.start):
             m.d.sync += fmt.eq(self.fmt)
+        with m.If(self.start):
+            m.d.sync += at_last.eq(self.slots == 1)
         with m.If(take):
-            m.d.sync += next_row.eq(Mux(self.last, 0, index + 1))
+            m.d.sync += [next_row.eq(Mux(self.last, 0, index + 1)),
+                         at_last.eq(index + 2 == self.slots)]
         m.d.sync += self.busy.eq(active & ~self.last)
         return m
 
@@ -532,8 +543,9 @@ class _Psum(wiring.Component):
     cycle before the row arrives, held in a register as the row is, and added in
     ``add_stages`` cycles); ``written`` pulses as it is written, ``1 + add_stages`` cycles
     after it arrived; ``done`` (with ``done_bank``) as a row with ``last`` is written.
-    ``drain_req`` / ``drain_resp``: one row per cycle, responses in order; a request outside
-    PSUM answers zeros and pulses ``bad_request``.
+    ``drain_req`` / ``drain_resp``: one row per cycle, responses in order, a response two
+    cycles after its request is taken (a register, not the block RAM's output); a request
+    outside PSUM answers zeros and pulses ``bad_request``.
     """
 
     def __init__(self, *, n, banks, words, add_stages, meta_layout):
@@ -586,18 +598,27 @@ class _Psum(wiring.Component):
             ]
 
         # --- Drain port: one row per cycle, with back-pressure. ----------------------------------
-        resp_valid = Signal()
+        # Design note: two stages, the block RAM's word (`read_valid`) and a register
+        # (`resp_valid`), so that the response is a register: the block RAM's clock-to-output
+        # is most of a cycle at 100 MHz and leaves no room for the consumer's logic. A stage
+        # takes a row when it is empty or the stage after it takes one; the read port's `en`
+        # holds the block RAM's word while its stage is stalled.
+        read_valid, resp_valid = Signal(), Signal()
         req = self.drain_req.payload
         req_ok = (req.bank < self._banks) & (req.addr < words)
-        req_bad_q = Signal()  # the response in the register is for a request outside PSUM
+        read_bad = Signal()  # the word in the block RAM's output is for a request outside PSUM
+        resp = Signal.like(self.drain_resp.payload)
+        take_resp = ~resp_valid | self.drain_resp.ready
         m.d.comb += [
-            self.drain_req.ready.eq(~resp_valid | self.drain_resp.ready),
+            self.drain_req.ready.eq(~read_valid | take_resp),
             drain_rd.en.eq(self.drain_req.ready),
             drain_rd.addr.eq(req.bank * words + req.addr),
             self.drain_resp.valid.eq(resp_valid),
-            self.drain_resp.payload.eq(Mux(req_bad_q, 0, drain_rd.data)),
+            self.drain_resp.payload.eq(resp),
             self.bad_request.eq(self.drain_req.ready & self.drain_req.valid & ~req_ok),
         ]
         with m.If(self.drain_req.ready):
-            m.d.sync += [resp_valid.eq(self.drain_req.valid), req_bad_q.eq(self.bad_request)]
+            m.d.sync += [read_valid.eq(self.drain_req.valid), read_bad.eq(self.bad_request)]
+        with m.If(take_resp):
+            m.d.sync += [resp_valid.eq(read_valid), resp.eq(Mux(read_bad, 0, drain_rd.data))]
         return m

@@ -21,7 +21,8 @@ Tests (selected by the runner's ``testcase``):
 * ``random_commands`` — random LOAD_STATIONARY / MULTIPLY_MOVING sequences: every dtype pair,
   random K, M, F (1 included, partial tiles), banks, addresses, overwrite and accumulate,
   several multiplications per stationary tile, special values; PSUM drained and compared.
-* ``back_to_back`` — no gaps: accumulate read-after-write and load-after-swap hazards.
+* ``back_to_back`` — no gaps: accumulate read-after-write and load-after-swap hazards; each
+  drain response comes two cycles after its request.
 * ``hidden_loads`` — no gaps, cycles counted: a LOAD_STATIONARY of k rows after a
   multiplication of f columns leaves exactly ``max(0, max(k, 2) − f)`` idle cycles.
 * ``illegal_commands`` — the engine's own error path: dropped commands, sticky ``error``.
@@ -427,7 +428,8 @@ async def back_to_back(dut):
     """No gaps, one phase: the hazards only a full-rate stream shows. Accumulating
     multiplications of one or two columns into the words just written (read-after-write
     through the adder), and a LOAD_STATIONARY right after a one-column multiplication (its
-    rows go in while the swap wavefront of that column still runs through the array)."""
+    rows go in while the swap wavefront of that column still runs through the array). Each
+    drain response is taken two cycles after its request (the drain port's latency)."""
     cfg = _config()
     rng = tbutil.rng(8)
     n, fmts = cfg.n, list(cfg.formats)
@@ -445,9 +447,20 @@ async def back_to_back(dut):
         written.append((bank, addr, f))
     for bank, addr, f in written:
         prog.drain(bank, addr, f, label="back-to-back")
+    asked: list[int] = []
+    answered: list[int] = []
+    monitors = [streams.StreamMonitor(dut, name, on_beat=lambda _, cycles=cycles: cycles.append(
+        streams.sim_cycles())) for name, cycles in (("drain_req", asked),
+                                                      ("drain_resp", answered))]
     tb = TensorEngineTB(dut, 0.0)
     await tb.start()
     await tb.run(prog)
+    for monitor in monitors:
+        monitor.stop()
+    # The drain port's latency (TensorEngine's docstring): a response two cycles after its
+    # request is taken, when the response is never held back.
+    late = [(a, b) for a, b in zip(asked, answered, strict=True) if b - a != 2]
+    assert not late, f"drain responses not two cycles after their requests: {late[:4]}"
 
 
 @cocotb.test(**tbutil.timeout(5))
