@@ -81,7 +81,8 @@ class _TensorFeeder(wiring.Component):
     ``busy`` until the last beat is taken: it falls in that very cycle, so that the next
     descriptor is taken the cycle after and its first moving beat is ready
     :data:`SBUF_READ_LATENCY` cycles after that (three idle cycles of the tensor engine
-    between two MATMULs)."""
+    between two MATMULs). ``active``: a descriptor is held, ``busy`` and that last cycle too
+    (from registers only: the performance counter's event)."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -102,7 +103,7 @@ class _TensorFeeder(wiring.Component):
             "weights": Out(stream.Signature(data.ArrayLayout(WEIGHT_LANE if sparse else 16, n))),
             "moving": Out(stream.Signature(data.ArrayLayout(16, (MAX_RATIO if sparse else 1)
                                                             * n))),
-            "busy": Out(1),
+            "busy": Out(1), "active": Out(1),
         }
         if sparse:  # words addr .. addr + MAX_RATIO - 1 of every partition
             ports["rd_rows"] = In(data.ArrayLayout(data.ArrayLayout(32, MAX_RATIO), n))
@@ -129,7 +130,8 @@ class _TensorFeeder(wiring.Component):
         in_is_mm = self.cmd.payload[:4] == Opcode.MATMUL
         idx = Signal(range(max(self.words, n) + 2))
         finishing = Signal()  # the last beat is taken this cycle
-        m.d.comb += self.busy.eq(((state != S.IDLE) | cmd_pending) & ~finishing)
+        m.d.comb += [self.active.eq((state != S.IDLE) | cmd_pending),
+                     self.busy.eq(self.active & ~finishing)]
         with m.If(take):
             m.d.sync += cur.eq(self.cmd.payload)
         # The descriptor held: everything else follows it, the reads after the first, the
@@ -1142,7 +1144,7 @@ class NeuronCore(wiring.Component):
 
         # --- Performance counters. -------------------------------------------------------------
         counts = [Signal(32, name=f"perf_{name}") for name in PERF_COUNTERS]
-        events = [seq.busy, tf.busy | te.busy, af.busy, dma.busy,
+        events = [seq.busy, tf.active | te.busy, af.busy, dma.busy,
                   te.moving.valid & te.moving.ready, coll_busy]
         for cnt, ev, i in zip(counts, events, range(len(counts)), strict=True):
             with m.If(eng_rst):
