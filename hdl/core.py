@@ -1086,11 +1086,15 @@ class NeuronCore(wiring.Component):
         dbg = m.submodules.debug = _DebugReader(n=n, words=words, psum_banks=self.psum_banks,
                                                 psum_words=self.psum_words)
         r0_en, r0_addr = Signal(), Signal(range(max(words, 2)))
+        # Port 1's readers never run together (the sequencer runs the DMA and the activation
+        # path one at a time, a debug read only while both are idle), so the address is
+        # chosen by who is busy, registers, rather than by the read enables, which come
+        # through the readers' logic and would lie before the SBUF's address sums.
         m.d.comb += [
             r0_en.eq(tf.rd_en), r0_addr.eq(tf.rd_addr),
             r1_en.eq(dma.sbuf_rd_en | af.rd_en | dbg.sbuf_rd_en),
-            r1_addr.eq(Mux(dma.sbuf_rd_en, dma.sbuf_rd_addr,
-                           Mux(af.rd_en, af.rd_addr, dbg.sbuf_rd_addr))),
+            r1_addr.eq(Mux(dma.busy, dma.sbuf_rd_addr,
+                           Mux(af.busy, af.rd_addr, dbg.sbuf_rd_addr))),
         ]
         if coll is not None:
             # The sequencer runs a COLLECTIVE alone: its reads take both ports.
@@ -1110,7 +1114,7 @@ class NeuronCore(wiring.Component):
             m.d.comb += tf.rd_rows.eq(sbuf.rd0.rows)
         m.d.comb += [sbuf.rd0.en.eq(r0_en), sbuf.rd0.addr.eq(r0_addr), r0_data.eq(sbuf.rd0.data),
                      sbuf.rd1.en.eq(r1_en), sbuf.rd1.addr.eq(r1_addr),
-                     sbuf.rd1.part.eq(Mux(af.rd_en, af.rd_part, dma.sbuf_rd_part)),
+                     sbuf.rd1.part.eq(Mux(af.busy, af.rd_part, dma.sbuf_rd_part)),
                      r1_data.eq(sbuf.rd1.data), dma.sbuf_rd_data.eq(sbuf.rd1.window),
                      af.rd_window.eq(sbuf.rd1.window)]
         # The word write port: ACTIVATE's results, or a COLLECTIVE's (never both at once).

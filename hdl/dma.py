@@ -273,7 +273,10 @@ class DmaEngine(wiring.Component):
         # after it, not through a multiplexer of the two.)
         d_active = Signal()
         d_row = Signal(range(self.n + 1))
-        d_col = Signal(range(self.words + 1))
+        # The beat's SBUF partition and first word, registers stepped with the walker (not
+        # sums of the command's fields: they go to the SBUF's address logic).
+        part = Signal.like(self.sbuf_rd_part)
+        word = Signal.like(self.sbuf_rd_addr)
         d_row_start = Signal(32)
         off = Signal(lg)  # byte offset of the beat's first element
         # Registers, so that a beat's element count and the row's end are a compare of two
@@ -285,30 +288,29 @@ class DmaEngine(wiring.Component):
         m.d.comb += [row_end.eq(left <= fit), count.eq(Mux(row_end, left, fit))]
         step = Signal()  # one beat handled this cycle
         with m.If(start):
-            m.d.sync += [d_active.eq(1), d_row.eq(0), d_col.eq(0),
+            m.d.sync += [d_active.eq(1), d_row.eq(0), part.eq(self.cmd.payload.part),
+                         word.eq(self.cmd.payload.sbuf_addr),
                          d_row_start.eq(self.cmd.payload.dram_addr),
                          off.eq(self.cmd.payload.dram_addr[:lg]), left.eq(self.cmd.payload.cols),
                          fit.eq((B - self.cmd.payload.dram_addr[:lg]) >> first_size_log)]
         with m.Elif(step):
             with m.If(row_end):
                 next_start = d_row_start + cmd_q.dram_stride
-                m.d.sync += [d_col.eq(0), d_row.eq(d_row + 1), d_row_start.eq(next_start),
+                m.d.sync += [word.eq(cmd_q.sbuf_addr), d_row.eq(d_row + 1),
+                             part.eq(part + 1), d_row_start.eq(next_start),
                              off.eq(next_start[:lg]), left.eq(cmd_q.cols),
                              fit.eq((B - next_start[:lg]) >> size_log)]
                 with m.If(d_row + 1 == cmd_q.rows):
                     m.d.sync += d_active.eq(0)
             with m.Else():
-                m.d.sync += [d_col.eq(d_col + fit), off.eq(0), left.eq(left - fit),
+                m.d.sync += [word.eq(word + fit), off.eq(0), left.eq(left - fit),
                              fit.eq(B >> size_log)]
-        part = cmd_q.part + d_row
-        word = cmd_q.sbuf_addr + d_col
-
         # Load: take an R beat, write its elements to SBUF the next cycle.
         beat = Signal(self.data_width)
         beat_off, beat_count = Signal(lg), Signal(range(B + 1))
         beat_valid = Signal()
         take_r = Signal()
-        m.d.comb += [axi.rready.eq(d_active & ~is_store & ~start),
+        m.d.comb += [axi.rready.eq(d_active & ~is_store),
                      take_r.eq(axi.rready & axi.rvalid), step.eq(take_r)]
         m.d.sync += beat_valid.eq(take_r)
         with m.If(take_r):
@@ -347,7 +349,7 @@ class DmaEngine(wiring.Component):
         in_flight = Signal(range(stages + 1))
         m.d.comb += in_flight.eq(sum(rd_pending))
         store_go = Signal()
-        m.d.comb += store_go.eq(d_active & is_store & ~start
+        m.d.comb += store_go.eq(d_active & is_store
                                 & (w_queue.level + in_flight < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
