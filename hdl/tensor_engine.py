@@ -456,6 +456,9 @@ class _Mover(wiring.Component):
         mask = Signal(n)
         mode, slots = Signal(Sparsity), Signal(range(n + 1))  # of the tile it multiplies
         swap = Signal()  # the next column taken carries `swap` (new weights wait in shadow)
+        # The lanes below k (read; the others +0), registers set by start: no compare with k
+        # lies between the moving beat and the issue register.
+        in_k = Signal(self._rows)
 
         # Columns taken in the last hazard_window cycles, for the read-after-write check.
         recent_layout = data.StructLayout({"valid": 1, "bank": self.meta.bank.shape(),
@@ -504,15 +507,15 @@ class _Mover(wiring.Component):
         with m.If(self.take):
             if self._sparse:  # the array picks each row's window (SystolicArray)
                 for i in range(self._rows):
-                    m.d.sync += self.x.data[i].eq(Mux(cmd.k > i, self.moving.payload[i], 0))
+                    m.d.sync += self.x.data[i].eq(Mux(in_k[i], self.moving.payload[i], 0))
                 m.d.sync += [self.x.fmt.eq(cmd.fmt), self.x.swap.eq(swap),
                              self.x.mode.eq(mode.as_value()), self.x.slots.eq(slots)]
             for i in range(0 if self._sparse else n):
                 m.d.sync += [
-                    self.x[i].data.eq(Mux(cmd.k > i, self.moving.payload[i], 0)),
+                    self.x[i].data.eq(Mux(in_k[i], self.moving.payload[i], 0)),
                     self.x[i].fmt.eq(cmd.fmt),
                     self.x[i].swap.eq(swap),
-                    self.x[i].pad.eq(cmd.k <= i),
+                    self.x[i].pad.eq(~in_k[i]),
                 ]
             m.d.sync += [
                 self.meta.valid.eq(1), self.meta.bank.eq(cmd.bank), self.meta.addr.eq(col_addr),
@@ -530,7 +533,8 @@ class _Mover(wiring.Component):
             # rows go into the shadow weights as soon as that first column is taken.
             m.d.sync += [self.busy.eq(1), cmd.eq(self.cmd), col.eq(0), mask.eq(self.mask),
                          col_addr.eq(self.cmd.addr), final.eq(self.cmd.f == 1),
-                         swap.eq(self.swap), mode.eq(self.mode), slots.eq(self.slots)]
+                         swap.eq(self.swap), mode.eq(self.mode), slots.eq(self.slots),
+                         *(in_k[i].eq(self.cmd.k > i) for i in range(self._rows))]
         return m
 
 
