@@ -545,19 +545,25 @@ class _ActivationFeeder(wiring.Component):
                          self.rd_addr.eq(s0["addr"] + out_idx)]
             m.d.sync += state.eq(S.TR_HOLD)
         tr_window = Signal(data.ArrayLayout(32, W))  # (registered as it leaves the block RAMs)
+        # Word dst_addr + k of partition dst_part + out_idx + i takes window word i: which
+        # partitions write, and which window word each takes, are worked out as the window
+        # is registered (registers: no sum or compare lies before the SBUF's write port).
+        base = tr_dst_part + out_idx
+        tr_wen = Signal(n)
+        tr_sel = [Signal(range(max(W, 2)), name=f"tr_sel{p}") for p in range(n)]
         with m.If((state == S.TR_HOLD) & arrived):
             m.d.sync += [tr_window.eq(self.rd_window), state.eq(S.TR_WRITE)]
-        with m.If(state == S.TR_WRITE):
-            # Word dst_addr + k of partition dst_part + out_idx + i takes window word i.
-            base = tr_dst_part + out_idx
-            m.d.comb += self.wr_addr.eq(dst_addr)
-            window = Array(tr_window[i] for i in range(W))
             for p in range(n):
                 rel = Signal(range(-n - (1 << 16), n + 1), name=f"tr_rel{p}")
                 m.d.comb += rel.eq(p - base)
-                m.d.comb += [self.wr_data[p].eq(window[rel[:max(W.bit_length() - 1, 1)]]),
-                             self.wr_en[p].eq((rel >= 0) & (rel < W)
-                                              & (p < tr_dst_part + cols))]
+                m.d.sync += [tr_sel[p].eq(rel[:max(W.bit_length() - 1, 1)]),
+                             tr_wen[p].eq((rel >= 0) & (rel < W) & (p < tr_dst_part + cols))]
+        with m.If(state == S.TR_WRITE):
+            m.d.comb += self.wr_addr.eq(dst_addr)
+            window = Array(tr_window[i] for i in range(W))
+            for p in range(n):
+                m.d.comb += [self.wr_data[p].eq(window[tr_sel[p]]),
+                             self.wr_en[p].eq(tr_wen[p])]
             last_window = out_idx + W >= cols
             m.d.sync += [out_idx.eq(Mux(last_window, 0, out_idx + W)),
                          idx.eq(idx + last_window), dst_addr.eq(dst_addr + last_window)]
