@@ -26,8 +26,8 @@ from .read_port import SBUF_READ_LATENCY, ReadBuffer, read_enable
 from .sequencer import Sequencer, check_core_sizes
 from .sparsity import MAX_RATIO, SPARSITY_CODES, WEIGHT_LANE, parse_sparsity, ratio_of, slots_of
 from .sru import sru_layouts
+from .tensor_engine import DRAIN_LATENCY, TensorEngine, drain_request_layout
 from .tensor_engine import Opcode as TeOpcode
-from .tensor_engine import TensorEngine, drain_request_layout
 from .torus import TorusNode, check_torus_rows
 
 __all__ = ["NeuronCore", "PERF_COUNTERS", "ACTIVITY_ENGINES", "ActivityLayout"]
@@ -314,11 +314,12 @@ class _ActivationFeeder(wiring.Component):
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
     is widened, and the engine's beat is registered after the widening: an SBUF beat is
     offered to the engine :data:`SBUF_READ_LATENCY` + 2 cycles after its read, a PSUM beat two
-    cycles after the drain port gives it. A stream of SBUF reads goes through a
-    :class:`~hdl.read_port.ReadBuffer`, so the engine may stall it. A single read (the bias, a
-    TENSOR_TENSOR column, a TRANSPOSE window) is taken from the port
-    :data:`SBUF_READ_LATENCY` cycles after it is issued. ``busy`` until the last output is
-    written."""
+    cycles after the drain port gives it. A stream of SBUF reads or of PSUM drain requests
+    goes through a :class:`~hdl.read_port.ReadBuffer`, so the engine may stall it (the drain
+    port's responses are always taken: they come :data:`~hdl.tensor_engine.DRAIN_LATENCY`
+    cycles after their requests). A single read (the bias, a TENSOR_TENSOR column, a
+    TRANSPOSE window) is taken from the port :data:`SBUF_READ_LATENCY` cycles after it is
+    issued. ``busy`` until the last output is written."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -482,14 +483,21 @@ class _ActivationFeeder(wiring.Component):
                 m.d.sync += next_beat
             with m.If(adv):
                 m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload)]
+        # PSUM rows through a buffer too: the drain port's responses are always taken (it
+        # then answers DRAIN_LATENCY cycles after each request and is always ready), so that
+        # the engine's `ready` reaches neither the drain port nor the next request.
+        pbuf = m.submodules.drain_buffer = ReadBuffer(self.drain_resp.payload.shape(),
+                                                      latency=DRAIN_LATENCY)
+        m.d.comb += pbuf.data.eq(self.drain_resp.payload)
         with m.If((state == S.RUN) & ~s0["sbuf"]):
-            m.d.comb += [self.drain_req.valid.eq(reading),
+            m.d.comb += [self.drain_req.valid.eq(pbuf.room & reading),
                          self.drain_req.payload.bank.eq(s0["bank"]),
                          self.drain_req.payload.addr.eq(run_addr),
-                         self.drain_resp.ready.eq(adv)]
+                         pbuf.issue.eq(self.drain_req.valid & self.drain_req.ready),
+                         self.drain_resp.ready.eq(1), pbuf.out.ready.eq(adv)]
             with m.If(adv):
-                m.d.sync += [iv.eq(self.drain_resp.valid), raw_q.eq(self.drain_resp.payload)]
-            with m.If(self.drain_req.valid & self.drain_req.ready):
+                m.d.sync += [iv.eq(pbuf.out.valid), raw_q.eq(pbuf.out.payload)]
+            with m.If(pbuf.issue):
                 m.d.sync += next_beat
 
         # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened),

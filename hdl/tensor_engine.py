@@ -15,7 +15,11 @@ from .pipeline import delay
 from .sparsity import WEIGHT_LANE, moving_rows, parse_sparsity, slots_of
 from .systolic import SystolicArray, check_array_size
 
-__all__ = ["Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
+__all__ = ["DRAIN_LATENCY", "Opcode", "TensorEngine", "command_layout", "drain_request_layout"]
+
+#: Cycles from a drain request's take to its response on ``drain_resp`` when the response is
+#: never held back (the PSUM block RAM's word, then a register).
+DRAIN_LATENCY = 2
 
 
 class Opcode(enum.Enum, shape=1):
@@ -88,7 +92,8 @@ class TensorEngine(wiring.Component):
       is high while the loader takes a tile's rows.
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
       ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured; a response
-      is valid two cycles after its request is taken (when ``drain_resp`` is not held back).
+      is valid :data:`DRAIN_LATENCY` (two) cycles after its request is taken (when
+      ``drain_resp`` is not held back).
     * ``busy``: a command is executing or results are still on their way to PSUM. Drain reads
       issued while ``busy`` may see old values of the banks still being written.
     * ``done`` / ``done_bank``: a pulse in the cycle a MULTIPLY_MOVING's last column is
