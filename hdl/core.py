@@ -451,10 +451,11 @@ class _ActivationFeeder(wiring.Component):
         # RAMs put out their word 5.6 ns after the clock on the ECP5, so no operand goes from
         # a RAM into the widening and the engine's intake in one cycle (the PSUM's drain port
         # answers from a register).
-        second = (state == S.TT_REQ1) | (state == S.TT_GOT1) | (state == S.TT_WID1)
         raw_q = Signal(data.ArrayLayout(32, n))
         widened = Signal(data.ArrayLayout(32, n))
-        src_dtype = Mux(second, srcs[1]["dtype"], srcs[0]["dtype"])
+        # raw_q's dtype, a register loaded with it (in1's in TT_GOT1, else in0's): the state
+        # does not choose it in the cycle of the widening.
+        src_dtype = Signal.like(srcs[0]["dtype"])
         for j in range(n):
             wid = m.submodules[f"widen{j}"] = Fp32Widen()
             m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw_q[j]),
@@ -482,7 +483,8 @@ class _ActivationFeeder(wiring.Component):
             with m.If(self.rd_en):
                 m.d.sync += next_beat
             with m.If(adv):
-                m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload)]
+                m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload),
+                             src_dtype.eq(s0["dtype"])]
         # PSUM rows through a buffer too: the drain port's responses are always taken (it
         # then answers DRAIN_LATENCY cycles after each request and is always ready), so that
         # the engine's `ready` reaches neither the drain port nor the next request.
@@ -496,7 +498,8 @@ class _ActivationFeeder(wiring.Component):
                          pbuf.issue.eq(self.drain_req.valid & self.drain_req.ready),
                          self.drain_resp.ready.eq(1), pbuf.out.ready.eq(adv)]
             with m.If(adv):
-                m.d.sync += [iv.eq(pbuf.out.valid), raw_q.eq(pbuf.out.payload)]
+                m.d.sync += [iv.eq(pbuf.out.valid), raw_q.eq(pbuf.out.payload),
+                             src_dtype.eq(s0["dtype"])]
             with m.If(pbuf.issue):
                 m.d.sync += next_beat
 
@@ -519,11 +522,13 @@ class _ActivationFeeder(wiring.Component):
             with m.If(state == got):
                 with m.If(src["sbuf"]):
                     with m.If(arrived):
-                        m.d.sync += [raw_q.eq(self.rd_data), state.eq(wide)]
+                        m.d.sync += [raw_q.eq(self.rd_data), src_dtype.eq(src["dtype"]),
+                                     state.eq(wide)]
                 with m.Else():
                     m.d.comb += self.drain_resp.ready.eq(1)
                     with m.If(self.drain_resp.valid):
-                        m.d.sync += [raw_q.eq(self.drain_resp.payload), state.eq(wide)]
+                        m.d.sync += [raw_q.eq(self.drain_resp.payload),
+                                     src_dtype.eq(src["dtype"]), state.eq(wide)]
             with m.If(state == wide):
                 m.d.sync += state.eq(nxt)
                 if i == 0:
