@@ -446,11 +446,10 @@ class _ActivationFeeder(wiring.Component):
         with m.If(self.act_cmd.valid & self.act_cmd.ready):
             m.d.sync += state.eq(Mux(act.kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
 
-        # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`) and widened
-        # from their dtype there (in1's while TT_REQ1 .. TT_WID1 fetch it): the SBUF's block
-        # RAMs put out their word 5.6 ns after the clock on the ECP5, so no operand goes from
-        # a RAM into the widening and the engine's intake in one cycle (the PSUM's drain port
-        # answers from a register).
+        # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`, with their
+        # dtype) and widened from there: the SBUF's block RAMs put out their word 5.6 ns after
+        # the clock on the ECP5, so no operand goes from a RAM into the widening and the
+        # engine's intake in one cycle (the PSUM's drain port answers from a register).
         raw_q = Signal(data.ArrayLayout(32, n))
         widened = Signal(data.ArrayLayout(32, n))
         # raw_q's dtype, a register loaded with it (in1's in TT_GOT1, else in0's): the state

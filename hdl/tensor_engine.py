@@ -371,7 +371,8 @@ class _Loader(wiring.Component):
             self.weights.ready.eq(active & ~self.swap_waiting),
             take.eq(self.weights.ready & self.weights.valid),
             self.last.eq(take & Mux(self.start, self.slots == 1, at_last)),
-            self.free.eq(~self.busy | (self.busy & take & at_last)),
+            # (a tile begun earlier: its row is taken when busy, whatever `start` says)
+            self.free.eq(~self.busy | (~self.swap_waiting & self.weights.valid & at_last)),
         ]
         m.d.sync += [self.row_valid.eq(take), self.row_index.eq(index)]
         payload = self.weights.payload
@@ -392,9 +393,7 @@ class _Loader(wiring.Component):
         with m.If(take | self.start):
             m.d.sync += self.tile_bad.eq(self.bad_now)
         with m.If(self.start):
-            m.d.sync += fmt.eq(self.fmt)
-        with m.If(self.start):
-            m.d.sync += at_last.eq(self.slots == 1)
+            m.d.sync += [fmt.eq(self.fmt), at_last.eq(self.slots == 1)]
         with m.If(take):
             m.d.sync += [next_row.eq(Mux(self.last, 0, index + 1)),
                          at_last.eq(index + 2 == self.slots)]
@@ -552,9 +551,9 @@ class _Psum(wiring.Component):
     cycle before the row arrives, held in a register as the row is, and added in
     ``add_stages`` cycles); ``written`` pulses as it is written, ``1 + add_stages`` cycles
     after it arrived; ``done`` (with ``done_bank``) as a row with ``last`` is written.
-    ``drain_req`` / ``drain_resp``: one row per cycle, responses in order, a response two
-    cycles after its request is taken (a register, not the block RAM's output); a request
-    outside PSUM answers zeros and pulses ``bad_request``.
+    ``drain_req`` / ``drain_resp``: one row per cycle, responses in order, a response
+    :data:`DRAIN_LATENCY` cycles after its request is taken (a register, not the block RAM's
+    output); a request outside PSUM answers zeros and pulses ``bad_request``.
     """
 
     def __init__(self, *, n, banks, words, add_stages, meta_layout):
