@@ -140,13 +140,10 @@ class XorwowSeeder(wiring.Component):
         word = Signal(range(3))
         words = Signal(data.ArrayLayout(64, 2))  # w0, w1 while w2 is computed
         first = Signal(init=1)  # the reset-time DONE has no finished mix to dispatch
-        # phase == IDLE, as a register of its own: `busy` goes to the SRU's intake and to the
-        # core's STATUS, far apart on a device; a flip-flop drives them, not a compare.
-        idle = Signal()
 
         m.d.comb += [
-            self.busy.eq(~idle),
-            self.seed.ready.eq(idle),
+            self.busy.eq(phase != _Phase.IDLE),
+            self.seed.ready.eq(phase == _Phase.IDLE),
             self.lane.eq(lane),
         ]
 
@@ -180,7 +177,7 @@ class XorwowSeeder(wiring.Component):
         with m.Switch(phase):
             with m.Case(_Phase.IDLE):
                 with m.If(self.seed.valid):
-                    m.d.sync += [step.eq(_Step.KEY), idle.eq(0)]
+                    m.d.sync += step.eq(_Step.KEY)
                     start_mix((self.seed.payload + _G)[:64])
             with m.Case(_Phase.LOAD):
                 start_multiply(z ^ (z >> 30), _Phase.MUL1)
@@ -220,7 +217,7 @@ class XorwowSeeder(wiring.Component):
                             with m.Else():
                                 m.d.comb += self.write.eq(1)
                                 with m.If(lane == lanes - 1):
-                                    m.d.sync += [phase.eq(_Phase.IDLE), idle.eq(1)]
+                                    m.d.sync += phase.eq(_Phase.IDLE)
                                 with m.Else():
                                     m.d.sync += [lane.eq(lane + 1), step.eq(_Step.LANE)]
                                     start_mix(key ^ (lane + 1))
