@@ -487,6 +487,10 @@ class _ActivationFeeder(wiring.Component):
         # PSUM rows through a buffer too: the drain port's responses are always taken (it
         # then answers DRAIN_LATENCY cycles after each request and is always ready), so that
         # the engine's `ready` reaches neither the drain port nor the next request.
+        # Design note: `drain_resp.ready` is 1 in every state, not only in those that wait
+        # for a response (the only states a response can come in: one comes only to a request
+        # of ours), so that no state reaches the drain port's `ready` and back.
+        m.d.comb += self.drain_resp.ready.eq(1)
         pbuf = m.submodules.drain_buffer = ReadBuffer(self.drain_resp.payload.shape(),
                                                       latency=DRAIN_LATENCY)
         m.d.comb += pbuf.data.eq(self.drain_resp.payload)
@@ -495,7 +499,7 @@ class _ActivationFeeder(wiring.Component):
                          self.drain_req.payload.bank.eq(s0["bank"]),
                          self.drain_req.payload.addr.eq(run_addr),
                          pbuf.issue.eq(self.drain_req.valid & self.drain_req.ready),
-                         self.drain_resp.ready.eq(1), pbuf.out.ready.eq(adv)]
+                         pbuf.out.ready.eq(adv)]
             with m.If(adv):
                 m.d.sync += [iv.eq(pbuf.out.valid), raw_q.eq(pbuf.out.payload),
                              src_dtype.eq(s0["dtype"])]
@@ -524,7 +528,6 @@ class _ActivationFeeder(wiring.Component):
                         m.d.sync += [raw_q.eq(self.rd_data), src_dtype.eq(src["dtype"]),
                                      state.eq(wide)]
                 with m.Else():
-                    m.d.comb += self.drain_resp.ready.eq(1)
                     with m.If(self.drain_resp.valid):
                         m.d.sync += [raw_q.eq(self.drain_resp.payload),
                                      src_dtype.eq(src["dtype"]), state.eq(wide)]
@@ -772,6 +775,9 @@ class _DebugReader(wiring.Component):
         # The SBUF read's word is on the port SBUF_READ_LATENCY cycles after its enable.
         arrived = delay(m, self.sbuf_rd_en, SBUF_READ_LATENCY, name="sbuf_arrived")
         rd_word = Signal(range(max(self._words, 2)))  # the SBUF word to read
+        # A PSUM word comes only in PSUM_WAIT (to our request): the response is always taken,
+        # so that no state reaches the drain port's `ready` and back.
+        m.d.comb += self.drain_resp.ready.eq(1)
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.req.valid & ~self.port_free):
@@ -805,7 +811,6 @@ class _DebugReader(wiring.Component):
                 with m.If(self.drain_req.ready):
                     m.next = "PSUM_WAIT"
             with m.State("PSUM_WAIT"):
-                m.d.comb += self.drain_resp.ready.eq(1)
                 with m.If(self.drain_resp.valid):
                     m.d.sync += word.eq(Array(self.drain_resp.payload[p]
                                               for p in range(n))[part])
