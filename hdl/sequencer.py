@@ -792,6 +792,10 @@ class Sequencer(wiring.Component):
         m.d.comb += ok.eq(settled & head_passes & ~abort & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
+        # Which bank the head's MATMUL names, one bit a bank, registered (exact while
+        # `settled`, as every cycle mm_go is): a bank's count and `full` are enabled and
+        # chosen by a register, not by a compare behind the head's multiplexer.
+        mm_bank_is = early(Cat(*(mm.bank == b for b in range(banks))), "mm_bank_is")
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
         with m.Switch(op_q):
@@ -813,9 +817,7 @@ class Sequencer(wiring.Component):
                 is_mm = op_q == Opcode.MATMUL
                 rect = bounds_q.region
                 full = Signal()  # the bank counts _MAX_MATMULS already
-                for b in range(banks):
-                    with m.If(mm.bank == b):
-                        m.d.comb += full.eq(mm_full[b])
+                m.d.comb += full.eq((mm_bank_is & Cat(*mm_full)).any())
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
                 war = act_held & early(
                     (act_psum & (act_bank == mm.bank)
@@ -835,7 +837,7 @@ class Sequencer(wiring.Component):
                         m.d.comb += mm_go.eq(1)
                     with m.Else():
                         m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
-                        with m.If(ls.sparsity.as_value() != 0):
+                        with m.If(early(ls.sparsity.as_value() != 0, "ls_sparse")):
                             m.d.sync += [tags_wait.eq(1), tags_index.eq(executed)]
             with m.Case(Opcode.ACTIVATE):
                 rect = bounds_q.region
@@ -877,7 +879,7 @@ class Sequencer(wiring.Component):
         # engine reports its last write; the region grows by each dispatched MATMUL's and is
         # set afresh by the first one after the count fell to zero.
         for b in range(banks):
-            inc = mm_go & (mm.bank == b)
+            inc = mm_go & mm_bank_is[b]
             dec = self.te_done & (self.te_done_bank == b)
             # (live and full from compares of the count beside the decision, not of the sum)
             c = mm_count[b]
