@@ -42,7 +42,8 @@ class _Partial(data.Struct):
     nan: 1
     inf: 1
     zero: 1
-    exp: _EXP
+    exp: _EXP  # the exponent fields' sum less 254: subnormals not yet counted at -126
+    subs: 2  # the operands with an exponent field of 0 (each adds 1 to exp)
     pp: data.ArrayLayout(_SIG_BITS, 4)  # lo·lo, lo·hi, hi·lo, hi·hi (a's half · b's half)
     hidden: _MAN_BITS + 2  # ha·fb + hb·fa + ha·hb·2^23 (h: hidden bit, f: fraction)
 
@@ -166,11 +167,10 @@ class Fp32Multiplier(wiring.Component):
             inf = (x.exp == 0xFF) & (x.man == 0)
             zero = (x.exp == 0) & (x.man == 0)
             sig = Cat(x.man, x.exp != 0)
-            exp = Mux(x.exp == 0, 1, x.exp) - 127  # subnormals at -126
-            return nan, inf, zero, sig, exp
+            return nan, inf, zero, sig
 
-        a_nan, a_inf, a_zero, a_sig, a_exp = unpack(a)
-        b_nan, b_inf, b_zero, b_sig, b_exp = unpack(b)
+        a_nan, a_inf, a_zero, a_sig = unpack(a)
+        b_nan, b_inf, b_zero, b_sig = unpack(b)
         # The significand product (ha·2^23 + fa)·(hb·2^23 + fb), h the hidden bits, f the
         # fractions: fa·fb from four partial products (one DSP each) of the fractions' halves,
         # and the hidden bits' terms beside them, so that no hidden bit (an OR of the exponent
@@ -182,7 +182,11 @@ class Fp32Multiplier(wiring.Component):
             part.nan.eq(a_nan | b_nan | (a_inf & b_zero) | (a_zero & b_inf)),
             part.inf.eq(a_inf | b_inf),
             part.zero.eq(a_zero | b_zero),
-            part.exp.eq(a_exp + b_exp),
+            # The unbiased exponents' sum, subnormals at -126: the fields' sum less 254 here,
+            # plus one for each field of 0 after the partial products' register (no compare
+            # of a field before the adder's carry chain: a timing path at stages >= 6).
+            part.exp.eq(a.exp + b.exp - 254),
+            part.subs.eq((a.exp == 0) + (b.exp == 0)),
         ]
         for i, (x, y) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
             m.d.comb += part.pp[i].eq(a.man[x * half:min((x + 1) * half, _MAN_BITS)]
@@ -194,7 +198,7 @@ class Fp32Multiplier(wiring.Component):
         prod = Signal(_Product)
         m.d.comb += [
             prod.sign.eq(q.sign), prod.nan.eq(q.nan), prod.inf.eq(q.inf), prod.zero.eq(q.zero),
-            prod.exp.eq(q.exp),
+            prod.exp.eq(q.exp + q.subs),
             prod.sig.eq(q.pp[0] + ((q.pp[1] + q.pp[2]) << half) + (q.pp[3] << _SIG_BITS)
                         + (q.hidden << _MAN_BITS)),
         ]
