@@ -157,7 +157,8 @@ class Sequencer(wiring.Component):
       last LOAD_STATIONARY is forgotten (a MATMUL is BAD_SHAPE until the next one).
     * ``dma_error`` rising (the DMA got SLVERR or DECERR on R or B; it falls when the DMA
       takes its next command) sets BUS_ERROR; ``coll_timeout`` rising (the collective engine's
-      watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. The index is that command's
+      watchdog abandoned the COLLECTIVE) sets LINK_TIMEOUT. Either arrives a cycle after it
+      rises (``busy`` stays up meanwhile). The index is that command's
       position: ``executed`` when it was dispatched (what a check error of that command would
       have reported). The queue stops as above; the commands the sequencer holds, not yet
       dispatched, are dropped too. Commands dispatched after the failing one before its error
@@ -928,10 +929,17 @@ class Sequencer(wiring.Component):
         # Errors of running commands: on the rising edge of the engine's flag (the DMA's stays
         # up until its next command; the collective engine's likewise). The DMA and the
         # collective engine never run at the same time, so at most one rises in a cycle.
+        # Design note: both flags are registered twice here and the edge is taken between the
+        # two registers, so an error arrives a cycle after its engine raised it: the engines sit
+        # apart from the sequencer on the device, and the edge reaches the dispatch (`abort`)
+        # and every enable behind it (a timing path). A command dispatched in that cycle still
+        # runs, as one dispatched before the error was raised does (docs/contract.md §1).
         dma_error_q, coll_timeout_q = Signal(), Signal()
-        m.d.sync += [dma_error_q.eq(self.dma_error), coll_timeout_q.eq(self.coll_timeout)]
-        bus_error = self.dma_error & ~dma_error_q
-        link_timeout = self.coll_timeout & ~coll_timeout_q
+        dma_error_qq, coll_timeout_qq = Signal(), Signal()
+        m.d.sync += [dma_error_q.eq(self.dma_error), coll_timeout_q.eq(self.coll_timeout),
+                     dma_error_qq.eq(dma_error_q), coll_timeout_qq.eq(coll_timeout_q)]
+        bus_error = dma_error_q & ~dma_error_qq
+        link_timeout = coll_timeout_q & ~coll_timeout_qq
         tags_known = tags_wait & ~te_held & ~self.te_loading
         bad_tags = tags_known & self.te_tags_bad
         # No descriptor enters the head register in the cycle such an error arrives.
@@ -958,5 +966,7 @@ class Sequencer(wiring.Component):
         with m.If(bad_tags):  # the tile is forgotten, whether or not the queue was stopped
             m.d.sync += last_k.eq(0)
         m.d.sync += settled.eq(head_valid & ~dispatch & ~fail & ~drop)
-        m.d.comb += self.busy.eq(slot_valid[0] | slot_valid[1] | ~all_idle)
+        # (busy while an engine's error is on its way: the engine may be idle already)
+        m.d.comb += self.busy.eq(slot_valid[0] | slot_valid[1] | ~all_idle | bus_error
+                                 | link_timeout)
         return m

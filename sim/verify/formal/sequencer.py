@@ -14,8 +14,10 @@ legal or not). The engines are modelled by assumptions only:
   took, at any time within the tensor engine's ``BUSY`` window, never for none (``te_done_bank``
   0, the only bank);
 * ``hold`` (a debug read waiting for the SBUF port) is high at most ``HOLD`` cycles in a row;
-* ``desc`` follows the stream rules; ``clear_error``, ``dma_error``, ``coll_timeout`` and any
-  input added later are free.
+* ``dma_error`` and ``coll_timeout`` rise only in a cycle after one in which their engine's
+  busy was high (the DMA raises its error while busy, the collective engine its timeout as
+  its busy falls); they fall at any time;
+* ``desc`` follows the stream rules; ``clear_error`` and any input added later are free.
 
 Asserted: the sequencer is never "stuck" for ``BOUND`` cycles in a row, where stuck means busy
 or offered a descriptor, and no descriptor accepted this cycle. So a descriptor offered is
@@ -49,12 +51,14 @@ HOLD = 2  # cycles in a row ``hold`` may be high
 #: DMA command) left both bounds as they were: BMC finds the same tight ones. Registering the
 #: engines' busy inputs adds a cycle to each of the three waits (an engine counts as free a
 #: cycle after its busy falls): 3 * (TAKE + 2 + BUSY) + 2 * HOLD + 1, again tight by BMC.
-BOUND = 3 * (TAKE + 2 + BUSY) + 2 * HOLD + 1  # = bound_for(TAKE, BUSY, HOLD) = 26
+#: An engine's error arriving a cycle after it rises (``busy`` stays up that cycle, as the
+#: engine may be idle already) adds 1: 3 * (TAKE + 2 + BUSY) + 2 * HOLD + 2, tight by BMC.
+BOUND = 3 * (TAKE + 2 + BUSY) + 2 * HOLD + 2  # = bound_for(TAKE, BUSY, HOLD) = 27
 
 
 def bound_for(take: int, busy: int, hold: int) -> int:
     """:data:`BOUND` for other engine bounds."""
-    return 3 * (take + 2 + busy) + 2 * hold + 1
+    return 3 * (take + 2 + busy) + 2 * hold + 2
 
 
 def _busy_window(m: Module, took, busies, name: str, limit: int) -> Signal:
@@ -68,6 +72,15 @@ def _busy_window(m: Module, took, busies, name: str, limit: int) -> Signal:
     for busy in busies:
         m.d.comb += Assume(~busy | (window != 0), f"{name}: busy only after a command")
     return window
+
+
+def _rises_after_busy(m: Module, flag, busy, name: str) -> None:
+    """Assume ``flag`` (an engine's error) rises only in a cycle after one in which its
+    engine was busy: the DMA raises its error while busy (busy falls a cycle later at the
+    earliest), the collective engine its timeout as its busy falls."""
+    flag_q, busy_q = Signal(name=f"{name}__q"), Signal(name=f"{name}__busy_q")
+    m.d.sync += [flag_q.eq(flag), busy_q.eq(busy)]
+    m.d.comb += Assume(~(flag & ~flag_q) | busy_q, f"{name}: rises only after a busy cycle")
 
 
 def _matmul_done(m: Module, top, dut, te_window) -> None:
@@ -110,6 +123,8 @@ def sequencer_liveness_top(*, take: int = TAKE, busy: int = BUSY, hold: int = HO
         _busy_window(m, fire(dut.act) | fire(dut.seed), [top.input("act_busy")], "act", busy)
         _busy_window(m, fire(dut.coll), [top.input("coll_busy")], "coll", busy)
         bounded_run(m, top.input("hold"), hold, "hold", assume=True)
+        for flag, busy_in in (("dma_error", "dma_busy"), ("coll_timeout", "coll_busy")):
+            _rises_after_busy(m, top.input(flag), top.input(busy_in), flag)
         stuck = (dut.busy | dut.desc.valid) & ~fire(dut.desc)
         bounded_run(m, stuck, bound, "sequencer stuck", assume=False)
 
