@@ -302,8 +302,8 @@ class _ActivationFeeder(wiring.Component):
     * TENSOR_SCALAR, TENSOR_REDUCE: the same input beats from ``in0`` (SBUF words widened from
       ``in0_dtype`` by :class:`~hdl.fp32_widen.Fp32Widen`), one beat a cycle.
     * TENSOR_TENSOR: per beat, ``in0``'s column then ``in1``'s (each an SBUF read or a PSUM
-      drain request), registered, widened, then the beat: nine cycles a beat from PSUM, eleven
-      from SBUF.
+      drain request), registered, widened and registered, then the beat: ten cycles a beat
+      from PSUM, twelve from SBUF.
     * Output beats are written to SBUF words ``dst_addr ..`` of the partitions in range (a
       reduction's one beat to ``dst_addr``).
     * TRANSPOSE: for each source row k (partition ``part + k``) and each window of the SBUF's
@@ -312,9 +312,9 @@ class _ActivationFeeder(wiring.Component):
       partitions ``dst_part + c ..``.
 
     Every operand is registered as it arrives from the SBUF or the PSUM drain port, before it
-    is widened, and the engine's beat is registered after the widening: an SBUF beat is
-    offered to the engine :data:`SBUF_READ_LATENCY` + 2 cycles after its read, a PSUM beat two
-    cycles after the drain port gives it. A stream of SBUF reads or of PSUM drain requests
+    is widened, and again after the widening, before the engine's beat register: an SBUF beat
+    is offered to the engine :data:`SBUF_READ_LATENCY` + 3 cycles after its read, a PSUM beat
+    three cycles after the drain port gives it. A stream of SBUF reads or of PSUM drain requests
     goes through a :class:`~hdl.read_port.ReadBuffer`, so the engine may stall it (the drain
     port's responses are always taken: they come :data:`~hdl.tensor_engine.DRAIN_LATENCY`
     cycles after their requests). A single read (the bias, a TENSOR_TENSOR column, a
@@ -337,6 +337,7 @@ class _ActivationFeeder(wiring.Component):
         TT_WID0 = 12  # TENSOR_TENSOR: in0's column widened (after TT_GOT0)
         TT_WID1 = 13
         TR_HOLD = 14  # TRANSPOSE: the window registered (after TR_READ)
+        TT_PAIR = 15  # TENSOR_TENSOR: in1's column widened, the beat formed (after TT_WID1)
 
     def __init__(self, *, n, words, banks, psum_words, o_layout, window):
         self.n, self.words, self.window, self.psum_words = n, words, window, psum_words
@@ -459,7 +460,11 @@ class _ActivationFeeder(wiring.Component):
             wid = m.submodules[f"widen{j}"] = Fp32Widen()
             m.d.comb += [wid.dtype.eq(src_dtype), wid.word.eq(raw_q[j]),
                          widened[j].eq(Mux(lanes[j], wid.result, 0))]
-        a_reg = Signal(data.ArrayLayout(32, n))  # TENSOR_TENSOR: in0's column
+        # The widened word, registered (`wv`: it holds a beat): the widening's carry chains
+        # and the route to the engine's beat register are in different cycles (the board's
+        # critical path at 68 MHz was raw_q -> Fp32Widen -> out_a).
+        wide_q = Signal(data.ArrayLayout(32, n))
+        wv = Signal()
         s0 = srcs[0]
         # The engine's beat is registers only (`ov`: it holds one): neither the state nor the
         # widening lies between a register and the engine's intake.
@@ -473,7 +478,8 @@ class _ActivationFeeder(wiring.Component):
         iv = Signal()
         adv = ~ov | self.act_i.ready  # the beat's registers take a beat
         with m.If((state == S.RUN) & adv):
-            m.d.sync += [out_a.eq(widened), out_b.eq(0), ov.eq(iv)]
+            m.d.sync += [wide_q.eq(widened), wv.eq(iv), out_a.eq(wide_q), out_b.eq(0),
+                         ov.eq(wv)]
         buf = m.submodules.read_buffer = ReadBuffer(self.rd_data.shape())
         m.d.comb += buf.data.eq(self.rd_data)
         with m.If((state == S.RUN) & s0["sbuf"]):
@@ -506,11 +512,12 @@ class _ActivationFeeder(wiring.Component):
             with m.If(pbuf.issue):
                 m.d.sync += next_beat
 
-        # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened),
-        # then the beat.
+        # TENSOR_TENSOR: in0's column, in1's (each requested, then in raw_q, then widened into
+        # wide_q), then the beat: in0's column goes to out_a while in1's is fetched (out_a is
+        # free: no beat is offered meanwhile), in1's to out_b in TT_PAIR.
         for i, (req, got, wide, nxt) in enumerate(
                 ((S.TT_REQ0, S.TT_GOT0, S.TT_WID0, S.TT_REQ1),
-                 (S.TT_REQ1, S.TT_GOT1, S.TT_WID1, S.TT_SEND))):
+                 (S.TT_REQ1, S.TT_GOT1, S.TT_WID1, S.TT_PAIR))):
             src = srcs[i]
             with m.If(state == req):
                 with m.If(src["sbuf"]):
@@ -532,11 +539,11 @@ class _ActivationFeeder(wiring.Component):
                         m.d.sync += [raw_q.eq(self.drain_resp.payload),
                                      src_dtype.eq(src["dtype"]), state.eq(wide)]
             with m.If(state == wide):
-                m.d.sync += state.eq(nxt)
-                if i == 0:
-                    m.d.sync += a_reg.eq(widened)
-                else:  # the beat: in0's column and in1's
-                    m.d.sync += [out_a.eq(a_reg), out_b.eq(widened), ov.eq(1)]
+                m.d.sync += [wide_q.eq(widened), state.eq(nxt)]
+        with m.If(state == S.TT_REQ1):
+            m.d.sync += out_a.eq(wide_q)  # in0's column (wide_q holds it in TT_REQ1)
+        with m.If(state == S.TT_PAIR):  # the beat: in0's column and in1's
+            m.d.sync += [out_b.eq(wide_q), ov.eq(1), state.eq(S.TT_SEND)]
         with m.If(state == S.TT_SEND):
             with m.If(self.act_i.ready):
                 m.d.sync += [ov.eq(0), *next_beat,  # (run_addr: not a TENSOR_TENSOR's)
