@@ -332,19 +332,25 @@ class DmaEngine(wiring.Component):
         m.submodules.w_queue = w_queue = fifo.SyncFIFO(width=self.data_width + B,
                                                        depth=SBUF_READ_LATENCY + 3)
         # The words are registered as they leave the SBUF's read port (`window`) and packed
-        # from there. A read's beat offset and its byte strobes (worked out as it is issued)
-        # follow it down a pipeline (`rd_pending[k]`: the read was issued k + 1 cycles ago);
-        # the last stage's words are in `window`. The words past the beat's elements go into
-        # W too, in the bytes whose strobes are off.
+        # from there. A read's beat offset and element count (as it is issued), then its byte
+        # strobes (worked out from those a cycle later: the count is a compare's choice, and
+        # the strobes a shift of it) follow it down a pipeline (`rd_pending[k]`: the read was
+        # issued k + 1 cycles ago); the last stage's words are in `window`. The words past the
+        # beat's elements go into W too, in the bytes whose strobes are off.
         stages = SBUF_READ_LATENCY + 1
+        assert stages >= 2  # (the strobes' stage)
         rd_pending = [Signal(name=f"rd_pending{k + 1}") for k in range(stages)]
+        issued_fields = data.StructLayout({"off": lg, "count": range(B + 1)})
         beat_fields = data.StructLayout({"off": lg, "strb": B})
-        rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 1}") for k in range(stages)]
+        rd_issued = Signal(issued_fields, name="rd_beat1")
+        rd_beat = [Signal(beat_fields, name=f"rd_beat{k + 2}") for k in range(stages - 1)]
         got, got_off = rd_pending[-1], rd_beat[-1].off
-        issued = Signal(beat_fields)
+        issued = Signal(issued_fields)
+        m.d.comb += [issued.off.eq(off), issued.count.eq(count)]
+        strobed = Signal(beat_fields)  # rd_beat1's, with its strobes
         n_bytes = Signal(range(B + 1))  # the beat's element bytes
-        m.d.comb += [n_bytes.eq(count << size_log), issued.off.eq(off),
-                     issued.strb.eq(((1 << n_bytes) - 1) << off)]
+        m.d.comb += [n_bytes.eq(rd_issued.count << size_log), strobed.off.eq(rd_issued.off),
+                     strobed.strb.eq(((1 << n_bytes) - 1) << rd_issued.off)]
         window = Signal.like(self.sbuf_rd_data)
         in_flight = Signal(range(stages + 1))
         m.d.comb += in_flight.eq(sum(rd_pending))
@@ -353,8 +359,8 @@ class DmaEngine(wiring.Component):
                                 & (w_queue.level + in_flight < w_queue.depth))
         m.d.comb += [self.sbuf_rd_en.eq(store_go), self.sbuf_rd_part.eq(part),
                      self.sbuf_rd_addr.eq(word)]
-        m.d.sync += [*shift_in(rd_pending, store_go), *shift_in(rd_beat, issued),
-                     window.eq(self.sbuf_rd_data)]
+        m.d.sync += [*shift_in(rd_pending, store_go), rd_issued.eq(issued),
+                     *shift_in(rd_beat, strobed), window.eq(self.sbuf_rd_data)]
         with m.If(store_go):
             m.d.comb += step.eq(1)
         packed = Signal(self.data_width)
