@@ -160,6 +160,10 @@ class DmaEngine(wiring.Component):
         page = 4096 >> lg  # beats in 4 KiB
         row = Signal(range(self.n + 1), name=f"{name}_row")
         row_start = Signal(32, name=f"{name}_row_start")
+        # The next row's first byte (row_start + dram_stride), a register stepped with
+        # row_start: the next row's first burst is worked out from it with no sum before
+        # (row_start + stride, then the 4 KiB room, then its compare was a timing path).
+        next_row = Signal(32, name=f"{name}_next_row")
         addr = Signal(32, name=f"{name}_addr")
         left = Signal(range(self.words + 3), name=f"{name}_left")  # beats left in the row
         to_4k = Signal(range(page + 1), name=f"{name}_to_4k")  # beats to the 4 KiB boundary
@@ -189,15 +193,16 @@ class DmaEngine(wiring.Component):
 
         with m.If(start):
             m.d.sync += [active.eq(1), load_first.eq(1), row.eq(0),
-                         row_start.eq(first.dram_addr)]
+                         row_start.eq(first.dram_addr),
+                         next_row.eq(first.dram_addr + first.dram_stride)]
         with m.Elif(load_first):
             m.d.sync += load_first.eq(0)
             load_row(row_start, cmd, size_log)
         with m.Elif(fire):
             with m.If(last):
-                next_start = row_start + cmd.dram_stride
-                m.d.sync += [row.eq(row + 1), row_start.eq(next_start)]
-                load_row(next_start, cmd, size_log)
+                m.d.sync += [row.eq(row + 1), row_start.eq(next_row),
+                             next_row.eq(next_row + cmd.dram_stride)]
+                load_row(next_row, cmd, size_log)
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
