@@ -474,7 +474,8 @@ class _ActivationFeeder(wiring.Component):
                      self.act_i.payload.b.eq(out_b)]
 
         # One operand a beat: a stream of SBUF reads (through a buffer) or PSUM drain
-        # requests, into raw_q (`iv`: it holds a beat), widened into the beat's registers.
+        # requests, into raw_q (`iv`: it holds a beat), widened into wide_q (`wv`), then the
+        # beat's registers; the three move together (`adv`).
         iv = Signal()
         adv = ~ov | self.act_i.ready  # the beat's registers take a beat
         with m.If((state == S.RUN) & adv):
