@@ -89,8 +89,10 @@ def test_linear_moves_every_operand_once(shape, seed):
 
 
 def test_linear_on_rtl(simulator):
-    """Bit-exact with the ISS in every memory, and at least 25 % of the array's MAC slots busy
-    (the naive matmul of docs/kernels/matmul.py reaches about 15 %)."""
+    """Bit-exact with the ISS in every memory, and at least 24 % of the array's MAC slots busy
+    (the naive matmul of docs/kernels/matmul.py reaches about 13 %; the reference linear.py
+    25.0 % at seed 0 and 24.95 % at seed 3, since the activation feeder registers the widened
+    word: a cycle more per ACTIVATE)."""
     r = run_kernel(PATH, on=simulator, seed=3)
     assert r["bit_exact"], r["mismatch"]
-    assert r["utilization"][0] >= 0.25, r["utilization"]
+    assert r["utilization"][0] >= 0.24, r["utilization"]
