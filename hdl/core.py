@@ -491,12 +491,10 @@ class _ActivationFeeder(wiring.Component):
             with m.If(adv):
                 m.d.sync += [iv.eq(buf.out.valid), raw_q.eq(buf.out.payload),
                              src_dtype.eq(s0["dtype"])]
-        # PSUM rows through a buffer too: the drain port's responses are always taken (it
-        # then answers DRAIN_LATENCY cycles after each request and is always ready), so that
-        # the engine's `ready` reaches neither the drain port nor the next request.
-        # Design note: `drain_resp.ready` is 1 in every state, not only in those that wait
-        # for a response (the only states a response can come in: one comes only to a request
-        # of ours), so that no state reaches the drain port's `ready` and back.
+        # PSUM rows through a buffer too. Design note: the drain port's responses are taken
+        # in every state (one comes only to a request of ours, in a state that waits for it),
+        # so the port answers DRAIN_LATENCY cycles after each request and is always ready:
+        # neither the engine's `ready` nor our state reaches the drain port and back.
         m.d.comb += self.drain_resp.ready.eq(1)
         pbuf = m.submodules.drain_buffer = ReadBuffer(self.drain_resp.payload.shape(),
                                                       latency=DRAIN_LATENCY)
