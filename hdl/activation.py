@@ -170,7 +170,7 @@ class ActivationEngine(wiring.Component):
         The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7;
         default 5: the sum leaves a register).
     sru_stages : int
-        The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (3; default
+        The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (4; default
         :data:`~hdl.sru.SRU_DEFAULT_STAGES`).
     random_bits : int
         r, the SRU's random bits per SR decision, 1 to :data:`~hdl.sru.SRU_MAX_RANDOM_BITS`.

@@ -12,10 +12,11 @@ __all__ = ["StochasticRounder", "SRU_MAX_STAGES", "SRU_DEFAULT_STAGES", "SRU_MAX
            "sru_layouts"]
 
 #: The largest supported ``stages``.
-SRU_MAX_STAGES = 3
-#: The default ``stages``: every phase registered, 100 MHz or more on an ECP5-85F (speed 6;
-#: ``synth/report.md``), where 2 stages reach about 55.
-SRU_DEFAULT_STAGES = 3
+SRU_MAX_STAGES = 4
+#: The default ``stages``: every phase registered, the shift apart from the rounding decision.
+#: Alone on an ECP5-85F (speed 6) 3 stages reach 100 MHz and 2 about 55 (``synth/report.md``);
+#: inside a core the shift and the decision's carry chain spread out (86 MHz at 3).
+SRU_DEFAULT_STAGES = 4
 #: The largest supported ``random_bits`` (one 32-bit PRNG output per draw).
 SRU_MAX_RANDOM_BITS = 32
 
@@ -104,7 +105,7 @@ class StochasticRounder(wiring.Component):
         r, the random bits per SR decision, 1 to 32 (default 16).
     stages : int
         Pipeline registers, 0 to :data:`SRU_MAX_STAGES` (default :data:`SRU_DEFAULT_STAGES`,
-        3).
+        4).
     targets : collection of :class:`~hdl.formats.Dtype` or names
         The dtypes built in (default: all five); fewer targets, less logic.
 
@@ -137,25 +138,26 @@ class StochasticRounder(wiring.Component):
     def elaborate(self, platform):
         # Design note.
         #
-        # Three phases per lane, a pipeline register possible after each:
+        # Four phases per lane, a pipeline register possible after each:
         #
         #   decoded | draw R (the lane's XORWOW step), classify NaN/inf, and from the target's
         #           | p and smallest normal exponent work out the shift d (clamped to 24 + r,
         #           | where every significand bit is below the kept LSB) and the exponent part
         #           | of the result, base = max(E - Emin, 0) << p
         #   shifted | {sig, r zero bits} >> d: the top bits are the kept significand, the low r
-        #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky;
-        #           | then up (one more ulp: the mode's decision from kept's LSB, frac, lost, R)
+        #           | bits the truncated fraction (D << r) >> d, and what falls off is sticky
+        #   decided | up (one more ulp: the mode's decision from kept's LSB, frac, lost, R)
         #   (round) | magnitude = base + kept + up, one adder (a carry out of the mantissa
         #           | moves to the next binade, subnormal -> normal included); then overflow
         #           | and specials
         #
-        # (`up` ends the shift phase, not the round phase: each phase then holds one carry
-        # chain, the fraction's compare with R or the magnitude's adder, which lets stages = 3
-        # run at 100 MHz on an ECP5.)
+        # (`up` is decided before the round phase, not in it: each phase then holds at most one
+        # carry chain, the fraction's compare with R or the magnitude's adder.)
         #
-        # stages = 1 registers the output only, 2 also `decoded`, 3 every phase. Registers
-        # advance together (one clock enable: o empty or o.ready), so backpressure is exact.
+        # stages = 1 registers the output only, 2 also `decoded`, 3 also `decided` (the shift
+        # and the decision in one cycle: 100 MHz on an ECP5 alone, not in a core), 4 every
+        # phase. Registers advance together (one clock enable: o empty or o.ready), so
+        # backpressure is exact.
         # The generator steps when an SR beat is accepted: R belongs to the beat that was
         # accepted with it, and a seed, which needs `i` idle, applies only to later beats.
         m = Module()
@@ -176,7 +178,8 @@ class StochasticRounder(wiring.Component):
         m.d.comb += self.seeding.eq(seeder.busy)
 
         registered = {0: (), 1: ("out",), 2: ("decoded", "out"),
-                      3: ("decoded", "shifted", "out")}[self.stages]
+                      3: ("decoded", "decided", "out"),
+                      4: ("decoded", "shifted", "decided", "out")}[self.stages]
 
         def boundary(phase, name, layout, value):
             """``value`` at the end of ``phase``: a comb signal, or its register."""
@@ -304,11 +307,10 @@ class StochasticRounder(wiring.Component):
             "base": _BASE_BITS, "over": _OVER_BITS, "random": r,
             **({"raw": 32} if has_fp32 else {}),
         })
-        lane_up = data.StructLayout({  # what the round phase takes from the shift phase
+        lane_up = data.StructLayout({  # what the round phase takes from the decision
             "sign": 1, "nan": 1, "inf": 1, "kept": _KEPT_BITS, "up": 1, "base": _BASE_BITS,
             "over": _OVER_BITS, **({"raw": 32} if has_fp32 else {}),
         })
-        beat = dec_beat  # (the rounding decision below reads the beat's mode)
         shifted_lanes = []
         for lane in range(lanes):
             ld = decoded[lane]
@@ -327,6 +329,14 @@ class StochasticRounder(wiring.Component):
             ]
             if has_fp32:
                 m.d.comb += ls.raw.eq(ld.raw)
+            shifted_lanes.append(boundary("shifted", f"shifted{lane}", lane_sh, ls))
+        beat = boundary("shifted", "shifted_beat", beat_layout, dec_beat)
+        valid_after("shifted")
+
+        # Phase 3: the rounding decision.
+        decided_lanes = []
+        for lane in range(lanes):
+            ls = shifted_lanes[lane]
             up = Signal(name=f"up{lane}")  # 1: the magnitude goes up by one ulp
             # lab3 begin: round_up
             # RNE: guard & (sticky | lsb); SR: the carry out of frac + R (frac + R >= 2^r).
@@ -347,15 +357,15 @@ class StochasticRounder(wiring.Component):
                          lu.over.eq(ls.over)]
             if has_fp32:
                 m.d.comb += lu.raw.eq(ls.raw)
-            shifted_lanes.append(boundary("shifted", f"shifted{lane}", lane_up, lu))
-        beat = boundary("shifted", "shifted_beat", beat_layout, dec_beat)
-        valid_after("shifted")
+            decided_lanes.append(boundary("decided", f"decided{lane}", lane_up, lu))
+        beat = boundary("decided", "decided_beat", beat_layout, beat)
+        valid_after("decided")
 
-        # Phase 3: round, overflow, specials.
+        # Phase 4: round, overflow, specials.
         out_bits = self.o.payload.data.shape().elem_shape
         results = []
         for lane in range(lanes):
-            ls = shifted_lanes[lane]
+            ls = decided_lanes[lane]
             # base + kept + up as one adder: `up` below both operands' LSBs carries in.
             mag = ((Cat(ls.up, ls.base) + Cat(ls.up, ls.kept)) >> 1)[:_MAG_BITS]
             overflow = ((Cat(ls.up, ls.over) + Cat(ls.up, ls.kept)) >> 1)[_MAG_BITS]

@@ -9,6 +9,7 @@ directly); 2 lanes with other pipeline depths and an fp8-only SRU (other dtypes 
 import pytest
 
 from hdl.fp32_mul import FP32_MUL_MAX_STAGES
+from hdl.sru import SRU_MAX_STAGES
 from sim import runner
 
 ACT = "hdl.activation:ActivationEngine"
@@ -32,7 +33,8 @@ def test_activation(simulator, config):
 @pytest.mark.parametrize("kwargs, param", [
     ({"lanes": 0}, "lanes"), ({"lanes": 2, "glue_stages": 4}, "glue_stages"),
     ({"lanes": 2, "mul_stages": FP32_MUL_MAX_STAGES + 1}, "mul_stages"),
-    ({"lanes": 2, "add_stages": 8}, "add_stages"), ({"lanes": 2, "sru_stages": 4}, "sru_stages"),
+    ({"lanes": 2, "add_stages": 8}, "add_stages"),
+    ({"lanes": 2, "sru_stages": SRU_MAX_STAGES + 1}, "sru_stages"),
     ({"lanes": 2, "targets": ["int8"]}, "targets"),
 ])
 def test_bad_parameters_fail_at_elaboration(kwargs, param):

@@ -167,7 +167,7 @@ def _run_sru(dut, beats, rng, gaps=0.3, stalls=0.3):
     return results
 
 
-@pytest.mark.parametrize("stages", [0, 1, 2, 3])
+@pytest.mark.parametrize("stages", [0, 1, 2, 3, 4])
 def test_sru_matches_golden(stages):
     lanes, r = 2, 16
     rng = seeded_rng("sru", stages)
@@ -217,7 +217,7 @@ def test_bad_parameters():
         (dict(lanes=0), "lanes"), (dict(lanes=2.0), "lanes"),
         (dict(lanes=2, random_bits=0), "random_bits"),
         (dict(lanes=2, random_bits=33), "random_bits"),
-        (dict(lanes=2, stages=4), "stages"), (dict(lanes=2, stages=True), "stages"),
+        (dict(lanes=2, stages=5), "stages"), (dict(lanes=2, stages=True), "stages"),
         (dict(lanes=2, targets=()), "targets"), (dict(lanes=2, targets=("int8",)), "targets"),
         (dict(lanes=2, targets="bf16"), "targets"),
     ]:

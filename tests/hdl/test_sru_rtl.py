@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The stochastic-rounding unit in cocotb, Icarus and Verilator: bit-exact against golden.sru.
 
-Configurations: the default (all targets, r = 16, 3 stages) with 4 lanes runs every target x
+Configurations: the default (all targets, r = 16, 4 stages) with 4 lanes runs every target x
 mode x saturation with 10^4 random values each plus all specials, under random input gaps and
 output back-pressure, and the re-seed reproducibility test; smaller runs cover 3 lanes (not a
 power of two) with 0 and 3 stages, r = 1 and r = 32, and builds with only some targets (the
@@ -39,7 +39,7 @@ def test_sru(simulator, config):
 
 def test_sru_throughput(simulator, tmp_path):
     out = tmp_path / "sru.json"
-    runner.run(SRU, {"lanes": 4, "stages": 3}, "sim.tb.sru", simulator, testcase="throughput",
+    runner.run(SRU, {"lanes": 4, "stages": 4}, "sim.tb.sru", simulator, testcase="throughput",
                run_tag="throughput", extra_env={"NCLITE_VECTORS": "500",
                                                 "NCLITE_SRU_OUT": str(out)})
     r = json.loads(out.read_text())
