@@ -254,19 +254,30 @@ class DmaEngine(wiring.Component):
         a_active, a_valid, a_addr, a_beats, a_fire = self._burst_walker(
             m, "a", start, cmd_q, size_log)
         is_store = cmd_q.store
+        m.submodules.bursts = bursts = fifo.SyncFIFO(width=9, depth=4)  # AW lengths for W
+        # The walker hands its burst to a skid register, not to AR / AW: it steps whenever a
+        # burst is offered and the register is empty, and a burst the bus did not take waits
+        # in the register (`held`), offered from there. So the bus's ready reaches only
+        # `held`, not the walker's clock enables (arready -> fire -> its row registers was a
+        # timing path), and a burst still leaves the cycle the walker offers it.
+        held = Signal()
+        held_addr, held_beats = Signal.like(a_addr), Signal.like(a_beats)
+        m.d.comb += a_fire.eq(a_valid & ~held & (~is_store | bursts.w_rdy))
+        offered = held | a_fire
+        bus_ready = Mux(is_store, axi.awready, axi.arready)
+        with m.If(~held):
+            m.d.sync += [held_addr.eq(a_addr), held_beats.eq(a_beats)]
+        m.d.sync += held.eq(offered & ~bus_ready)
+        req_addr, req_beats = Mux(held, held_addr, a_addr), Mux(held, held_beats, a_beats)
+        m.d.comb += [axi.arvalid.eq(offered & ~is_store), axi.awvalid.eq(offered & is_store),
+                     bursts.w_en.eq(a_fire & is_store), bursts.w_data.eq(a_beats)]
         m.d.comb += [
-            axi.arid.eq(0), axi.araddr.eq(a_addr), axi.arlen.eq(a_beats - 1),
+            axi.arid.eq(0), axi.araddr.eq(req_addr), axi.arlen.eq(req_beats - 1),
             axi.arsize.eq(lg), axi.arburst.eq(_INCR),
-            axi.awid.eq(0), axi.awaddr.eq(a_addr), axi.awlen.eq(a_beats - 1),
+            axi.awid.eq(0), axi.awaddr.eq(req_addr), axi.awlen.eq(req_beats - 1),
             axi.awsize.eq(lg), axi.awburst.eq(_INCR),
         ]
-        m.submodules.bursts = bursts = fifo.SyncFIFO(width=9, depth=4)  # AW lengths for W
-        with m.If(a_valid & ~is_store):
-            m.d.comb += [axi.arvalid.eq(1), a_fire.eq(axi.arready)]
-        with m.If(a_valid & is_store):
-            m.d.comb += [axi.awvalid.eq(bursts.w_rdy), a_fire.eq(axi.awready & bursts.w_rdy),
-                         bursts.w_en.eq(a_fire), bursts.w_data.eq(a_beats)]
-        outstanding = Signal(range(1 << 12))  # write bursts awaiting B
+        outstanding = Signal(range(1 << 12))  # write bursts awaiting B (counted as sent)
         m.d.comb += axi.bready.eq(1)
         b_done = axi.bvalid
         with m.If(b_done & axi.bresp[1]):
@@ -395,7 +406,7 @@ class DmaEngine(wiring.Component):
                 m.d.sync += burst_left.eq(burst_left - 1)
 
         # Done: both walkers finished and nothing in flight.
-        idle = (~a_active & ~d_active & ~beat_valid & ~w_queue.r_rdy & (in_flight == 0)
+        idle = (~a_active & ~held & ~d_active & ~beat_valid & ~w_queue.r_rdy & (in_flight == 0)
                 & (outstanding == 0) & ~start)
         with m.If(busy & idle):
             m.d.sync += busy.eq(0)
