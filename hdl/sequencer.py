@@ -788,7 +788,11 @@ class Sequencer(wiring.Component):
         # After a sparse LOAD_STATIONARY nothing is dispatched until its tile has loaded and
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
         tags_wait = Signal()
+        # The sparse LOAD_STATIONARY's index: it follows `executed` until the wait begins (so
+        # it is enabled by a register, not by the dispatch).
         tags_index = Signal(ERROR_INDEX_BITS)
+        with m.If(~tags_wait):
+            m.d.sync += tags_index.eq(executed)
         # (settled: the head was valid in the cycle before and did not leave, so it is valid)
         m.d.comb += ok.eq(settled & head_passes & ~abort & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
@@ -839,7 +843,7 @@ class Sequencer(wiring.Component):
                     with m.Else():
                         m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
                         with m.If(early(ls.sparsity.as_value() != 0, "ls_sparse")):
-                            m.d.sync += [tags_wait.eq(1), tags_index.eq(executed)]
+                            m.d.sync += tags_wait.eq(1)
             with m.Case(Opcode.ACTIVATE):
                 rect = bounds_q.region
                 src = bounds_q.source(0, a.src_addr)
