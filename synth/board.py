@@ -146,7 +146,7 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
     """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
     from sim.runner import build_root, hdl_source_digest, locked
 
-    from .fpga import ECP5_SYNTH_FIRST, ECP5_SYNTH_REST, tool_versions
+    from .fpga import ECP5_PLACER, ECP5_SYNTH_FIRST, ECP5_SYNTH_REST, tool_versions
 
     cfg = board_config(board)
     out_dir = Path(out_dir) if out_dir else build_root() / "board" / board
@@ -171,7 +171,8 @@ def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) 
         # `script_after_synth`: fpga.ECP5_SYNTH's two parts (the purge before abc9).
         plan = platform.prepare(top, name="nclite", synth_opts=ECP5_SYNTH_FIRST,
                                 script_after_synth="\n".join(ECP5_SYNTH_REST).format(top="nclite"),
-                                nextpnr_opts=f"--seed {SEED} --report nclite.pnr.json")
+                                nextpnr_opts=" ".join((f"--seed {SEED}", *ECP5_PLACER,
+                                                       "--report nclite.pnr.json")))
         env = {**os.environ, **_yowasp_env()}
         products = plan.execute_local(str(out_dir / "work"), env=env)
         bit = products.get("nclite.bit")
