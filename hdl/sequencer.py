@@ -784,6 +784,7 @@ class Sequencer(wiring.Component):
 
         go = Signal()  # the head (legal) is dispatched this cycle
         abort = Signal()  # a running command's error arrives: nothing is dispatched
+        engine_error = Signal()  # abort's BUS_ERROR / LINK_TIMEOUT
         ok = Signal()  # the head is legal and may go (if its engine is free)
         # After a sparse LOAD_STATIONARY nothing is dispatched until its tile has loaded and
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
@@ -794,7 +795,9 @@ class Sequencer(wiring.Component):
         with m.If(~tags_wait):
             m.d.sync += tags_index.eq(executed)
         # (settled: the head was valid in the cycle before and did not leave, so it is valid)
-        m.d.comb += ok.eq(settled & head_passes & ~abort & ~tags_wait)
+        # (`abort`'s third cause, BAD_TAGS, arrives only while `tags_wait`: left out here, it
+        # keeps the tensor engine's held state out of `ok`)
+        m.d.comb += ok.eq(settled & head_passes & ~engine_error & ~tags_wait)
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         # Which bank the head's MATMUL names, one bit a bank, registered (exact while
@@ -889,7 +892,8 @@ class Sequencer(wiring.Component):
             # (live and full from compares of the count beside the decision, not of the sum)
             c = mm_count[b]
             up, down = inc & ~dec, dec & ~inc
-            m.d.sync += [c.eq(c + inc - dec),
+            # (c + 1 and c - 1 beside the decision, chosen after it: no carry chain behind it)
+            m.d.sync += [c.eq(Mux(up, c + 1, Mux(down, c - 1, c))),
                          mm_live[b].eq(Mux(up, 1, Mux(down, c != 1, c != 0))),
                          mm_full[b].eq(Mux(up, c == _MAX_MATMULS - 1, ~down & (c == _MAX_MATMULS)))]
             r = mm_r[b]
@@ -947,7 +951,7 @@ class Sequencer(wiring.Component):
         tags_known = tags_wait & ~te_held & ~self.te_loading
         bad_tags = tags_known & self.te_tags_bad
         # No descriptor enters the head register in the cycle such an error arrives.
-        m.d.comb += abort.eq(bus_error | link_timeout | bad_tags)
+        m.d.comb += [engine_error.eq(bus_error | link_timeout), abort.eq(engine_error | bad_tags)]
         with m.If(tags_known):
             m.d.sync += tags_wait.eq(0)
         with m.If(bad_tags):  # nothing was dispatched after the LOAD_STATIONARY
