@@ -141,7 +141,7 @@ class ActivationEngine(wiring.Component):
       wait for the SRU while it seeds: in the queue, or at ``i``).
 
     Timing: ``latency = glue_stages + mul_stages + add_stages + sru_stages`` cycles from ``i``
-    to ``o`` (18 with the defaults); one beat per cycle while the streams allow, commands back
+    to ``o`` (20 with the defaults); one beat per cycle while the streams allow, commands back
     to back (the next one is taken with the last beat of the current one); full
     back-pressure: with ``glue_stages`` >= 2 a queue of ``glue_stages + mul_stages +
     add_stages + 1`` entries waits beside the register before the SRU and ``i`` stops taking
@@ -168,7 +168,8 @@ class ActivationEngine(wiring.Component):
         default 7).
     add_stages : int
         The adders' pipeline depth, 0 to :data:`~hdl.fp32_add.FP32_ADD_MAX_STAGES` (7;
-        default 5: the sum leaves a register).
+        default 6: the sum leaves a register, and the normalising shift and the rounding have
+        a cycle each; at 5 the two together were the core's critical path).
     sru_stages : int
         The SRU's pipeline depth, 0 to :data:`~hdl.sru.SRU_MAX_STAGES` (4; default
         :data:`~hdl.sru.SRU_DEFAULT_STAGES`).
@@ -187,7 +188,7 @@ class ActivationEngine(wiring.Component):
     """
 
     def __init__(self, *, lanes: int, glue_stages: int = 3, mul_stages: int = 7,
-                 add_stages: int = 5, sru_stages: int = SRU_DEFAULT_STAGES,
+                 add_stages: int = 6, sru_stages: int = SRU_DEFAULT_STAGES,
                  random_bits: int = 16, targets=tuple(Dtype)):
         self.lanes = check_int("lanes", lanes, lo=1, hi=256)
         self.glue_stages = check_int("glue_stages", glue_stages, lo=0, hi=3)
