@@ -26,6 +26,9 @@ _MAX_MATMULS = 255
 _CHECKS = 64
 
 
+#: The vector engine's commands (dispatched to the activation path).
+_VECTOR_OPS = (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE, Opcode.TRANSPOSE)
+
 class _Region:
     """A rectangle of partitions [plo, phi) x words [lo, hi) held in registers."""
 
@@ -341,8 +344,7 @@ class Sequencer(wiring.Component):
                          coll_held, mm_live, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
-        for o in (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE,
-                  Opcode.TRANSPOSE):
+        for o in _VECTOR_OPS:
             f = v[o]
             with m.Case(o):
                 rect = bounds.region
@@ -757,21 +759,26 @@ class Sequencer(wiring.Component):
         mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
         stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
-        # The engines' busy inputs come from their state machines' compares; registered here
-        # they leave the dispatch's paths (timing). ``took``: the engine took a command in the
-        # cycle before, when its busy (rising the cycle after) is not yet in the register. So
-        # an engine is held exactly from the cycle it is offered a command, and a cycle past
-        # its busy's fall: a command behind it waits that cycle more.
-        def held(name, streams, busy):
-            took_q, busy_q = Signal(name=f"{name}_took_q"), Signal(name=f"{name}_busy_q")
-            m.d.sync += [took_q.eq(Cat(s.valid & s.ready for s in streams).any()),
-                         busy_q.eq(busy)]
-            return Cat(s.valid for s in streams).any() | took_q | busy_q
+        # An engine is held from the cycle it is offered a command (its stream's valid), through
+        # the cycle after it took it (when its busy, rising then, is not yet registered), while
+        # its busy is up, and a cycle past its busy's fall: a command behind it waits that cycle
+        # more. Held is one register: in cycle t + 1 it is `valid | (valid & ready, registered)
+        # | busy, registered`, which is the cycle t's `dispatched to it | valid | busy` (a
+        # stream's valid is set only by the dispatch and cleared as the engine takes it). So no
+        # logic lies between the engines' busy registers and every `go` (timing).
+        held_regs = []
 
-        dma_held = held("dma", [self.dma], self.dma_busy)
-        te_held = held("te", [self.te], self.te_feed_busy)
-        act_held = held("act", [self.act, self.seed], self.act_busy)
-        coll_held = held("coll", [self.coll], self.coll_busy)
+        def held(name, streams, busy, ops):
+            reg = Signal(name=f"{name}_held")
+            held_regs.append((reg, Cat(s.valid for s in streams).any() | busy, ops))
+            return reg
+
+        dma_held = held("dma", [self.dma], self.dma_busy, (Opcode.DMA_LOAD, Opcode.DMA_STORE))
+        te_held = held("te", [self.te], self.te_feed_busy,
+                       (Opcode.LOAD_STATIONARY, Opcode.MATMUL))
+        act_held = held("act", [self.act, self.seed], self.act_busy,
+                        (Opcode.ACTIVATE, Opcode.SET_SEED, *_VECTOR_OPS))
+        coll_held = held("coll", [self.coll], self.coll_busy, (Opcode.COLLECTIVE,))
         te_busy_q = Signal()  # (idle a cycle late too, never early: te_held covers the take)
         m.d.sync += te_busy_q.eq(self.te_busy)
         te_idle = ~te_held & ~te_busy_q
@@ -914,6 +921,8 @@ class Sequencer(wiring.Component):
         # --- The head register, errors and counting. -----------------------------------------
         stopped = error != ErrorCode.OK
         dispatch = ok & go
+        for reg, engaged, ops in held_regs:
+            m.d.sync += reg.eq((dispatch & op_q.matches(*ops)) | engaged)
         fail = settled & head_ready & ~head_passes & ~tags_wait
         # A slot free (or the queue stopped, dropping what arrives): registers only.
         m.d.comb += self.desc.ready.eq(stopped | ~(slot_valid[0] & slot_valid[1]))
