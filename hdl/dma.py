@@ -277,7 +277,7 @@ class DmaEngine(wiring.Component):
             axi.awid.eq(0), axi.awaddr.eq(req_addr), axi.awlen.eq(req_beats - 1),
             axi.awsize.eq(lg), axi.awburst.eq(_INCR),
         ]
-        outstanding = Signal(range(1 << 12))  # write bursts awaiting B (counted as sent)
+        outstanding = Signal(range(1 << 12))  # write bursts awaiting B (counted as handed over)
         m.d.comb += axi.bready.eq(1)
         b_done = axi.bvalid
         with m.If(b_done & axi.bresp[1]):

@@ -29,6 +29,7 @@ _CHECKS = 64
 #: The vector engine's commands (dispatched to the activation path).
 _VECTOR_OPS = (Opcode.TENSOR_TENSOR, Opcode.TENSOR_SCALAR, Opcode.TENSOR_REDUCE, Opcode.TRANSPOSE)
 
+
 class _Region:
     """A rectangle of partitions [plo, phi) x words [lo, hi) held in registers."""
 
