@@ -341,13 +341,13 @@ class Sequencer(wiring.Component):
                 checks.append((apart, ErrorCode.BAD_RANGE))
         return checks
 
-    def _vector_dispatch(self, m, v, go, ok, head, bounds, te_held, te_r, dma_held, act_held,
+    def _vector_dispatch(self, m, v, case, ok, head, bounds, te_held, te_r, dma_held, act_held,
                          coll_held, mm_live, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
             f = v[o]
-            with m.Case(o):
+            with case(o) as go:
                 rect = bounds.region
                 ins = ([] if o == Opcode.TRANSPOSE else
                        ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
@@ -388,7 +388,8 @@ class Sequencer(wiring.Component):
         # the regions registered (part + rows, addr + cols, ...), so no check chains an adder
         # into a compare as the descriptor enters (that was the path at 90.6 MHz); the DRAM
         # bound's sums are formed in that cycle too. A cycle after that each slot has its
-        # verdict (the first failing check's code, registered), and the bound's compare. Whether
+        # verdict (the first failing check's code, registered), and the bound's compare; whether
+        # it passes is one register, formed from the values those take (`passes`). Whether
         # a descriptor enters depends only on the slots' valid bits, never on the dispatch.
         # The dispatch decision reads registers only: every hazard compare (an engine's record
         # against the head's regions) is formed in the cycle before and registered (`early`).
@@ -418,11 +419,12 @@ class Sequencer(wiring.Component):
         m.d.comb += head_valid.eq(Mux(cur, slot_valid[1], slot_valid[0]))
         op = Signal(4)
         m.d.comb += op.eq(head[:4])
-        # The head's opcode as it was in the cycle before: the dispatch decodes it (not the
-        # live one, behind the `cur` multiplexer), which is exact while `settled`; every
-        # cycle the dispatch reads (`ok`) is one.
-        op_q = Signal(4)
-        m.d.sync += op_q.eq(op)
+        # The head's opcode as it was in the cycle before, one bit an opcode: the dispatch
+        # reads it (not the live one, behind the `cur` multiplexer), which is exact while
+        # `settled`; every cycle the dispatch reads (`ok`) is one. (Decoded as it is
+        # registered: a case's bit is one register, not a compare, in front of its `go`.)
+        op_is = Signal(1 << 4)
+        m.d.sync += op_is.eq(Const(1, 1 << 4) << op)
         v = {o: data.View(DESCRIPTOR_LAYOUTS[o], head) for o in Opcode}
 
         error = Signal(ErrorCode)
@@ -494,7 +496,8 @@ class Sequencer(wiring.Component):
                      record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
         target = Signal()
         m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
-        beyond_q, aged = [], []  # each slot's DRAM bound result, and whether it is known yet
+        # each slot's DRAM bound result (and its next), and whether it is known yet
+        beyond_q, aged = [], []
         for i, slot in enumerate(slots):
             with m.If(entry & (target == i)):
                 m.d.sync += slot.eq(record)
@@ -502,18 +505,19 @@ class Sequencer(wiring.Component):
             span_hi = Signal(23, name=f"slot{i}_span_hi")  # rows * dram_stride[18:]
             room = Signal(signed(35), name=f"slot{i}_room")  # dram_bytes - dram_addr - bytes
             reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
-            beyond = Signal(name=f"slot{i}_beyond")
+            beyond, beyond_d = Signal(name=f"slot{i}_beyond"), Signal(name=f"slot{i}_beyond_d")
             age = Signal(2, name=f"slot{i}_age")
             f = _slot_fields(Opcode.DMA_LOAD, slot)
+            m.d.comb += beyond_d.eq((room < 0) | (span_lo + (span_hi << 18) > reach))
             m.d.sync += [span_lo.eq(f.rows * f.dram_stride[:18]),
                          span_hi.eq(f.rows * f.dram_stride[18:]),
                          room.eq(slot.room0 - slot.nbytes),
                          reach.eq(slot.room0 - slot.nbytes + f.dram_stride),
-                         beyond.eq((room < 0) | (span_lo + (span_hi << 18) > reach)),
+                         beyond.eq(beyond_d),
                          age.eq(Cat(1, age[0]))]
             with m.If(entry & (target == i)):
                 m.d.sync += age.eq(0)
-            beyond_q.append(beyond)
+            beyond_q.append((beyond, beyond_d))
             aged.append(age)
         ls_ratio = h.ls_ratio
         # The dispatch reads its compares registered (see the design note): each is formed in
@@ -527,7 +531,7 @@ class Sequencer(wiring.Component):
 
         def early(value, name):
             """``value`` as it was in the cycle before (exact while ``settled``). Registered
-            in every cycle, whatever the opcode (the dispatch's switch is on ``op_q``)."""
+            in every cycle, whatever the opcode (the dispatch's cases are on ``op_is``)."""
             q = Signal(Value.cast(value).shape(), name=f"early_{name}")
             early_regs.append((q, value))
             return q
@@ -706,10 +710,9 @@ class Sequencer(wiring.Component):
             m.d.sync += [late_i[k].eq(fn(slot)) for k, fn in enumerate(late_fns)]
             fault_i = Signal(ErrorCode, name=f"slot{i}_fault")
             after_i = Signal(ErrorCode, name=f"slot{i}_after")
-            bound_i = Signal(name=f"slot{i}_bound")
-            clean_i = Signal(name=f"slot{i}_clean")
-            m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK), bound_i.eq(0),
-                         clean_i.eq(0)]
+            bound_i, bound_d = Signal(name=f"slot{i}_bound"), Signal(name=f"slot{i}_bound_d")
+            clean_i, clean_d = Signal(name=f"slot{i}_clean"), Signal(name=f"slot{i}_clean_d")
+            m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK)]
             with m.Switch(slot.desc[:4]):
                 for ops, entries in table.items():
                     with m.Case(*ops):
@@ -721,17 +724,25 @@ class Sequencer(wiring.Component):
                                 with (m.If if k == 0 else m.Elif)(~holds(j)):
                                     m.d.sync += sig.eq(code)
                         every = entries["fault"] + entries["fault_after"]
-                        m.d.sync += clean_i.eq(Cat(1, *(holds(j) for j, _ in every)).all())
+                        m.d.comb += clean_d.eq(Cat(1, *(holds(j) for j, _ in every)).all())
                         if Opcode.DMA_LOAD in ops or Opcode.DMA_STORE in ops:
                             passed = Cat(holds(j) for j, _ in entries["fault"]).all()
-                            m.d.sync += bound_i.eq(passed)
+                            m.d.comb += bound_d.eq(passed)
                 with m.Default():
                     m.d.sync += fault_i.eq(ErrorCode.BAD_OPCODE)
-            verdict = Mux(bound_i & beyond_q[i], ErrorCode.BAD_RANGE, after_i)
+            m.d.sync += [bound_i.eq(bound_d), clean_i.eq(clean_d)]
+            beyond, beyond_d = beyond_q[i]
+            verdict = Mux(bound_i & beyond, ErrorCode.BAD_RANGE, after_i)
             faults.append(Mux(fault_i != ErrorCode.OK, fault_i, verdict))
             ready_i = aged[i][1]  # its verdict is known (and a DMA command's bound)
             readies.append(ready_i)
-            passes.append(ready_i & clean_i & ~(bound_i & beyond_q[i]))
+            # Ready, and every check passes: registered from the values the terms take in the
+            # next cycle (so the dispatch's `ok` reads one register a slot, not the DRAM bound's
+            # logic). The age's next is its low bit but in the cycle a descriptor enters the
+            # slot: then the slot is not the head, or the head is not settled, in the next.
+            passes_i = Signal(name=f"slot{i}_passes")
+            m.d.sync += passes_i.eq(aged[i][0] & clean_d & ~(bound_d & beyond_d))
+            passes.append(passes_i)
         m.d.comb += head_fault.eq(Mux(cur, faults[1], faults[0]))
         head_ready = Mux(cur, readies[1], readies[0])
         head_passes = Mux(cur, passes[1], passes[0])  # ready, and its head_fault is OK
@@ -792,7 +803,7 @@ class Sequencer(wiring.Component):
 
         go = Signal()  # the head (legal) is dispatched this cycle
         abort = Signal()  # a running command's error arrives: nothing is dispatched
-        engine_error = Signal()  # abort's BUS_ERROR / LINK_TIMEOUT
+        engine_error = Signal()  # abort's BUS_ERROR / LINK_TIMEOUT (one register)
         ok = Signal()  # the head is legal and may go (if its engine is free)
         # After a sparse LOAD_STATIONARY nothing is dispatched until its tile has loaded and
         # its tags are known good (a bad tile stops the queue right behind it, as the ISS).
@@ -814,82 +825,98 @@ class Sequencer(wiring.Component):
         mm_bank_is = early(Cat(*(mm.bank == b for b in range(banks))), "mm_bank_is")
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
-        with m.Switch(op_q):
-            with m.Case(Opcode.DMA_LOAD, Opcode.DMA_STORE):
-                rect = bounds_q.region
-                is_load = op_q == Opcode.DMA_LOAD
-                m.d.comb += go.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
+        # Each opcode case drives a `go` of its own, zero outside the case; the head's is
+        # their OR, and a case's enables read its own (no decoding between `op_is` and them).
+        case_go = {}  # opcode -> its case's go
+        gos = []  # every case's go
+
+        def any_go(ops):  # the OR of the go of the cases of ``ops`` (each case once)
+            cases_ = {id(case_go[o]): case_go[o] for o in ops if o in case_go}
+            return Cat(*cases_.values()).any()
+
+        @contextlib.contextmanager
+        def case(*ops):
+            go_ = Signal(name=f"go_{ops[0].name.lower()}")
+            case_go.update((o, go_) for o in ops)
+            gos.append(go_)
+            with m.If(Cat(op_is[o.value] for o in ops).any()):
+                yield go_
+
+        with case(Opcode.DMA_LOAD, Opcode.DMA_STORE) as go_dma:
+            rect = bounds_q.region
+            is_load = op_is[Opcode.DMA_LOAD.value]
+            m.d.comb += go_dma.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
                                   & ~(is_load & te_held & early(te_r.overlaps(*rect), "dma_te")))
-                with m.If(go & ok):
-                    m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
-                with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
-                    p = self.dma.payload
-                    m.d.sync += [*dma_r.set(*rect), dma_load.eq(is_load),
-                                 p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
-                                 p.rows.eq(d.rows), p.sbuf_addr.eq(d.sbuf_addr),
-                                 p.cols.eq(d.cols), p.dram_addr.eq(d.dram_addr),
-                                 p.dram_stride.eq(d.dram_stride)]
-            with m.Case(Opcode.LOAD_STATIONARY, Opcode.MATMUL):
-                is_mm = op_q == Opcode.MATMUL
-                rect = bounds_q.region
-                full = Signal()  # the bank counts _MAX_MATMULS already
-                m.d.comb += full.eq((mm_bank_is & Cat(*mm_full)).any())
-                # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-                war = act_held & early(
-                    (act_psum & (act_bank == mm.bank)
-                     & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
-                    | (act_psum1 & (act_bank1 == mm.bank)
-                       & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)), "te_war")
-                m.d.comb += go.eq(
-                    ~te_held & ~coll_held
-                    & ~(dma_held & early(dma_load & dma_r.overlaps(*rect), "te_dma"))
-                    & ~(act_held & early(act_r.overlaps(*rect), "te_act"))
-                    & ~(is_mm & (war | full)))
-                with m.If(~te_held):
-                    m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
-                with m.If(go & ok):
-                    m.d.sync += self.te.valid.eq(1)
-                    with m.If(is_mm):
-                        m.d.comb += mm_go.eq(1)
-                    with m.Else():
-                        m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
-                        with m.If(early(ls.sparsity.as_value() != 0, "ls_sparse")):
-                            m.d.sync += tags_wait.eq(1)
-            with m.Case(Opcode.ACTIVATE):
-                rect = bounds_q.region
-                src = bounds_q.source(0, a.src_addr)
-                raw = Signal()  # a MATMUL in flight writes PSUM words it reads
-                for b in range(banks):
-                    meets = early(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src),
-                                  f"act_mm{b}")
-                    with m.If(meets & mm_live[b]):
-                        m.d.comb += raw.eq(1)
-                m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
+            with m.If(go_dma & ok):
+                m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
+            with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
+                p = self.dma.payload
+                m.d.sync += [*dma_r.set(*rect), dma_load.eq(is_load),
+                             p.store.eq(~is_load), p.dtype.eq(d.dtype), p.part.eq(d.part),
+                             p.rows.eq(d.rows), p.sbuf_addr.eq(d.sbuf_addr),
+                             p.cols.eq(d.cols), p.dram_addr.eq(d.dram_addr),
+                             p.dram_stride.eq(d.dram_stride)]
+        with case(Opcode.LOAD_STATIONARY, Opcode.MATMUL) as go_te:
+            is_mm = op_is[Opcode.MATMUL.value]
+            rect = bounds_q.region
+            full = Signal()  # the bank counts _MAX_MATMULS already
+            m.d.comb += full.eq((mm_bank_is & Cat(*mm_full)).any())
+            # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
+            war = act_held & early(
+                (act_psum & (act_bank == mm.bank)
+                 & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
+                | (act_psum1 & (act_bank1 == mm.bank)
+                   & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)), "te_war")
+            m.d.comb += go_te.eq(
+                ~te_held & ~coll_held
+                & ~(dma_held & early(dma_load & dma_r.overlaps(*rect), "te_dma"))
+                & ~(act_held & early(act_r.overlaps(*rect), "te_act"))
+                & ~(is_mm & (war | full)))
+            with m.If(~te_held):
+                m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
+            with m.If(go_te & ok):
+                m.d.sync += self.te.valid.eq(1)
+                with m.If(is_mm):
+                    m.d.comb += mm_go.eq(1)
+                with m.Else():
+                    m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
+                    with m.If(early(ls.sparsity.as_value() != 0, "ls_sparse")):
+                        m.d.sync += tags_wait.eq(1)
+        with case(Opcode.ACTIVATE) as go_act:
+            rect = bounds_q.region
+            src = bounds_q.source(0, a.src_addr)
+            raw = Signal()  # a MATMUL in flight writes PSUM words it reads
+            for b in range(banks):
+                meets = early(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src),
+                              f"act_mm{b}")
+                with m.If(meets & mm_live[b]):
+                    m.d.comb += raw.eq(1)
+            m.d.comb += go_act.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & early(te_r.overlaps(*rect), "act_te")) & ~raw)
-                with m.If(~act_held):
-                    m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
-                                 act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
-                                 act_psum1.eq(0)]
-                with m.If(go & ok):
-                    m.d.sync += self.act.valid.eq(1)
-            if self.vector_engine:
-                self._vector_dispatch(m, v, go, ok, head, bounds_q, te_held, te_r, dma_held,
-                                      act_held, coll_held, mm_live, mm_r, act_r, act_srcs,
-                                      early)
-            with m.Case(Opcode.SET_SEED):
-                m.d.comb += go.eq(~act_held)
-                with m.If(~act_held):
-                    m.d.sync += self.seed.payload.eq(v[Opcode.SET_SEED].seed)
-                with m.If(go & ok):
-                    m.d.sync += self.seed.valid.eq(1)
-            with m.Case(Opcode.BARRIER):
-                m.d.comb += go.eq(all_idle)
-            with m.Case(Opcode.COLLECTIVE):
-                m.d.comb += go.eq(all_idle & ~self.hold)
-                with m.If(~coll_held):
-                    m.d.sync += self.coll.payload.eq(head)
-                with m.If(go & ok):
-                    m.d.sync += [self.coll.valid.eq(1), coll_index.eq(executed)]
+            with m.If(~act_held):
+                m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
+                             act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
+                             act_psum1.eq(0)]
+            with m.If(go_act & ok):
+                m.d.sync += self.act.valid.eq(1)
+        if self.vector_engine:
+            self._vector_dispatch(m, v, case, ok, head, bounds_q, te_held, te_r, dma_held,
+                                  act_held, coll_held, mm_live, mm_r, act_r, act_srcs, early)
+        with case(Opcode.SET_SEED) as go_seed:
+            m.d.comb += go_seed.eq(~act_held)
+            with m.If(~act_held):
+                m.d.sync += self.seed.payload.eq(v[Opcode.SET_SEED].seed)
+            with m.If(go_seed & ok):
+                m.d.sync += self.seed.valid.eq(1)
+        with case(Opcode.BARRIER) as go_barrier:
+            m.d.comb += go_barrier.eq(all_idle)
+        with case(Opcode.COLLECTIVE) as go_coll:
+            m.d.comb += go_coll.eq(all_idle & ~self.hold)
+            with m.If(~coll_held):
+                m.d.sync += self.coll.payload.eq(head)
+            with m.If(go_coll & ok):
+                m.d.sync += [self.coll.valid.eq(1), coll_index.eq(executed)]
+        m.d.comb += go.eq(Cat(*gos).any())
 
         # MATMULs in flight per bank: one more as one is dispatched, one less as the tensor
         # engine reports its last write; the region grows by each dispatched MATMUL's and is
@@ -923,7 +950,7 @@ class Sequencer(wiring.Component):
         stopped = error != ErrorCode.OK
         dispatch = ok & go
         for reg, engaged, ops in held_regs:
-            m.d.sync += reg.eq((dispatch & op_q.matches(*ops)) | engaged)
+            m.d.sync += reg.eq((ok & any_go(ops)) | engaged)
         fail = settled & head_ready & ~head_passes & ~tags_wait
         # A slot free (or the queue stopped, dropping what arrives): registers only.
         m.d.comb += self.desc.ready.eq(stopped | ~(slot_valid[0] & slot_valid[1]))
@@ -947,21 +974,23 @@ class Sequencer(wiring.Component):
         # Errors of running commands: on the rising edge of the engine's flag (the DMA's stays
         # up until its next command; the collective engine's likewise). The DMA and the
         # collective engine never run at the same time, so at most one rises in a cycle.
-        # Design note: both flags are registered twice here and the edge is taken between the
-        # two registers, so an error arrives a cycle after its engine raised it: the engines sit
-        # apart from the sequencer on the device, and the edge reaches the dispatch (`abort`)
-        # and every enable behind it (a timing path). A command dispatched in that cycle still
-        # runs, as one dispatched before the error was raised does (docs/contract.md §1).
+        # Design note: each flag's edge is taken as it arrives and registered (the flag is
+        # registered too, for the edge), so an error arrives a cycle after its engine raised
+        # it: the engines sit apart from the sequencer on the device, and the edge reaches the
+        # dispatch (`ok`, `abort`) and every enable behind it (a timing path), which so reads
+        # one register for both. A command dispatched in that cycle still runs, as one
+        # dispatched before the error was raised does (docs/contract.md §1).
         dma_error_q, coll_timeout_q = Signal(), Signal()
-        dma_error_qq, coll_timeout_qq = Signal(), Signal()
+        bus_error, link_timeout = Signal(), Signal()
+        bus_error_d = self.dma_error & ~dma_error_q
+        link_timeout_d = self.coll_timeout & ~coll_timeout_q
         m.d.sync += [dma_error_q.eq(self.dma_error), coll_timeout_q.eq(self.coll_timeout),
-                     dma_error_qq.eq(dma_error_q), coll_timeout_qq.eq(coll_timeout_q)]
-        bus_error = dma_error_q & ~dma_error_qq
-        link_timeout = coll_timeout_q & ~coll_timeout_qq
+                     bus_error.eq(bus_error_d), link_timeout.eq(link_timeout_d),
+                     engine_error.eq(bus_error_d | link_timeout_d)]
         tags_known = tags_wait & ~te_held & ~self.te_loading
         bad_tags = tags_known & self.te_tags_bad
         # No descriptor enters the head register in the cycle such an error arrives.
-        m.d.comb += [engine_error.eq(bus_error | link_timeout), abort.eq(engine_error | bad_tags)]
+        m.d.comb += abort.eq(engine_error | bad_tags)
         with m.If(tags_known):
             m.d.sync += tags_wait.eq(0)
         with m.If(bad_tags):  # nothing was dispatched after the LOAD_STATIONARY
