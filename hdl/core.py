@@ -742,9 +742,11 @@ class _DebugReader(wiring.Component):
     """Answers the command queue's debug reads (a DBG_ADDR write, ``req``) with one SBUF or
     PSUM word (``resp``), through the SBUF's shared read port and the PSUM drain port.
 
-    A read starts only while ``port_free`` (no other user of those ports runs or is about to);
-    ``hold`` stops the sequencer from starting one meanwhile. An SBUF read is issued the cycle
-    after the request is taken, from registers. A read that has waited
+    ``hold`` stops the sequencer from starting another user of those ports: it is up from the
+    cycle after a request arrives until the cycle after the read's answer is taken. A read
+    starts only while ``port_free`` (no other user of those ports runs or is about to) and
+    ``hold`` is up. An SBUF read is issued the cycle after the request is taken, from
+    registers. A read that has waited
     :data:`DEBUG_TIMEOUT` cycles for the ports answers 0 and sets ``timeout`` (sticky until
     ``clear_error``), so that the register bus is never stuck. Fields of ``req``:
     ``hdl.cmdqueue.DEBUG_ADDR_FIELDS``; a word outside the memories reads 0.
@@ -786,13 +788,18 @@ class _DebugReader(wiring.Component):
         m.d.comb += self.drain_resp.ready.eq(1)
         with m.FSM() as fsm:
             with m.State("IDLE"):
-                with m.If(self.req.valid & ~self.port_free):
+                # Design note: `hold` is a register (it reaches every dispatch decision: a
+                # timing path), so the sequencer sees a request a cycle late; a command it
+                # dispatches in that cycle is seen by `port_free` in the next, so a read
+                # starts only once `hold` is up.
+                free = self.port_free & self.hold
+                with m.If(self.req.valid & ~free):
                     m.d.sync += waited.eq(waited + 1)
                     with m.If(waited == DEBUG_TIMEOUT):
                         m.d.comb += self.req.ready.eq(1)
                         m.d.sync += [word.eq(0), self.timeout.eq(1), waited.eq(0)]
                         m.next = "RESPOND"
-                with m.If(self.req.valid & self.port_free):
+                with m.If(self.req.valid & free):
                     m.d.comb += self.req.ready.eq(1)
                     m.d.sync += [part.eq(fld["part"]), word.eq(0), waited.eq(0)]
                     m.next = "RESPOND"
@@ -825,7 +832,7 @@ class _DebugReader(wiring.Component):
                 m.d.comb += self.resp.valid.eq(1)
                 with m.If(self.resp.ready):
                     m.next = "IDLE"
-        m.d.comb += self.hold.eq(self.req.valid | ~fsm.ongoing("IDLE"))
+        m.d.sync += self.hold.eq(self.req.valid | ~fsm.ongoing("IDLE"))
         return m
 
 

@@ -342,7 +342,7 @@ class Sequencer(wiring.Component):
         return checks
 
     def _vector_dispatch(self, m, v, case, ok, head, bounds, te_held, te_r, dma_held, act_held,
-                         coll_held, mm_live, mm_r, act_r, act_srcs, early):
+                         coll_held, mm_live_d, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
@@ -351,16 +351,15 @@ class Sequencer(wiring.Component):
                 rect = bounds.region
                 ins = ([] if o == Opcode.TRANSPOSE else
                        ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
-                raw = Signal(name=f"{o.name.lower()}_raw")  # a MATMUL writes an operand
                 terms = []
                 for k, i in enumerate(ins):
                     sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
                     src = bounds.source(k, addr)
                     for b in range(self.psum_banks):
-                        meets = early(~sbuf & (bank == b) & mm_r[b].overlaps(*src),
-                                      f"{o.name.lower()}_{i}_mm{b}")
-                        terms.append(meets & mm_live[b])
-                m.d.comb += raw.eq(Cat(*terms).any() if terms else 0)
+                        terms.append(~sbuf & (bank == b) & mm_r[b].overlaps(*src)
+                                     & mm_live_d[b])
+                # a MATMUL in flight writes an operand
+                raw = early(Cat(*terms).any(), f"{o.name.lower()}_raw") if terms else 0
                 m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & early(te_r.overlaps(*rect),
                                                       f"{o.name.lower()}_te"))
@@ -389,7 +388,7 @@ class Sequencer(wiring.Component):
         # into a compare as the descriptor enters (that was the path at 90.6 MHz); the DRAM
         # bound's sums are formed in that cycle too. A cycle after that each slot has its
         # verdict (the first failing check's code, registered), and the bound's compare; whether
-        # it passes is one register, formed from the values those take (`passes`). Whether
+        # it passes is two registers, formed from the values those take (`passes`). Whether
         # a descriptor enters depends only on the slots' valid bits, never on the dispatch.
         # The dispatch decision reads registers only: every hazard compare (an engine's record
         # against the head's regions) is formed in the cycle before and registered (`early`).
@@ -496,7 +495,7 @@ class Sequencer(wiring.Component):
                      record.ls_ratio.eq(chk_ls_ratio), record.bounds.eq(bounds.sig)]
         target = Signal()
         m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
-        # each slot's DRAM bound result (and its next), and whether it is known yet
+        # each slot's DRAM bound compare (registered with its verdict), and whether it is known
         beyond_q, aged = [], []
         for i, slot in enumerate(slots):
             with m.If(entry & (target == i)):
@@ -505,19 +504,18 @@ class Sequencer(wiring.Component):
             span_hi = Signal(23, name=f"slot{i}_span_hi")  # rows * dram_stride[18:]
             room = Signal(signed(35), name=f"slot{i}_room")  # dram_bytes - dram_addr - bytes
             reach = Signal(signed(36), name=f"slot{i}_reach")  # room + stride
-            beyond, beyond_d = Signal(name=f"slot{i}_beyond"), Signal(name=f"slot{i}_beyond_d")
+            beyond = Signal(name=f"slot{i}_beyond")
             age = Signal(2, name=f"slot{i}_age")
             f = _slot_fields(Opcode.DMA_LOAD, slot)
-            m.d.comb += beyond_d.eq((room < 0) | (span_lo + (span_hi << 18) > reach))
+            m.d.comb += beyond.eq((room < 0) | (span_lo + (span_hi << 18) > reach))
             m.d.sync += [span_lo.eq(f.rows * f.dram_stride[:18]),
                          span_hi.eq(f.rows * f.dram_stride[18:]),
                          room.eq(slot.room0 - slot.nbytes),
                          reach.eq(slot.room0 - slot.nbytes + f.dram_stride),
-                         beyond.eq(beyond_d),
                          age.eq(Cat(1, age[0]))]
             with m.If(entry & (target == i)):
                 m.d.sync += age.eq(0)
-            beyond_q.append((beyond, beyond_d))
+            beyond_q.append(beyond)
             aged.append(age)
         ls_ratio = h.ls_ratio
         # The dispatch reads its compares registered (see the design note): each is formed in
@@ -710,8 +708,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [late_i[k].eq(fn(slot)) for k, fn in enumerate(late_fns)]
             fault_i = Signal(ErrorCode, name=f"slot{i}_fault")
             after_i = Signal(ErrorCode, name=f"slot{i}_after")
-            bound_i, bound_d = Signal(name=f"slot{i}_bound"), Signal(name=f"slot{i}_bound_d")
-            clean_i, clean_d = Signal(name=f"slot{i}_clean"), Signal(name=f"slot{i}_clean_d")
+            bound_d, clean_d = Signal(name=f"slot{i}_bound"), Signal(name=f"slot{i}_clean")
             m.d.sync += [fault_i.eq(ErrorCode.OK), after_i.eq(ErrorCode.OK)]
             with m.Switch(slot.desc[:4]):
                 for ops, entries in table.items():
@@ -730,19 +727,20 @@ class Sequencer(wiring.Component):
                             m.d.comb += bound_d.eq(passed)
                 with m.Default():
                     m.d.sync += fault_i.eq(ErrorCode.BAD_OPCODE)
-            m.d.sync += [bound_i.eq(bound_d), clean_i.eq(clean_d)]
-            beyond, beyond_d = beyond_q[i]
-            verdict = Mux(bound_i & beyond, ErrorCode.BAD_RANGE, after_i)
+            # A DMA command whose checks before the DRAM bound pass, beyond it (registered
+            # with the codes: no logic between the bound's compare and the register).
+            out_i = Signal(name=f"slot{i}_out_of_bounds")
+            # Ready, and every check before and after the bound passes: registered from the
+            # values its terms take in the next cycle, so the dispatch's `ok` reads two
+            # registers a slot. The age's next is its low bit but in the cycle a descriptor
+            # enters the slot: then, in the next, the slot is not the head or the head is not
+            # settled (`ok` and `fail` read nothing of it).
+            clean_i = Signal(name=f"slot{i}_ready_clean")
+            m.d.sync += [out_i.eq(bound_d & beyond_q[i]), clean_i.eq(aged[i][0] & clean_d)]
+            verdict = Mux(out_i, ErrorCode.BAD_RANGE, after_i)
             faults.append(Mux(fault_i != ErrorCode.OK, fault_i, verdict))
-            ready_i = aged[i][1]  # its verdict is known (and a DMA command's bound)
-            readies.append(ready_i)
-            # Ready, and every check passes: registered from the values the terms take in the
-            # next cycle (so the dispatch's `ok` reads one register a slot, not the DRAM bound's
-            # logic). The age's next is its low bit but in the cycle a descriptor enters the
-            # slot: then the slot is not the head, or the head is not settled, in the next.
-            passes_i = Signal(name=f"slot{i}_passes")
-            m.d.sync += passes_i.eq(aged[i][0] & clean_d & ~(bound_d & beyond_d))
-            passes.append(passes_i)
+            readies.append(aged[i][1])  # its verdict is known (and a DMA command's bound)
+            passes.append(clean_i & ~out_i)
         m.d.comb += head_fault.eq(Mux(cur, faults[1], faults[0]))
         head_ready = Mux(cur, readies[1], readies[0])
         head_passes = Mux(cur, passes[1], passes[0])  # ready, and its head_fault is OK
@@ -769,6 +767,13 @@ class Sequencer(wiring.Component):
         mm_live = [Signal(name=f"mm_live{b}") for b in range(banks)]
         mm_full = [Signal(name=f"mm_full{b}") for b in range(banks)]
         mm_r = [Region(f"mm{b}", wshape=pword) for b in range(banks)]
+        # A bank's MATMUL reported written this cycle; and whether the bank is live, and full,
+        # in the next cycle if nothing is dispatched in this one: the dispatch reads them
+        # registered with its compares (`early`: exact while `settled`, when the cycle before
+        # dispatched nothing), so no count register lies in front of its `go`.
+        mm_dec = [self.te_done & (self.te_done_bank == b) for b in range(banks)]
+        mm_live_d = [Mux(mm_dec[b], mm_count[b] != 1, mm_live[b]) for b in range(banks)]
+        mm_full_d = [~mm_dec[b] & mm_full[b] for b in range(banks)]
         stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
         # An engine is held from the cycle it is offered a command (its stream's valid), through
@@ -822,7 +827,8 @@ class Sequencer(wiring.Component):
         # Which bank the head's MATMUL names, one bit a bank, registered (exact while
         # `settled`, as every cycle mm_go is): a bank's count and `full` are enabled and
         # chosen by a register, not by a compare behind the head's multiplexer.
-        mm_bank_is = early(Cat(*(mm.bank == b for b in range(banks))), "mm_bank_is")
+        mm_bank_is_d = Cat(*(mm.bank == b for b in range(banks)))
+        mm_bank_is = early(mm_bank_is_d, "mm_bank_is")
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
         # Each opcode case drives a `go` of its own, zero outside the case; the head's is
@@ -860,7 +866,7 @@ class Sequencer(wiring.Component):
             is_mm = op_is[Opcode.MATMUL.value]
             rect = bounds_q.region
             full = Signal()  # the bank counts _MAX_MATMULS already
-            m.d.comb += full.eq((mm_bank_is & Cat(*mm_full)).any())
+            m.d.comb += full.eq(early((mm_bank_is_d & Cat(*mm_full_d)).any(), "mm_full"))
             # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
             war = act_held & early(
                 (act_psum & (act_bank == mm.bank)
@@ -885,12 +891,9 @@ class Sequencer(wiring.Component):
         with case(Opcode.ACTIVATE) as go_act:
             rect = bounds_q.region
             src = bounds_q.source(0, a.src_addr)
-            raw = Signal()  # a MATMUL in flight writes PSUM words it reads
-            for b in range(banks):
-                meets = early(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src),
-                              f"act_mm{b}")
-                with m.If(meets & mm_live[b]):
-                    m.d.comb += raw.eq(1)
+            # a MATMUL in flight writes PSUM words it reads
+            raw = early(Cat(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src)
+                            & mm_live_d[b] for b in range(banks)).any(), "act_raw")
             m.d.comb += go_act.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
                                   & ~(te_held & early(te_r.overlaps(*rect), "act_te")) & ~raw)
             with m.If(~act_held):
@@ -901,7 +904,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += self.act.valid.eq(1)
         if self.vector_engine:
             self._vector_dispatch(m, v, case, ok, head, bounds_q, te_held, te_r, dma_held,
-                                  act_held, coll_held, mm_live, mm_r, act_r, act_srcs, early)
+                                  act_held, coll_held, mm_live_d, mm_r, act_r, act_srcs, early)
         with case(Opcode.SET_SEED) as go_seed:
             m.d.comb += go_seed.eq(~act_held)
             with m.If(~act_held):
@@ -923,7 +926,7 @@ class Sequencer(wiring.Component):
         # set afresh by the first one after the count fell to zero.
         for b in range(banks):
             inc = mm_go & mm_bank_is[b]
-            dec = self.te_done & (self.te_done_bank == b)
+            dec = mm_dec[b]
             # (live and full from compares of the count beside the decision, not of the sum)
             c = mm_count[b]
             up, down = inc & ~dec, dec & ~inc

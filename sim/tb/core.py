@@ -64,6 +64,7 @@ from golden.isa import (
     OPERAND_DTYPES,
     ActivationFunc,
     AluOp,
+    DebugSpace,
     Dtype,
     ErrorCode,
     Opcode,
@@ -759,6 +760,77 @@ def _dma_words(words) -> tuple[bool, set[int]] | None:
         a = f["dram_addr"] + p * f["dram_stride"]
         touched.update(range(a // 4, (a + f["cols"] * size - 1) // 4 + 1))
     return op == Opcode.DMA_STORE, touched
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def debug_reads_while_running(dut):
+    """Debug reads while a program runs, back to back, give the words they name, and the
+    program's results stay bit-exact: a read waits until no DMA, ACTIVATE or COLLECTIVE uses
+    the SBUF port or the PSUM drain port it shares, and the sequencer starts none of them
+    meanwhile (``hold``). The program is DMA loads and stores and ACTIVATEs from the SBUF and
+    from PSUM; the reads alternate between SBUF words (the last 8 of each partition) and PSUM
+    bank 0's, which the program reads but never writes, so their values are the ISS's
+    throughout."""
+    tb = await _started(dut)
+    c, n, words, w = tb.cfg, tb.cfg.n, tb.cfg.sbuf_words, tb.cfg.psum_words
+    tb.dram(tb.rng.integers(0, 256, c.dram_bytes, dtype=np.uint8))
+    tb.dram(tb.fp32((n, words)).view(np.uint8), 0)  # fp32 rows at DRAM 0 (stride 4 * words)
+    stride, kept = 4 * words, words - 8
+    bf16_at = n * stride  # bf16 operands after the fp32 rows
+    tb.put(pg.DramTensor(bf16_at, n, words, BF16), tb.operands(BF16, (n, words), 0.0))
+
+    def dma(op, addr, cols, dram, dtype=FP32):
+        return encode(op, dtype=dtype, part=0, rows=n, sbuf_addr=addr, cols=cols,
+                      dram_addr=dram, dram_stride=DTYPE_BYTES[dtype] * words)
+
+    def act(src, dst, cols, src_sbuf=1):
+        return encode(Opcode.ACTIVATE, func=ActivationFunc.IDENTITY, src_sbuf=src_sbuf, part=0,
+                      rows=n, cols=cols, src_bank=0, src_addr=src, bias_en=0, bias_addr=0,
+                      scale=0x3F800000, dtype=FP32, mode=_RNE, saturate=0, dst_addr=dst)
+
+    setup = [dma(Opcode.DMA_LOAD, 0, words, bf16_at, BF16),
+             encode(Opcode.LOAD_STATIONARY, fmt=BF16, part=0, k=n, m=n, sbuf_addr=0,
+                    sparsity=0),
+             encode(Opcode.MATMUL, fmt=BF16, part=0, k=n, f=w, sbuf_addr=8, bank=0, psum_addr=0,
+                    accumulate=0),
+             dma(Opcode.DMA_LOAD, kept, 8, 4 * kept)]
+    await tb.run(setup, "debug reads: the words read")
+    want_sbuf, want_psum = tb.iss.sbuf[:, kept:].copy(), tb.iss.psum[:, 0].copy()
+    half = kept // 2
+    store_at = bf16_at + 2 * n * words  # DRAM after the bf16 operands
+    program = []
+    for i in range(6):
+        cols = 1 + i % 4
+        program += [dma(Opcode.DMA_LOAD, 0, half, 4 * half * (i % 2)),
+                    act(i % 3, half + i, cols),
+                    act(i, half + 8 + i, cols + 2, src_sbuf=0),
+                    dma(Opcode.DMA_STORE, half + i, cols, store_at + 4 * i)]
+    done, reads = False, []
+
+    async def reader():
+        k = 0
+        while not done:
+            p = k % n
+            if k % 2:
+                x, want = (p, k % w), want_psum[p, k % w]
+                got = await tb.host.debug_read(DebugSpace.PSUM, p, k % w, 0)
+            else:
+                x, want = (p, kept + k % 8), want_sbuf[p, k % 8]
+                got = await tb.host.debug_read(DebugSpace.SBUF, p, kept + k % 8)
+            reads.append(("PSUM" if k % 2 else "SBUF", *x, got, int(want)))
+            k += 3
+    task = cocotb.start_soon(reader())
+    await tb.run(program, "debug reads while running")
+    done = True
+    await task
+    bad = [r for r in reads if r[-2] != r[-1]]
+    assert not bad, (f"debug reads while running: (memory, part, word, RTL, ISS) {bad[:4]} "
+                     f"(seed {tb.seed})")
+    spaces = {r[0] for r in reads}
+    assert len(reads) >= 8 and spaces == {"SBUF", "PSUM"}, \
+        f"only {len(reads)} debug reads ({spaces}) while the program ran"
+    assert not await tb.host.status() & Status.DEBUG_TIMEOUT, "a debug read timed out"
+    dut._log.info("%d debug reads while the program ran", len(reads))
 
 
 @cocotb.test(**tbutil.timeout(20))

@@ -23,7 +23,8 @@ RTL_DRAM_CONFIG = CORE_CONFIG
 #: On the RTL DRAM (hdl.sim_top.CoreWithDram).
 RTL_DRAM_TESTS = ["gemm_tiled", "dense_sr", "mlp_forward", "vector_commands", "played_pushes"]
 #: On cocotbext-axi's AxiRam (hdl.core.NeuronCore).
-AXIRAM_TESTS = ["random_commands", "hazards", "errors", "dram_faults"]
+AXIRAM_TESTS = ["random_commands", "hazards", "errors", "dram_faults",
+                "debug_reads_while_running"]
 TESTS = RTL_DRAM_TESTS + AXIRAM_TESTS
 
 
