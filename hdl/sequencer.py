@@ -341,8 +341,8 @@ class Sequencer(wiring.Component):
                 checks.append((apart, ErrorCode.BAD_RANGE))
         return checks
 
-    def _vector_dispatch(self, m, v, case, ok, head, bounds, te_held, te_r, dma_held, act_held,
-                         coll_held, mm_live_d, mm_r, act_r, act_srcs, early):
+    def _vector_dispatch(self, m, v, case, ok, head, bounds, te_e, te_r, dma_e, act_held, act_e,
+                         coll_e, mm_live_d, mm_r, act_r, act_srcs, early):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
@@ -358,12 +358,10 @@ class Sequencer(wiring.Component):
                     for b in range(self.psum_banks):
                         terms.append(~sbuf & (bank == b) & mm_r[b].overlaps(*src)
                                      & mm_live_d[b])
-                # a MATMUL in flight writes an operand
-                raw = early(Cat(*terms).any(), f"{o.name.lower()}_raw") if terms else 0
-                m.d.comb += go.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
-                                  & ~(te_held & early(te_r.overlaps(*rect),
-                                                      f"{o.name.lower()}_te"))
-                                  & ~raw)
+                raw = Cat(*terms).any() if terms else 0  # a MATMUL in flight writes an operand
+                m.d.comb += go.eq(~self.hold & early(
+                    ~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*rect)) & ~raw,
+                    f"{o.name.lower()}_go"))
                 with m.If(go & ok):
                     m.d.sync += self.act.valid.eq(1)
                 with m.If(~act_held):
@@ -781,25 +779,34 @@ class Sequencer(wiring.Component):
         # its busy is up, and a cycle past its busy's fall: a command behind it waits that cycle
         # more. Held is one register: in cycle t + 1 it is `valid | (valid & ready, registered)
         # | busy, registered`, which is the cycle t's `dispatched to it | valid | busy` (a
-        # stream's valid is set only by the dispatch and cleared as the engine takes it). So no
-        # logic lies between the engines' busy registers and every `go` (timing).
+        # stream's valid is set only by the dispatch and cleared as the engine takes it).
+        # Design note: each case's `go` is registered whole, formed in the cycle before from
+        # the compares' values and each engine's `valid | busy` (its held state in the next
+        # cycle if nothing is dispatched in this one: exact while `settled`), as `early` forms
+        # the compares; so between the registers and a dispatch's enables lie only the case's
+        # opcode bit, `ok` and `hold` (timing).
         held_regs = []
 
         def held(name, streams, busy, ops):
-            reg = Signal(name=f"{name}_held")
-            held_regs.append((reg, Cat(s.valid for s in streams).any() | busy, ops))
-            return reg
+            """The engine's held register, and its value in the next cycle if nothing is
+            dispatched in this one."""
+            reg, engaged = Signal(name=f"{name}_held"), Signal(name=f"{name}_engaged")
+            m.d.comb += engaged.eq(Cat(s.valid for s in streams).any() | busy)
+            held_regs.append((reg, engaged, ops))
+            return reg, engaged
 
-        dma_held = held("dma", [self.dma], self.dma_busy, (Opcode.DMA_LOAD, Opcode.DMA_STORE))
-        te_held = held("te", [self.te], self.te_feed_busy,
-                       (Opcode.LOAD_STATIONARY, Opcode.MATMUL))
-        act_held = held("act", [self.act, self.seed], self.act_busy,
-                        (Opcode.ACTIVATE, Opcode.SET_SEED, *_VECTOR_OPS))
-        coll_held = held("coll", [self.coll], self.coll_busy, (Opcode.COLLECTIVE,))
+        dma_held, dma_e = held("dma", [self.dma], self.dma_busy,
+                               (Opcode.DMA_LOAD, Opcode.DMA_STORE))
+        te_held, te_e = held("te", [self.te], self.te_feed_busy,
+                             (Opcode.LOAD_STATIONARY, Opcode.MATMUL))
+        act_held, act_e = held("act", [self.act, self.seed], self.act_busy,
+                               (Opcode.ACTIVATE, Opcode.SET_SEED, *_VECTOR_OPS))
+        coll_held, coll_e = held("coll", [self.coll], self.coll_busy, (Opcode.COLLECTIVE,))
         te_busy_q = Signal()  # (idle a cycle late too, never early: te_held covers the take)
         m.d.sync += te_busy_q.eq(self.te_busy)
-        te_idle = ~te_held & ~te_busy_q
-        all_idle = ~dma_held & te_idle & ~act_held & ~coll_held
+        all_idle = ~dma_held & ~te_held & ~te_busy_q & ~act_held & ~coll_held
+        # ... in the next cycle, if nothing is dispatched in this one
+        all_idle_e = ~dma_e & ~te_e & ~self.te_busy & ~act_e & ~coll_e
 
         # --- Dispatch. -------------------------------------------------------------------------
         for s in (self.dma, self.te, self.act, self.seed, self.coll):
@@ -825,8 +832,8 @@ class Sequencer(wiring.Component):
         mm_go = Signal()  # a MATMUL is dispatched this cycle (to mm.bank)
         ls, mm = v[Opcode.LOAD_STATIONARY], v[Opcode.MATMUL]
         # Which bank the head's MATMUL names, one bit a bank, registered (exact while
-        # `settled`, as every cycle mm_go is): a bank's count and `full` are enabled and
-        # chosen by a register, not by a compare behind the head's multiplexer.
+        # `settled`, as every cycle mm_go is): a bank's count and region are enabled by a
+        # register, not by a compare behind the head's multiplexer.
         mm_bank_is_d = Cat(*(mm.bank == b for b in range(banks)))
         mm_bank_is = early(mm_bank_is_d, "mm_bank_is")
         d = v[Opcode.DMA_LOAD]
@@ -851,8 +858,9 @@ class Sequencer(wiring.Component):
         with case(Opcode.DMA_LOAD, Opcode.DMA_STORE) as go_dma:
             rect = bounds_q.region
             is_load = op_is[Opcode.DMA_LOAD.value]
-            m.d.comb += go_dma.eq(~dma_held & ~act_held & ~coll_held & ~self.hold
-                                  & ~(is_load & te_held & early(te_r.overlaps(*rect), "dma_te")))
+            m.d.comb += go_dma.eq(~self.hold & early(
+                ~dma_e & ~act_e & ~coll_e
+                & ~((op == Opcode.DMA_LOAD) & te_e & te_r.overlaps(*rect)), "dma_go"))
             with m.If(go_dma & ok):
                 m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
             with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
@@ -865,19 +873,18 @@ class Sequencer(wiring.Component):
         with case(Opcode.LOAD_STATIONARY, Opcode.MATMUL) as go_te:
             is_mm = op_is[Opcode.MATMUL.value]
             rect = bounds_q.region
-            full = Signal()  # the bank counts _MAX_MATMULS already
-            m.d.comb += full.eq(early((mm_bank_is_d & Cat(*mm_full_d)).any(), "mm_full"))
+            full = (mm_bank_is_d & Cat(*mm_full_d)).any()  # the bank counts _MAX_MATMULS
             # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-            war = act_held & early(
+            war = act_e & (
                 (act_psum & (act_bank == mm.bank)
                  & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
                 | (act_psum1 & (act_bank1 == mm.bank)
-                   & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)), "te_war")
-            m.d.comb += go_te.eq(
-                ~te_held & ~coll_held
-                & ~(dma_held & early(dma_load & dma_r.overlaps(*rect), "te_dma"))
-                & ~(act_held & early(act_r.overlaps(*rect), "te_act"))
-                & ~(is_mm & (war | full)))
+                   & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)))
+            m.d.comb += go_te.eq(early(
+                ~te_e & ~coll_e
+                & ~(dma_e & dma_load & dma_r.overlaps(*rect))
+                & ~(act_e & act_r.overlaps(*rect))
+                & ~((op == Opcode.MATMUL) & (war | full)), "te_go"))
             with m.If(~te_held):
                 m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
             with m.If(go_te & ok):
@@ -892,10 +899,10 @@ class Sequencer(wiring.Component):
             rect = bounds_q.region
             src = bounds_q.source(0, a.src_addr)
             # a MATMUL in flight writes PSUM words it reads
-            raw = early(Cat(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src)
-                            & mm_live_d[b] for b in range(banks)).any(), "act_raw")
-            m.d.comb += go_act.eq(~act_held & ~dma_held & ~coll_held & ~self.hold
-                                  & ~(te_held & early(te_r.overlaps(*rect), "act_te")) & ~raw)
+            raw = Cat(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src)
+                      & mm_live_d[b] for b in range(banks)).any()
+            m.d.comb += go_act.eq(~self.hold & early(
+                ~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*rect)) & ~raw, "act_go"))
             with m.If(~act_held):
                 m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
                              act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
@@ -903,18 +910,18 @@ class Sequencer(wiring.Component):
             with m.If(go_act & ok):
                 m.d.sync += self.act.valid.eq(1)
         if self.vector_engine:
-            self._vector_dispatch(m, v, case, ok, head, bounds_q, te_held, te_r, dma_held,
-                                  act_held, coll_held, mm_live_d, mm_r, act_r, act_srcs, early)
+            self._vector_dispatch(m, v, case, ok, head, bounds_q, te_e, te_r, dma_e, act_held,
+                                  act_e, coll_e, mm_live_d, mm_r, act_r, act_srcs, early)
         with case(Opcode.SET_SEED) as go_seed:
-            m.d.comb += go_seed.eq(~act_held)
+            m.d.comb += go_seed.eq(early(~act_e, "seed_go"))
             with m.If(~act_held):
                 m.d.sync += self.seed.payload.eq(v[Opcode.SET_SEED].seed)
             with m.If(go_seed & ok):
                 m.d.sync += self.seed.valid.eq(1)
         with case(Opcode.BARRIER) as go_barrier:
-            m.d.comb += go_barrier.eq(all_idle)
+            m.d.comb += go_barrier.eq(early(all_idle_e, "barrier_go"))
         with case(Opcode.COLLECTIVE) as go_coll:
-            m.d.comb += go_coll.eq(all_idle & ~self.hold)
+            m.d.comb += go_coll.eq(~self.hold & early(all_idle_e, "coll_go"))
             with m.If(~coll_held):
                 m.d.sync += self.coll.payload.eq(head)
             with m.If(go_coll & ok):
