@@ -494,7 +494,7 @@ class Sequencer(wiring.Component):
         target = Signal()
         m.d.comb += target.eq(Mux(head_valid, ~cur, cur))
         # each slot's DRAM bound compare (registered with its verdict), and whether it is known
-        beyond_q, aged = [], []
+        beyonds, aged = [], []
         for i, slot in enumerate(slots):
             with m.If(entry & (target == i)):
                 m.d.sync += slot.eq(record)
@@ -513,7 +513,7 @@ class Sequencer(wiring.Component):
                          age.eq(Cat(1, age[0]))]
             with m.If(entry & (target == i)):
                 m.d.sync += age.eq(0)
-            beyond_q.append(beyond)
+            beyonds.append(beyond)
             aged.append(age)
         ls_ratio = h.ls_ratio
         # The dispatch reads its compares registered (see the design note): each is formed in
@@ -734,7 +734,7 @@ class Sequencer(wiring.Component):
             # enters the slot: then, in the next, the slot is not the head or the head is not
             # settled (`ok` and `fail` read nothing of it).
             clean_i = Signal(name=f"slot{i}_ready_clean")
-            m.d.sync += [out_i.eq(bound_d & beyond_q[i]), clean_i.eq(aged[i][0] & clean_d)]
+            m.d.sync += [out_i.eq(bound_d & beyonds[i]), clean_i.eq(aged[i][0] & clean_d)]
             verdict = Mux(out_i, ErrorCode.BAD_RANGE, after_i)
             faults.append(Mux(fault_i != ErrorCode.OK, fault_i, verdict))
             readies.append(aged[i][1])  # its verdict is known (and a DMA command's bound)
