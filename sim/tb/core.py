@@ -774,10 +774,12 @@ async def debug_reads_while_running(dut):
     tb = await _started(dut)
     c, n, words, w = tb.cfg, tb.cfg.n, tb.cfg.sbuf_words, tb.cfg.psum_words
     tb.dram(tb.rng.integers(0, 256, c.dram_bytes, dtype=np.uint8))
-    tb.dram(tb.fp32((n, words)).view(np.uint8), 0)  # fp32 rows at DRAM 0 (stride 4 * words)
+    # fp32 rows at DRAM 0 (stride 4 * words): every pattern, ±0, subnormals, ±inf, NaN, ties
+    fp32 = vectors.cast_inputs("bf16", tb.rng, n * words).astype(np.uint32)
+    tb.dram(fp32.view(np.uint8), 0)
     stride, kept = 4 * words, words - 8
-    bf16_at = n * stride  # bf16 operands after the fp32 rows
-    tb.put(pg.DramTensor(bf16_at, n, words, BF16), tb.operands(BF16, (n, words), 0.0))
+    bf16_at = n * stride  # bf16 operands after the fp32 rows (with special values)
+    tb.put(pg.DramTensor(bf16_at, n, words, BF16), tb.operands(BF16, (n, words)))
 
     def dma(op, addr, cols, dram, dtype=FP32):
         return encode(op, dtype=dtype, part=0, rows=n, sbuf_addr=addr, cols=cols,
