@@ -43,7 +43,15 @@ class _Region:
         return [self.plo.eq(plo), self.phi.eq(phi), self.lo.eq(lo), self.hi.eq(hi)]
 
     def overlaps(self, plo, phi, lo, hi):
-        """Whether the rectangle [plo, phi) x [lo, hi) shares a word with this one."""
+        """Whether the rectangle [plo, phi) x [lo, hi) shares a word with this one. Its ends
+        are read at this one's widths (short carry chains: timing), which is exact for a
+        rectangle within this one's ranges: the dispatch compares only commands that passed
+        their range checks."""
+        def at(x, like):
+            x, w = Value.cast(x), len(like)
+            return x[:w] if len(x) > w else x
+
+        plo, phi, lo, hi = at(plo, self.plo), at(phi, self.phi), at(lo, self.lo), at(hi, self.hi)
         return (self.plo < phi) & (plo < self.phi) & (self.lo < hi) & (lo < self.hi)
 
 
@@ -115,6 +123,16 @@ def _late_apart(op, addr_field, i):
 def _slot_fields(op, s):
     """The fields of slot ``s``'s descriptor, read as opcode op's."""
     return data.View(DESCRIPTOR_LAYOUTS[op], s.desc)
+
+
+class _SlotView:
+    """What the dispatch reads of a slot record (a slot's, or the head's): its opcode, its
+    descriptor's fields as each opcode's (``v``) and its regions (``bounds``)."""
+
+    def __init__(self, rec):
+        self.op = rec.desc[:4]
+        self.v = {o: data.View(DESCRIPTOR_LAYOUTS[o], rec.desc) for o in Opcode}
+        self.bounds = _Bounds(sig=rec.bounds)
 
 
 def check_core_sizes(*, n, sbuf_words, psum_banks, psum_words, dram_bytes):
@@ -341,16 +359,17 @@ class Sequencer(wiring.Component):
                 checks.append((apart, ErrorCode.BAD_RANGE))
         return checks
 
-    def _vector_dispatch(self, m, v, case, ok, head, bounds, te_e, te_r, dma_e, act_held, act_e,
-                         coll_e, mm_live_d, mm_r, act_r, act_srcs, early):
+    def _vector_dispatch(self, m, hv, case, ok, head, te_e, te_r, dma_e, act_held, act_e,
+                         coll_e, mm_live_d, mm_r, act_r, act_srcs, early_head):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
-            f = v[o]
-            with case(o) as go:
-                rect = bounds.region
-                ins = ([] if o == Opcode.TRANSPOSE else
-                       ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
+            f, bounds = hv.v[o], hv.bounds
+            ins = ([] if o == Opcode.TRANSPOSE else
+                   ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
+
+            def free(s, o=o, ins=ins):  # the engines allow slot s's command to go
+                f, bounds = s.v[o], s.bounds
                 terms = []
                 for k, i in enumerate(ins):
                     sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
@@ -359,9 +378,12 @@ class Sequencer(wiring.Component):
                         terms.append(~sbuf & (bank == b) & mm_r[b].overlaps(*src)
                                      & mm_live_d[b])
                 raw = Cat(*terms).any() if terms else 0  # a MATMUL in flight writes an operand
-                m.d.comb += go.eq(~self.hold & early(
-                    ~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*rect)) & ~raw,
-                    f"{o.name.lower()}_go"))
+                return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*bounds.region))
+                        & ~raw)
+
+            with case(o) as go:
+                rect = bounds.region
+                m.d.comb += go.eq(~self.hold & early_head(free, f"{o.name.lower()}_go"))
                 with m.If(go & ok):
                     m.d.sync += self.act.valid.eq(1)
                 with m.If(~act_held):
@@ -389,7 +411,9 @@ class Sequencer(wiring.Component):
         # it passes is two registers, formed from the values those take (`passes`). Whether
         # a descriptor enters depends only on the slots' valid bits, never on the dispatch.
         # The dispatch decision reads registers only: every hazard compare (an engine's record
-        # against the head's regions) is formed in the cycle before and registered (`early`).
+        # against the head's regions) is formed in the cycle before and registered (`early`),
+        # for each slot and chosen by `cur` (`early_head`: no multiplexer of the slots' wide
+        # records in front of the compares' carry chains).
         # Those inputs change only as a command leaves the head (dispatched or failed), which
         # also loads a record, or as one enters an empty head, so the head waits one cycle
         # after either (`settled`): at most one dispatch every two cycles, at the earliest three
@@ -422,7 +446,8 @@ class Sequencer(wiring.Component):
         # registered: a case's bit is one register, not a compare, in front of its `go`.)
         op_is = Signal(1 << 4)
         m.d.sync += op_is.eq(Const(1, 1 << 4) << op)
-        v = {o: data.View(DESCRIPTOR_LAYOUTS[o], head) for o in Opcode}
+        hv = _SlotView(h)
+        v = hv.v
 
         error = Signal(ErrorCode)
         error_index = Signal(ERROR_INDEX_BITS)
@@ -531,6 +556,14 @@ class Sequencer(wiring.Component):
             q = Signal(Value.cast(value).shape(), name=f"early_{name}")
             early_regs.append((q, value))
             return q
+
+        slot_views = [_SlotView(slot) for slot in slots]
+
+        def early_head(fn, name):
+            """``early`` of ``fn``'s value for the head, a function of a slot's view: formed
+            for each slot and chosen by `cur` (so the compares read the slots' registers, not
+            the head's wide multiplexer in front of their carry chains: timing)."""
+            return early(Mux(cur, fn(slot_views[1]), fn(slot_views[0])), name)
 
         # Each check's result enters the slot as a bit of `checks` (a late check's is registered
         # a cycle later); the first failing one's code is found in the slot two cycles after
@@ -834,8 +867,10 @@ class Sequencer(wiring.Component):
         # Which bank the head's MATMUL names, one bit a bank, registered (exact while
         # `settled`, as every cycle mm_go is): a bank's count and region are enabled by a
         # register, not by a compare behind the head's multiplexer.
-        mm_bank_is_d = Cat(*(mm.bank == b for b in range(banks)))
-        mm_bank_is = early(mm_bank_is_d, "mm_bank_is")
+        def bank_is(s):  # slot s's MATMUL's bank, one bit a bank
+            return Cat(*(s.v[Opcode.MATMUL].bank == b for b in range(banks)))
+
+        mm_bank_is = early_head(bank_is, "mm_bank_is")
         d = v[Opcode.DMA_LOAD]
         a = v[Opcode.ACTIVATE]
         # Each opcode case drives a `go` of its own, zero outside the case; the head's is
@@ -858,9 +893,10 @@ class Sequencer(wiring.Component):
         with case(Opcode.DMA_LOAD, Opcode.DMA_STORE) as go_dma:
             rect = bounds_q.region
             is_load = op_is[Opcode.DMA_LOAD.value]
-            m.d.comb += go_dma.eq(~self.hold & early(
+            m.d.comb += go_dma.eq(~self.hold & early_head(lambda s: (
                 ~dma_e & ~act_e & ~coll_e
-                & ~((op == Opcode.DMA_LOAD) & te_e & te_r.overlaps(*rect)), "dma_go"))
+                & ~((s.op == Opcode.DMA_LOAD) & te_e & te_r.overlaps(*s.bounds.region))),
+                "dma_go"))
             with m.If(go_dma & ok):
                 m.d.sync += [self.dma.valid.eq(1), dma_index.eq(executed)]
             with m.If(~dma_held):  # (see the design note: recorded, dispatched or not)
@@ -873,18 +909,22 @@ class Sequencer(wiring.Component):
         with case(Opcode.LOAD_STATIONARY, Opcode.MATMUL) as go_te:
             is_mm = op_is[Opcode.MATMUL.value]
             rect = bounds_q.region
-            full = (mm_bank_is_d & Cat(*mm_full_d)).any()  # the bank counts _MAX_MATMULS
-            # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-            war = act_e & (
-                (act_psum & (act_bank == mm.bank)
-                 & act_src.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi))
-                | (act_psum1 & (act_bank1 == mm.bank)
-                   & act_src1.overlaps(0, stat_m, mm.psum_addr, bounds_q.psum_hi)))
-            m.d.comb += go_te.eq(early(
-                ~te_e & ~coll_e
-                & ~(dma_e & dma_load & dma_r.overlaps(*rect))
-                & ~(act_e & act_r.overlaps(*rect))
-                & ~((op == Opcode.MATMUL) & (war | full)), "te_go"))
+
+            def te_free(s):  # the engines allow slot s's command to go
+                mm_, rect_, psum_hi = s.v[Opcode.MATMUL], s.bounds.region, s.bounds.psum_hi
+                full = (bank_is(s) & Cat(*mm_full_d)).any()  # the bank counts _MAX_MATMULS
+                # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
+                war = act_e & (
+                    (act_psum & (act_bank == mm_.bank)
+                     & act_src.overlaps(0, stat_m, mm_.psum_addr, psum_hi))
+                    | (act_psum1 & (act_bank1 == mm_.bank)
+                       & act_src1.overlaps(0, stat_m, mm_.psum_addr, psum_hi)))
+                return (~te_e & ~coll_e
+                        & ~(dma_e & dma_load & dma_r.overlaps(*rect_))
+                        & ~(act_e & act_r.overlaps(*rect_))
+                        & ~((s.op == Opcode.MATMUL) & (war | full)))
+
+            m.d.comb += go_te.eq(early_head(te_free, "te_go"))
             with m.If(~te_held):
                 m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
             with m.If(go_te & ok):
@@ -893,16 +933,24 @@ class Sequencer(wiring.Component):
                     m.d.comb += mm_go.eq(1)
                 with m.Else():
                     m.d.sync += [stat_k.eq(ls.k), stat_m.eq(ls.m), stat_ratio.eq(ls_ratio)]
-                    with m.If(early(ls.sparsity.as_value() != 0, "ls_sparse")):
+                    with m.If(early_head(
+                            lambda s: s.v[Opcode.LOAD_STATIONARY].sparsity.as_value() != 0,
+                            "ls_sparse")):
                         m.d.sync += tags_wait.eq(1)
         with case(Opcode.ACTIVATE) as go_act:
             rect = bounds_q.region
             src = bounds_q.source(0, a.src_addr)
-            # a MATMUL in flight writes PSUM words it reads
-            raw = Cat(~a.src_sbuf & (a.src_bank == b) & mm_r[b].overlaps(*src)
-                      & mm_live_d[b] for b in range(banks)).any()
-            m.d.comb += go_act.eq(~self.hold & early(
-                ~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*rect)) & ~raw, "act_go"))
+
+            def act_free(s):  # the engines allow slot s's command to go
+                a_ = s.v[Opcode.ACTIVATE]
+                src_ = s.bounds.source(0, a_.src_addr)
+                # a MATMUL in flight writes PSUM words it reads
+                raw = Cat(~a_.src_sbuf & (a_.src_bank == b) & mm_r[b].overlaps(*src_)
+                          & mm_live_d[b] for b in range(banks)).any()
+                return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*s.bounds.region))
+                        & ~raw)
+
+            m.d.comb += go_act.eq(~self.hold & early_head(act_free, "act_go"))
             with m.If(~act_held):
                 m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
                              act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
@@ -910,8 +958,8 @@ class Sequencer(wiring.Component):
             with m.If(go_act & ok):
                 m.d.sync += self.act.valid.eq(1)
         if self.vector_engine:
-            self._vector_dispatch(m, v, case, ok, head, bounds_q, te_e, te_r, dma_e, act_held,
-                                  act_e, coll_e, mm_live_d, mm_r, act_r, act_srcs, early)
+            self._vector_dispatch(m, hv, case, ok, head, te_e, te_r, dma_e, act_held,
+                                  act_e, coll_e, mm_live_d, mm_r, act_r, act_srcs, early_head)
         with case(Opcode.SET_SEED) as go_seed:
             m.d.comb += go_seed.eq(early(~act_e, "seed_go"))
             with m.If(~act_held):
@@ -943,8 +991,10 @@ class Sequencer(wiring.Component):
                          mm_full[b].eq(Mux(up, c == _MAX_MATMULS - 1, ~down & (c == _MAX_MATMULS)))]
             r = mm_r[b]
             lo, hi = mm.psum_addr, bounds_q.psum_hi
-            grows = [early(stat_m > r.phi, f"mm{b}_phi_grows"), early(lo < r.lo, f"mm{b}_lo_grows"),
-                     early(hi > r.hi, f"mm{b}_hi_grows")]
+            grows = [early(stat_m > r.phi, f"mm{b}_phi_grows"),
+                     early_head(lambda s, r=r: s.v[Opcode.MATMUL].psum_addr < r.lo,
+                                f"mm{b}_lo_grows"),
+                     early_head(lambda s, r=r: s.bounds.psum_hi > r.hi, f"mm{b}_hi_grows")]
             with m.If(inc):
                 with m.If((c == 0) | ((c == 1) & dec)):
                     m.d.sync += r.set(0, stat_m, lo, hi)
