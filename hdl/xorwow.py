@@ -72,8 +72,10 @@ class _Step(enum.Enum, shape=2):
     WORD = 2  # w_i = mix64(s + (i + 1) * G)
 
 
-class _Phase(enum.Enum, shape=3):
-    IDLE = 0
+class _Phase(enum.Enum, shape=4):
+    # IDLE alone has bit 3 set: `busy` is that bit of the phase register, not a compare
+    # (timing: it reaches the SRU's intake), and the phase stays the seeder's one state.
+    IDLE = 0b1000
     LOAD = 1  # x = z ^ z >> 30: the first multiply's multiplicand
     MUL1 = 2  # acc = x * M1, _DIGIT bits of the multiplicand per cycle
     MUL2 = 3  # acc = (p ^ p >> 27) * M2
@@ -142,8 +144,8 @@ class XorwowSeeder(wiring.Component):
         first = Signal(init=1)  # the reset-time DONE has no finished mix to dispatch
 
         m.d.comb += [
-            self.busy.eq(phase != _Phase.IDLE),
-            self.seed.ready.eq(phase == _Phase.IDLE),
+            self.busy.eq(~phase.as_value()[3]),
+            self.seed.ready.eq(phase.as_value()[3]),
             self.lane.eq(lane),
         ]
 
