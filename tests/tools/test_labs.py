@@ -14,6 +14,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from hdl.sru import SRU_DEFAULT_STAGES
 from sim.cli import main
 from sim.runner import REPO_ROOT
 from sim.tools import labs
@@ -328,6 +329,7 @@ def test_lab5_quotes_the_current_report():
     report = json.loads((REPO_ROOT / "synth" / "report.json").read_text())
     by = {(r["label"], r["device"]): r for r in report["results"]}
     pe = "PE mul_stages=5 add_stages=6"
+    sru = f"SRU lane (all targets, {SRU_DEFAULT_STAGES} stages)"
 
     def fmax(label, device="ecp5-85f"):
         return by[label, device]["timing"]["fmax_mhz"]
@@ -356,7 +358,7 @@ def test_lab5_quotes_the_current_report():
             / report["devices"]["ice40-up5k"]["luts"]),
         "UP5K PE ({} logic levels) take longer than the SRU\n   lane on the 85F ({} levels)".format(
             *(by[k]["timing"]["critical_path"]["logic_levels"]
-              for k in ((pe, "ice40-up5k"), ("SRU lane (all targets, 3 stages)", "ecp5-85f")))),
+              for k in ((pe, "ice40-up5k"), (sru, "ecp5-85f")))),
         "({:.0f} % of\nthe PE's".format(100 * pe_path["routing_ns"] / pe_path["delay_ns"]),
         f"`{path['from'].removeprefix('top.')} ->",
         "`{} -> {}`".format(*(te_paths[end].removeprefix("design.").split("_TRELLIS")[0]
