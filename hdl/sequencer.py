@@ -360,7 +360,7 @@ class Sequencer(wiring.Component):
         return checks
 
     def _vector_dispatch(self, m, hv, case, ok, head, te_e, te_r, dma_e, act_held, act_e,
-                         coll_e, mm_live_d, mm_r, act_r, act_srcs, early_head):
+                         coll_e, matmul_writes, act_r, act_srcs, early_head):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
@@ -373,10 +373,7 @@ class Sequencer(wiring.Component):
                 terms = []
                 for k, i in enumerate(ins):
                     sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
-                    src = bounds.source(k, addr)
-                    for b in range(self.psum_banks):
-                        terms.append(~sbuf & (bank == b) & mm_r[b].overlaps(*src)
-                                     & mm_live_d[b])
+                    terms.append(matmul_writes(sbuf, bank, bounds.source(k, addr)))
                 raw = Cat(*terms).any() if terms else 0  # a MATMUL in flight writes an operand
                 return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*bounds.region))
                         & ~raw)
@@ -486,7 +483,7 @@ class Sequencer(wiring.Component):
         else:  # R is 1
             chk_mm_rows, chk_mm_words = chk_mm.k, chk_mm.f
         # The command's regions (see _Bounds), computed as it enters and registered beside it.
-        bounds, bounds_q = _Bounds("chk"), _Bounds(sig=h.bounds)
+        bounds, bounds_q = _Bounds("chk"), hv.bounds
         # A DMA command's DRAM bound, last byte <= dram_bytes, that is (rows - 1) * stride <=
         # room = dram_bytes - dram_addr - cols * size, is checked in three steps: as the
         # command enters, dram_bytes - dram_addr and cols * size; in the slot, rows * stride
@@ -807,6 +804,12 @@ class Sequencer(wiring.Component):
         mm_full_d = [~mm_dec[b] & mm_full[b] for b in range(banks)]
         stat_m = Signal(part)  # m of the last LOAD_STATIONARY: a MATMUL writes partitions < m
 
+        def matmul_writes(sbuf, bank, src):
+            """A MATMUL in flight writes a word of the PSUM source ``src`` of bank ``bank``
+            (none if the source is in SBUF: ``sbuf``)."""
+            return Cat(~sbuf & (bank == b) & mm_r[b].overlaps(*src) & mm_live_d[b]
+                       for b in range(banks)).any()
+
         # An engine is held from the cycle it is offered a command (its stream's valid), through
         # the cycle after it took it (when its busy, rising then, is not yet registered), while
         # its busy is up, and a cycle past its busy's fall: a command behind it waits that cycle
@@ -943,10 +946,8 @@ class Sequencer(wiring.Component):
 
             def act_free(s):  # the engines allow slot s's command to go
                 a_ = s.v[Opcode.ACTIVATE]
-                src_ = s.bounds.source(0, a_.src_addr)
                 # a MATMUL in flight writes PSUM words it reads
-                raw = Cat(~a_.src_sbuf & (a_.src_bank == b) & mm_r[b].overlaps(*src_)
-                          & mm_live_d[b] for b in range(banks)).any()
+                raw = matmul_writes(a_.src_sbuf, a_.src_bank, s.bounds.source(0, a_.src_addr))
                 return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*s.bounds.region))
                         & ~raw)
 
@@ -959,7 +960,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += self.act.valid.eq(1)
         if self.vector_engine:
             self._vector_dispatch(m, hv, case, ok, head, te_e, te_r, dma_e, act_held,
-                                  act_e, coll_e, mm_live_d, mm_r, act_r, act_srcs, early_head)
+                                  act_e, coll_e, matmul_writes, act_r, act_srcs, early_head)
         with case(Opcode.SET_SEED) as go_seed:
             m.d.comb += go_seed.eq(early(~act_e, "seed_go"))
             with m.If(~act_held):
