@@ -161,7 +161,7 @@ class ActivationEngine(wiring.Component):
         N, the values per beat, 1 to 256.
     glue_stages : int
         Registers in the logic around the arithmetic units, 0 to 3 (default 3): after the
-        comparison (x), then also before the SRU (after the relu; a queue beside it),
+        comparison (x and m, as the multipliers' ``operand_register``), then also before the SRU (after the relu; a queue beside it),
         then also after the operands' selection (m, c and the comparison's operands).
     mul_stages : int
         The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (7;
@@ -375,23 +375,25 @@ class ActivationEngine(wiring.Component):
                     m.d.comb += x.eq(cmp.min)
                 with m.Case(_XSource.GREATER):
                     m.d.comb += x.eq(cmp.greater)
-        operands_q = delay(m, operands, cut_x, name="operands", en=en)
-        xs = [operands_q[j].x for j in range(N)]
-        mbs = [operands_q[j].m for j in range(N)]
-        c_add = delay(m, Cat(*(operands_q[j].c for j in range(N))), ms, name="c", en=en)
+        # x and m go to the multipliers, whose operand register is this register of theirs
+        # (with a copy beside their DSP blocks: Fp32Multiplier's operand_register); c waits
+        # beside them.
+        c_add = delay(m, Cat(*(operands[j].c for j in range(N))), cut_x + ms, name="c", en=en)
         c_add = data.View(data.ArrayLayout(32, N), c_add)
         # A REDUCE's beat but its last replaces the accumulator as it leaves the adder (the last
         # goes to the SRU only: the next REDUCE may have set the accumulator's start by then).
         acc_write = (take if depth == 0 else tag_out.valid & en) & tag_out.to_acc
         ys = []  # each lane's result, after the relu
         for j in range(N):
-            mul = shared(Fp32Multiplier(stages=ms), "hdl.fp32_mul:Fp32Multiplier",
-                         {"stages": ms}, clocked=ms > 0)
+            reg = bool(cut_x)
+            mul = shared(Fp32Multiplier(stages=ms, operand_register=reg),
+                         "hdl.fp32_mul:Fp32Multiplier", {"stages": ms, "operand_register": reg},
+                         clocked=ms > 0 or reg)
             add = shared(Fp32Adder(stages=ad), "hdl.fp32_add:Fp32Adder", {"stages": ad},
                          clocked=ad > 0)
             m.submodules[f"mul{j}"] = mul
             m.submodules[f"add{j}"] = add
-            m.d.comb += [mul.en.eq(en), mul.a.eq(xs[j]), mul.b.eq(mbs[j]),
+            m.d.comb += [mul.en.eq(en), mul.a.eq(operands[j].x), mul.b.eq(operands[j].m),
                          add.en.eq(en), add.a.eq(mul.result), add.b.eq(c_add[j])]
             y = add.result
             relu = Mux(y[31] & ~((y[23:31] == 0xFF) & (y[:23] != 0)), 0, y)

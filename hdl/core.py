@@ -82,7 +82,9 @@ class _TensorFeeder(wiring.Component):
     descriptor is taken the cycle after and its first moving beat is ready
     :data:`SBUF_READ_LATENCY` cycles after that (three idle cycles of the tensor engine
     between two MATMULs). ``active``: a descriptor is held, ``busy`` and that last cycle too
-    (from registers only: the performance counter's event)."""
+    (from registers only: the performance counter's event). ``te_loading_ready`` is the
+    tensor engine's ``loading_ready`` (its ``weights.ready`` while no command is offered),
+    which ``busy`` reads instead of ``weights.ready``: no path from the command it offers."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -104,6 +106,7 @@ class _TensorFeeder(wiring.Component):
             "moving": Out(stream.Signature(data.ArrayLayout(16, (MAX_RATIO if sparse else 1)
                                                             * n))),
             "busy": Out(1), "active": Out(1),
+            "te_loading_ready": In(1),
         }
         if sparse:  # words addr .. addr + MAX_RATIO - 1 of every partition
             ports["rd_rows"] = In(data.ArrayLayout(data.ArrayLayout(32, MAX_RATIO), n))
@@ -187,7 +190,7 @@ class _TensorFeeder(wiring.Component):
         with m.If(first | (state == S.MM)):
             self._stream_reads(m, first=first, state=state, own=S.MM, beats=mm.f,
                                out=self.moving, buf=buf, idx=idx, cmd_pending=cmd_pending,
-                               finishing=finishing)
+                               finishing=finishing, ready_held=self.moving.ready)
             if not self.sparse:
                 m.d.comb += self.rd_addr.eq(Mux(first, in_mm.sbuf_addr, mm.sbuf_addr + idx))
         if self.sparse:
@@ -222,23 +225,27 @@ class _TensorFeeder(wiring.Component):
                         m.d.comb += buf.data[k].eq(value)
 
     def _stream_reads(self, m, *, first, state, own, beats, out, buf, idx, cmd_pending,
-                      finishing):
+                      finishing, ready_held):
         """``beats`` beats (at least one, of the descriptor held) read from SBUF into the
         stream ``out`` through ``buf`` (a :class:`~hdl.read_port.ReadBuffer`, whose
         ``data`` and ``out``'s payload the caller drives): a read a cycle while the buffer
         has room, the first as the descriptor is taken (``first``), the others while
         ``state`` is ``own``; ``idx`` counts them, so the caller's address is the offered
         descriptor's when ``first``, else the held one's with ``idx``. The last beat taken
-        ends the command (``state`` IDLE, ``finishing``). Call inside ``first | (state ==
-        own)``; ``rd_en`` is driven here."""
+        ends the command (``state`` IDLE, ``finishing``); ``ready_held`` is ``out.ready``
+        in the cycles no command is pending (``finishing`` only looks at those). Call inside
+        ``first | (state == own)``; ``rd_en`` is driven here."""
         active = state == own
         more = first | (idx < beats)  # (no descriptor has 0 beats: the sequencer's checks)
         m.d.comb += [self.rd_en.eq(buf.room & more), buf.issue.eq(self.rd_en),
                      out.valid.eq(active & buf.out.valid), buf.out.ready.eq(active & out.ready)]
         m.d.sync += [idx.eq(Mux(first, 0, idx) + self.rd_en), state.eq(own)]
         with m.If(out.valid & out.ready & (buf.pending == 1) & ~more):
-            m.d.comb += finishing.eq(~cmd_pending)
             m.d.sync += state.eq(self._State.IDLE)
+        # (the same beat, taken while no command is pending: `ready` as the engine offers it
+        # then, without the path from a command starting)
+        with m.If(out.valid & ready_held & (buf.pending == 1) & ~more):
+            m.d.comb += finishing.eq(~cmd_pending)
 
     def _load_by_rows(self, m, first, in_ls, ls, ls_rows, state, idx, cmd_pending, finishing):
         """LOAD_STATIONARY a row a cycle: row i is the window of partition ``part + i`` (the
@@ -252,7 +259,7 @@ class _TensorFeeder(wiring.Component):
         with m.If(first | (state == S.LS_ROWS)):
             self._stream_reads(m, first=first, state=state, own=S.LS_ROWS, beats=ls_rows,
                                out=self.weights, buf=buf, idx=idx, cmd_pending=cmd_pending,
-                               finishing=finishing)
+                               finishing=finishing, ready_held=self.te_loading_ready)
             m.d.comb += [self.rd_addr.eq(Mux(first, in_ls.sbuf_addr, ls.sbuf_addr)),
                          self.rd_part.eq(Mux(first, in_ls.part, ls.part + idx))]
 
@@ -288,8 +295,9 @@ class _TensorFeeder(wiring.Component):
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
                 with m.If(idx + 1 == ls_rows):
-                    m.d.comb += finishing.eq(~cmd_pending)
                     m.d.sync += state.eq(S.IDLE)
+            with m.If(self.weights.valid & self.te_loading_ready & (idx + 1 == ls_rows)):
+                m.d.comb += finishing.eq(~cmd_pending)
 
 
 class _ActivationFeeder(wiring.Component):
@@ -1049,6 +1057,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, tf.te_cmd, te.cmd)
         wiring.connect(m, tf.weights, te.weights)
         wiring.connect(m, tf.moving, te.moving)
+        m.d.comb += tf.te_loading_ready.eq(te.loading_ready)
         wiring.connect(m, af.act_cmd, act.cmd)
         wiring.connect(m, af.act_i, act.i)
         wiring.connect(m, act.o, af.act_o)

@@ -97,8 +97,9 @@ class Fp32Multiplier(wiring.Component):
     (zeros and infinities included). A NaN operand or ``0 * inf`` gives the canonical quiet
     NaN ``0x7FC00000``.
 
-    Timing: ``latency == stages`` cycles; fully pipelined, one product per cycle. ``en`` is the
-    clock enable of every pipeline register; with ``stages=0`` the unit is combinational.
+    Timing: ``latency == stages + operand_register`` cycles; fully pipelined, one product per
+    cycle. ``en`` is the clock enable of every pipeline register; with ``stages=0`` and no
+    ``operand_register`` the unit is combinational.
 
     Parameters
     ----------
@@ -109,18 +110,27 @@ class Fp32Multiplier(wiring.Component):
         split the normalisation, after its leading-zero count and after its shift, the 6th the
         multiply, after its partial products, and the 7th the leading-zero count from the
         compare that chooses the shift.
+    operand_register : bool
+        Whether the operands pass a register first (a cycle more of latency; a user's register
+        in front of the unit, moved in). The fractions' partial products (the DSP blocks) read
+        a copy of it of their own, which place-and-route can put beside them while the
+        original stays beside the rest of the logic: a DSP placed far from both then costs a
+        cycle's worth of routing on each side of that register, not both in one path.
 
     Raises
     ------
     TypeError
-        If ``stages`` is not an integer.
+        If ``stages`` is not an integer or ``operand_register`` not a bool.
     ValueError
         If ``stages`` is out of range.
     """
 
-    def __init__(self, *, stages: int = 2):
+    def __init__(self, *, stages: int = 2, operand_register: bool = False):
         self.stages = check_int("stages", stages, lo=0, hi=FP32_MUL_MAX_STAGES)
-        self.latency = stages
+        if not isinstance(operand_register, bool):
+            raise TypeError(f"operand_register must be a bool, not {operand_register!r}")
+        self.operand_register = operand_register
+        self.latency = stages + operand_register
         super().__init__({"en": In(1), "a": In(32), "b": In(32), "result": Out(32)})
 
     def elaborate(self, platform):
@@ -159,8 +169,21 @@ class Fp32Multiplier(wiring.Component):
         cut_out = stages - cut_mul - cut_norm
         # lab5 end: cuts
 
-        a = data.View(_Fp32, self.a)
-        b = data.View(_Fp32, self.b)
+        a, b = self.a, self.b
+        a_man, b_man = a[:_MAN_BITS], b[:_MAN_BITS]  # what the partial products read
+        if self.operand_register:
+            a = delay(m, a, 1, name="a", en=self.en)
+            b = delay(m, b, 1, name="b", en=self.en)
+            # The partial products' copy of the fractions. Its initial value is all ones (the
+            # other copy's is 0): Yosys merges flip-flops of the same input and initial value
+            # (opt_merge), and this copy must stay one of its own. (What it holds before its
+            # first operand is never read: no product is valid then.)
+            a_man, b_man = (Signal(_MAN_BITS, name=f"{x}_dsp", init=(1 << _MAN_BITS) - 1)
+                            for x in ("a", "b"))
+            with m.If(self.en):
+                m.d.sync += [a_man.eq(self.a[:_MAN_BITS]), b_man.eq(self.b[:_MAN_BITS])]
+        a = data.View(_Fp32, a)
+        b = data.View(_Fp32, b)
 
         def unpack(x):
             nan = (x.exp == 0xFF) & (x.man != 0)
@@ -189,8 +212,8 @@ class Fp32Multiplier(wiring.Component):
             part.subs.eq((a.exp == 0) + (b.exp == 0)),
         ]
         for i, (x, y) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
-            m.d.comb += part.pp[i].eq(a.man[x * half:min((x + 1) * half, _MAN_BITS)]
-                                      * b.man[y * half:min((y + 1) * half, _MAN_BITS)])
+            m.d.comb += part.pp[i].eq(a_man[x * half:min((x + 1) * half, _MAN_BITS)]
+                                      * b_man[y * half:min((y + 1) * half, _MAN_BITS)])
         a_hidden, b_hidden = a_sig[_MAN_BITS], b_sig[_MAN_BITS]
         m.d.comb += part.hidden.eq(Mux(a_hidden, b.man, 0) + Mux(b_hidden, a.man, 0)
                                    + ((a_hidden & b_hidden) << _MAN_BITS))

@@ -89,7 +89,10 @@ class TensorEngine(wiring.Component):
       slots j in order, ``row_j`` = the slot's group start + its tag: the contract's sparse
       matmul (pruned rows never enter a sum; the PE rows past S add +0·+0). Dense tiles
       (``sparsity`` 0) work as in a dense engine; timing is the same in both modes. ``loading``
-      is high while the loader takes a tile's rows.
+      is high while the loader takes a tile's rows; ``loading_ready`` is ``weights.ready`` in
+      every cycle no LOAD_STATIONARY is taken from ``cmd`` (``loading`` and no swap waiting),
+      from the engine's state only: a feeder that ends a tile in such a cycle reads it
+      without a path from its command.
     * ``drain_req`` / ``drain_resp``: read one PSUM word per partition (bank, addr) → the
       ``n`` fp32 words; one per cycle, responses in order, back-pressure honoured; a response
       is valid :data:`DRAIN_LATENCY` (two) cycles after its request is taken (when
@@ -193,6 +196,7 @@ class TensorEngine(wiring.Component):
             "done": Out(1),
             "done_bank": Out(range(max(self.psum_banks, 2))),
             "loading": Out(1),
+            "loading_ready": Out(1),
             "tags_bad": Out(1),
         })
 
@@ -301,6 +305,7 @@ class TensorEngine(wiring.Component):
         with m.If(loader.last & loader.bad_now):
             m.d.sync += [error.eq(1), last_k.eq(0)]
         m.d.comb += [self.error.eq(error), self.loading.eq(loader.busy),
+                     self.loading_ready.eq(loader.busy & ~mover.swap_waiting),
                      self.tags_bad.eq(loader.tile_bad)]
 
         # In-flight columns, for `busy`.

@@ -3,7 +3,7 @@
 ``Fp32Adder`` (test ``adder_matches_golden``) against ``fp32_add`` and ``Fp32Multiplier``
 (test ``multiplier_matches_golden``) against ``fp32_mul``: every pair of fp32 special values,
 >= 10^4 random pairs (clustered exponents, cancellation, subnormals, exact ties of sums and
-products) and random clock-enable stalls. Parameters come from the runner (``stages``) and
+products) and random clock-enable stalls. Parameters come from the runner (``stages``, ``operand_register``) and
 ``NCLITE_VECTORS`` sets the number of random pairs.
 """
 
@@ -24,7 +24,8 @@ async def _check(dut, golden_op, name: str):
     dut.b.value = 0
     await tbutil.start_clock(dut)
     await tbutil.reset(dut)
-    tb = PipelineTB(dut, tbutil.params().get("stages", 2))
+    params = tbutil.params()  # the multiplier's operand register adds a cycle
+    tb = PipelineTB(dut, params.get("stages", 2) + params.get("operand_register", False))
     dut._log.info("%s: %d vector pairs, seed %d", name, len(a), tbutil.seed())
     await tb.run({"a": a, "b": b}, {"result": expected},
                  lambda i: f"a=0x{int(a[i]):08x} b=0x{int(b[i]):08x}")

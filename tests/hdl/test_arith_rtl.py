@@ -12,9 +12,12 @@ def test_fp32_adder(simulator, stages):
                testcase="adder_matches_golden")
 
 
-@pytest.mark.parametrize("stages", [0, 3, FP32_MUL_MAX_STAGES])
-def test_fp32_multiplier(simulator, stages):
-    runner.run("hdl.fp32_mul:Fp32Multiplier", {"stages": stages}, "sim.tb.fp32_arith",
+@pytest.mark.parametrize("params", [
+    {"stages": 0}, {"stages": 3}, {"stages": FP32_MUL_MAX_STAGES},
+    {"stages": FP32_MUL_MAX_STAGES, "operand_register": True},
+], ids=["stages0", "stages3", "stages-max", "stages-max-operand-register"])
+def test_fp32_multiplier(simulator, params):
+    runner.run("hdl.fp32_mul:Fp32Multiplier", params, "sim.tb.fp32_arith",
                simulator, testcase="multiplier_matches_golden")
 
 

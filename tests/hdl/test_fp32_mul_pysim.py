@@ -21,8 +21,9 @@ from sim.verify.latency import shift_hint
 SEED = int(os.environ.get("NCLITE_SEED", "1"))
 
 
-def _rtl(a, b, stages, stall_p=0.25):
-    dut = Fp32Multiplier(stages=stages)
+def _rtl(a, b, stages, operand_register=False, stall_p=0.25):
+    dut = Fp32Multiplier(stages=stages, operand_register=operand_register)
+    latency = dut.latency
     rng = np.random.default_rng([SEED, stages])
     sim = Simulator(dut)
     got, held = [], []  # results; results after which a stall changed the output
@@ -49,33 +50,35 @@ def _rtl(a, b, stages, stall_p=0.25):
             if en:
                 entered.append(i)
                 i += 1
-                # After the edge, the output shows the operation that entered `stages`
+                # After the edge, the output shows the operation that entered `latency`
                 # enabled edges ago (counting this one).
-                if len(entered) >= stages and entered[-stages] < len(a):
+                if len(entered) >= latency and entered[-latency] < len(a):
                     got.append(ctx.get(dut.result))
             elif got and len(held) < 4 and ctx.get(dut.result) != got[-1]:
                 held.append(len(got))  # a stalled pipeline's output must hold
 
-    if stages == 0:
+    if latency == 0:
         sim.add_testbench(comb)
     else:
         sim.add_clock(1e-6)
         sim.add_testbench(piped)
     sim.run()
-    assert not held, (f"stages={stages}: the output changed during a stall after results "
+    assert not held, (f"stages={stages} operand_register={operand_register}: the output changed during a stall after results "
                       f"{held} (seed {SEED}): every register must hold while en is 0")
     return np.array(got, dtype=np.uint32)
 
 
-@pytest.mark.parametrize("stages", range(FP32_MUL_MAX_STAGES + 1))
-def test_matches_golden(stages):
+@pytest.mark.parametrize("stages, operand_register",
+                         [*((s, False) for s in range(FP32_MUL_MAX_STAGES + 1)),
+                          (0, True), (FP32_MUL_MAX_STAGES, True)])
+def test_matches_golden(stages, operand_register):
     a, b = vectors.operand_pairs("fp32", "fp32", np.random.default_rng([SEED, 7]), 1500)
-    got, want = _rtl(a, b, stages), fp32_mul(a, b)
+    got, want = _rtl(a, b, stages, operand_register), fp32_mul(a, b)
     bad = np.flatnonzero(got != want)
-    hint = shift_hint(got, want, stages)
+    hint = shift_hint(got, want, stages + operand_register)
     if hint:  # (the exercise's two parts that set the count)
         hint += " (the plan's cut_mul + cut_norm + cut_out; delay(m, v, k) builds k registers)"
-    assert not bad.size, (f"stages={stages}: {bad.size} of {len(a)} products differ (seed "
+    assert not bad.size, (f"stages={stages} operand_register={operand_register}: {bad.size} of {len(a)} products differ (seed "
                           f"{SEED}){hint}, e.g. "
                           + ", ".join(f"0x{a[i]:08x} * 0x{b[i]:08x} = 0x{got[i]:08x}, golden "
                                       f"0x{want[i]:08x}" for i in bad[:4]))

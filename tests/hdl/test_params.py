@@ -250,7 +250,8 @@ COMPONENTS = [
         ({"stages": -1}, V, "stages"), ({"stages": FP32_ADD_MAX_STAGES + 1}, V, "stages")]),
     (Fp32Multiplier, {}, [
         ({"stages": 1.0}, T, "stages"), ({"stages": True}, T, "stages"),
-        ({"stages": -1}, V, "stages"), ({"stages": FP32_MUL_MAX_STAGES + 1}, V, "stages")]),
+        ({"stages": -1}, V, "stages"), ({"stages": FP32_MUL_MAX_STAGES + 1}, V, "stages"),
+        ({"operand_register": 1}, T, "operand_register")]),
     (FpMultiplier, {}, [
         ({"stages": 1.5}, T, "stages"), ({"stages": True}, T, "stages"),
         ({"stages": -1}, V, "stages"), *_BAD_FORMATS]),

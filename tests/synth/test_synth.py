@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from hdl.fp32_mul import FP32_MUL_MAX_STAGES
 from synth import fpga, report
 from synth.harness import SerialHarness, design_ports
 
@@ -164,3 +165,16 @@ def test_version_line_skips_yowasp_first_run_notice():
                                          'Route (Version nextpnr-0.11.1)')
     assert fpga._version_line("\n  v1.2\n") == "v1.2"
     assert fpga._version_line("") is None
+
+
+def test_multiplier_operand_register_keeps_its_dsp_copy():
+    """Fp32Multiplier's operand register survives ``synth_ecp5`` as two copies: the operands
+    (2 x 32 flip-flops) and the fractions the DSP blocks read (2 x 23), which Yosys would merge
+    into the first were they alike (what the copy is for: docs/fpga.md)."""
+    def ffs(params):
+        r = fpga.fpga_synth("hdl.fp32_mul:Fp32Multiplier", params, timing=False)
+        return r["area"]["ffs"]
+
+    stages = FP32_MUL_MAX_STAGES
+    added = ffs({"stages": stages, "operand_register": True}) - ffs({"stages": stages})
+    assert added == 2 * 32 + 2 * 23, f"{added} flip-flops for the operand register"
