@@ -161,8 +161,9 @@ class ActivationEngine(wiring.Component):
         N, the values per beat, 1 to 256.
     glue_stages : int
         Registers in the logic around the arithmetic units, 0 to 3 (default 3): after the
-        comparison (x and m, as the multipliers' ``operand_register``), then also before the SRU (after the relu; a queue beside it),
-        then also after the operands' selection (m, c and the comparison's operands).
+        comparison (x and m in the multipliers, their ``operand_register``), then also before
+        the SRU (after the relu; a queue beside it), then also after the operands' selection
+        (m, c and the comparison's operands).
     mul_stages : int
         The multipliers' pipeline depth, 0 to :data:`~hdl.fp32_mul.FP32_MUL_MAX_STAGES` (7;
         default 7).

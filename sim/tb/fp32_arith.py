@@ -3,8 +3,8 @@
 ``Fp32Adder`` (test ``adder_matches_golden``) against ``fp32_add`` and ``Fp32Multiplier``
 (test ``multiplier_matches_golden``) against ``fp32_mul``: every pair of fp32 special values,
 >= 10^4 random pairs (clustered exponents, cancellation, subnormals, exact ties of sums and
-products) and random clock-enable stalls. Parameters come from the runner (``stages``, ``operand_register``) and
-``NCLITE_VECTORS`` sets the number of random pairs.
+products) and random clock-enable stalls. Parameters come from the runner (``stages``,
+``operand_register``) and ``NCLITE_VECTORS`` sets the number of random pairs.
 """
 
 import os

@@ -63,8 +63,9 @@ def _rtl(a, b, stages, operand_register=False, stall_p=0.25):
         sim.add_clock(1e-6)
         sim.add_testbench(piped)
     sim.run()
-    assert not held, (f"stages={stages} operand_register={operand_register}: the output changed during a stall after results "
-                      f"{held} (seed {SEED}): every register must hold while en is 0")
+    assert not held, (f"stages={stages} operand_register={operand_register}: the output "
+                      f"changed during a stall after results {held} (seed {SEED}): every "
+                      "register must hold while en is 0")
     return np.array(got, dtype=np.uint32)
 
 
@@ -78,8 +79,8 @@ def test_matches_golden(stages, operand_register):
     hint = shift_hint(got, want, stages + operand_register)
     if hint:  # (the exercise's two parts that set the count)
         hint += " (the plan's cut_mul + cut_norm + cut_out; delay(m, v, k) builds k registers)"
-    assert not bad.size, (f"stages={stages} operand_register={operand_register}: {bad.size} of {len(a)} products differ (seed "
-                          f"{SEED}){hint}, e.g. "
+    assert not bad.size, (f"stages={stages} operand_register={operand_register}: {bad.size} "
+                          f"of {len(a)} products differ (seed {SEED}){hint}, e.g. "
                           + ", ".join(f"0x{a[i]:08x} * 0x{b[i]:08x} = 0x{got[i]:08x}, golden "
                                       f"0x{want[i]:08x}" for i in bad[:4]))
 
