@@ -206,9 +206,20 @@ class DmaEngine(wiring.Component):
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
-                # A burst cut at the 4 KiB boundary ends there: the next starts a new page.
-                rest = to_4k - beats
-                load(addr + (beats << lg), left - beats, Mux(rest == 0, page, rest))
+                # A burst before the row's last ends at the 4 KiB boundary (beats = to_4k: the
+                # next starts a new page) or, short of it, at max_burst (`by_max`: the page
+                # goes on). Each case's registers are worked out from registers, the compares
+                # on the old values (left - max <= to_4k - max is left <= to_4k): no subtraction
+                # behind the burst's multiplexer in front of a compare (a timing path).
+                by_max = ~left_le_max & ~to_4k_le_max
+                mb = self.max_burst
+                past = left - to_4k  # the beats left after a burst to the boundary
+                m.d.sync += [addr.eq(addr + (beats << lg)),
+                             left.eq(Mux(by_max, left - mb, past)),
+                             to_4k.eq(Mux(by_max, to_4k - mb, page)),
+                             left_le_max.eq(Mux(by_max, left <= 2 * mb, past <= mb)),
+                             left_le_4k.eq(Mux(by_max, left_le_4k, past <= page)),
+                             to_4k_le_max.eq(Mux(by_max, to_4k <= 2 * mb, int(page <= mb)))]
         return active, valid, addr, beats, fire
 
     def elaborate(self, platform):

@@ -13,7 +13,9 @@ Tests:
 
 * ``random_copies`` - ``NCLITE_DMA_COMMANDS`` (default 40) legal commands -- every dtype,
   loads and stores, rows not aligned to 4 bytes, strides of 0, single rows and columns, rows
-  across a 4 KiB boundary.
+  across a 4 KiB boundary (some starting a few bursts before it).
+* ``bursts_around_4k`` - one-row loads and stores from every start a few bursts short of a 4
+  KiB boundary, of every length near max_burst's multiples: each way a burst is cut.
 * ``bus_errors`` - DRAM answers SLVERR, then DECERR, on R (a load) and on B (a store) for one
   beat of the tile (``sim.host.core.DramFaults`` on the ``AxiRam``): ``error`` rises, the command
   runs to its end (no hang: ``busy`` falls), a load writes what R returned (zeros for the
@@ -26,22 +28,25 @@ Tests:
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import cocotb
 import numpy as np
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiBus, AxiRam, AxiResp
+from cocotbext.axi.axi_channels import AxiARMonitor, AxiAWMonitor
 
-from golden.isa import DTYPE_BYTES, Opcode, encode
+from golden.isa import DTYPE_BYTES, Dtype, Opcode, encode
 from golden.iss import CommandError, CoreConfig, NeuronCoreISS
-from hdl.dma import dma_command_layout
+from hdl.dma import DmaEngine, dma_command_layout
 from hdl.read_port import SBUF_READ_LATENCY
 from sim.host.core import DramFaults
 from sim.tb import streams, tbutil
 from sim.tb.streams import StreamSource
 
 DRAM_BYTES = 1 << 14
+_DEFAULT_MAX_BURST = inspect.signature(DmaEngine).parameters["max_burst"].default
 WATCHDOG = 200_000
 #: ``full_rate``'s allowance per AXI burst (cocotbext-axi's AxiRam turns a burst around in a
 #: few cycles: address to first data, last data to the next address) and per command.
@@ -55,13 +60,18 @@ class DmaTB:
         prm = tbutil.params()
         self.n, self.words = prm["n"], prm["words"]
         self.lanes = prm.get("data_width", 32) // 8  # bytes a beat; the SBUF window's words
+        self.max_burst = prm.get("max_burst", _DEFAULT_MAX_BURST)
         self.cfg = CoreConfig(n=self.n, sbuf_words=self.words, psum_banks=1, psum_words=1,
                               dram_bytes=DRAM_BYTES)
         self.layout = dma_command_layout(self.n, self.words)
         self.rng = tbutil.rng(0xD3A)
         self.sbuf = self.rng.integers(0, 1 << 32, (self.n, self.words),
                                       dtype=np.uint64).astype(np.uint32)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, "axi_"), dut.clk, dut.rst, size=DRAM_BYTES)
+        bus = AxiBus.from_prefix(dut, "axi_")
+        self.ram = AxiRam(bus, dut.clk, dut.rst, size=DRAM_BYTES)
+        # Every address handshake, for the burst rules (check_bursts).
+        self.addresses = {"ar": AxiARMonitor(bus.read.ar, dut.clk, dut.rst),
+                          "aw": AxiAWMonitor(bus.write.aw, dut.clk, dut.rst)}
         if gaps is None:
             gaps = float(os.environ.get("NCLITE_GAPS", "0.2"))
         for ch in (self.ram.read_if.ar_channel, self.ram.read_if.r_channel,
@@ -130,6 +140,35 @@ class DmaTB:
                                       what=f"DMA hung on {f} store={store}: busy")
         return t1 - t0
 
+    def check_bursts(self, what: str):
+        """Every AR and AW burst since the last check keeps the engine's rules: INCR bursts
+        (AxSIZE the bus width) of at most max_burst beats, none across a 4 KiB boundary."""
+        for ch, monitor in self.addresses.items():
+            while not monitor.empty():
+                t = monitor.recv_nowait()
+                addr, beats = int(getattr(t, f"{ch}addr")), int(getattr(t, f"{ch}len")) + 1
+                size, kind = int(getattr(t, f"{ch}size")), int(getattr(t, f"{ch}burst"))
+                end = addr + beats * self.lanes
+                assert (kind == 1 and 1 << size == self.lanes and beats <= self.max_burst
+                        and (addr >> 12) == ((end - 1) >> 12)), (
+                    f"{what}: an {ch.upper()} burst breaks the rules: address 0x{addr:x}, "
+                    f"{beats} beats of {1 << size} bytes, burst type {kind} (INCR bursts of "
+                    f"{self.lanes}-byte beats, at most {self.max_burst}, within a 4 KiB page; "
+                    f"seed {tbutil.seed()}, {tbutil.simulator()})")
+
+    def check(self, iss, what: str):
+        """Every SBUF word and DRAM byte equal to the ISS's (after ``what``), and the bursts
+        that did it by the rules (:meth:`check_bursts`)."""
+        self.check_bursts(what)
+        got_dram = np.frombuffer(self.ram.read(0, DRAM_BYTES), dtype=np.uint8)
+        bad_s = np.argwhere(self.sbuf != iss.sbuf)
+        bad_d = np.flatnonzero(got_dram != iss.dram)
+        assert not bad_s.size and not bad_d.size, (
+            f"{what}: SBUF words differ at {bad_s[:4].tolist()} (RTL "
+            f"{[hex(int(self.sbuf[tuple(i)])) for i in bad_s[:4]]}, ISS "
+            f"{[hex(int(iss.sbuf[tuple(i)])) for i in bad_s[:4]]}), DRAM bytes at "
+            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
+
     def random_fields(self, rng) -> dict:
         dtype = int(rng.choice([0, 1, 2, 3, 4]))
         size = DTYPE_BYTES[dtype]
@@ -140,7 +179,11 @@ class DmaTB:
         stride = int(rng.choice([0, cols, cols + int(rng.integers(1, 9)),
                                  int(rng.integers(1, 64))])) * size
         span = (rows - 1) * stride + cols * size
-        if rng.random() < 0.2:  # around a 4 KiB boundary
+        near = rng.random()
+        if near < 0.1:  # a row's first byte a few bursts short of a 4 KiB boundary: a burst
+            # cut by max_burst before the one cut by the boundary
+            lo = 4096 - int(rng.integers(1, 3 * self.max_burst * self.lanes + 1))
+        elif near < 0.3:  # around a 4 KiB boundary
             lo = max(4096 - int(rng.integers(0, span + 1)), 0)
         else:
             lo = int(rng.integers(0, DRAM_BYTES - span + 1))
@@ -170,16 +213,40 @@ async def random_copies(dut):
         iss.execute(op, fields)
         await tb.run(f, store)
         done += 1
-        got_dram = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
-        bad_s = np.argwhere(tb.sbuf != iss.sbuf)
-        bad_d = np.flatnonzero(got_dram != iss.dram)
-        assert not bad_s.size and not bad_d.size, (
-            f"command {done} {'store' if store else 'load'} {f}: SBUF words differ at "
-            f"{bad_s[:4].tolist()} (RTL {[hex(int(tb.sbuf[tuple(i)])) for i in bad_s[:4]]}, "
-            f"ISS {[hex(int(iss.sbuf[tuple(i)])) for i in bad_s[:4]]}), DRAM bytes at "
-            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
+        tb.check(iss, f"command {done} {'store' if store else 'load'} {f}")
     assert not dut.error.value
     dut._log.info("DMA: %d commands bit-exact with the ISS (seed %d)", count, tbutil.seed())
+
+
+@cocotb.test(**tbutil.timeout(20))
+async def bursts_around_4k(dut):
+    """One-row fp32 loads and stores of b beats starting a beats short of a 4 KiB boundary, a
+    and b at the edges of max_burst's multiples (1, M - 1 .. M + 1, 2M - 1 .. 2M + 2; M =
+    max_burst; b as far as a row of SBUF reaches): every way a burst is cut, by max_burst
+    or by the boundary, and the burst after it, at the edges of its compares."""
+    tb = DmaTB(dut)
+    await tb.start()
+    dram = tbutil.rng(2).integers(0, 256, DRAM_BYTES, dtype=np.uint8)
+    tb.ram.write(0, dram.tobytes())
+    iss = NeuronCoreISS(tb.cfg, dram=dram)
+    iss.sbuf[:] = tb.sbuf
+    mb, per_beat = tb.max_burst, tb.lanes // 4  # fp32 words a beat
+    edges = sorted({1, mb - 1, mb, mb + 1, 2 * mb - 1, 2 * mb, 2 * mb + 1, 2 * mb + 2} - {0})
+    count = 0
+    for short in edges:
+        for beats in (b for b in edges if b * per_beat <= tb.words):
+            store = bool((short + beats) % 2)
+            f = {"dtype": int(Dtype.FP32), "part": 0, "rows": 1, "sbuf_addr": 0,
+                 "cols": beats * per_beat, "dram_addr": 4096 - short * tb.lanes,
+                 "dram_stride": 0}
+            iss.execute(*iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD,
+                                          **f)))
+            await tb.run(f, store)
+            count += 1
+            tb.check(iss, f"{'store' if store else 'load'} {f} ({short} beats short of "
+                          f"4 KiB, max_burst {mb})")
+    assert not dut.error.value
+    dut._log.info("DMA: %d rows around a 4 KiB boundary bit-exact with the ISS", count)
 
 
 @cocotb.test(**tbutil.timeout(5))
@@ -192,14 +259,6 @@ async def bus_errors(dut):
     tb.ram.write(0, dram.tobytes())
     iss = NeuronCoreISS(tb.cfg, dram=dram)
     iss.sbuf[:] = tb.sbuf
-
-    def compare(what):
-        got = np.frombuffer(tb.ram.read(0, DRAM_BYTES), dtype=np.uint8)
-        bad_s = np.argwhere(tb.sbuf != iss.sbuf)
-        bad_d = np.flatnonzero(got != iss.dram)
-        assert not bad_s.size and not bad_d.size, (
-            f"{what}: SBUF words differ at {bad_s[:4].tolist()}, DRAM bytes at "
-            f"{bad_d[:8].tolist()} (seed {tbutil.seed()}, {tbutil.simulator()})")
 
     for resp in (AxiResp.SLVERR, AxiResp.DECERR):
         for store in (False, True):
@@ -236,7 +295,7 @@ async def bus_errors(dut):
             channel = "B" if store else "R"
             assert faults.hits[channel] > hits[channel], f"{what}: DRAM gave no error on {f}"
             assert dut.error.value == 1, f"{what}: error not set (seed {tbutil.seed()})"
-            compare(f"{what}, {f}, failing word 0x{window[0]:x}")
+            tb.check(iss, f"{what}, {f}, failing word 0x{window[0]:x}")
             # The next command, on good DRAM, is clean.
             while True:
                 g = tb.random_fields(rng)
@@ -250,7 +309,7 @@ async def bus_errors(dut):
             iss.execute(op, fields)
             await tb.run(g, nxt)
             assert dut.error.value == 0, f"after {what}: error still set on a clean command"
-            compare(f"the command after {what}")
+            tb.check(iss, f"the command after {what}")
             dut._log.info("%s: error set, command finished, the next one clean", what)
 
 
