@@ -360,7 +360,7 @@ class Sequencer(wiring.Component):
         return checks
 
     def _vector_dispatch(self, m, hv, case, ok, head, te_e, te_r, dma_e, act_held, act_e,
-                         coll_e, matmul_writes, act_r, act_srcs, early_head):
+                         coll_e, matmul_writes, act_r, act_srcs, early_terms):
         """The vector commands go to the activation path as ACTIVATE does: its region is the
         SBUF words they write, and each PSUM operand waits for the MATMULs writing it."""
         for o in _VECTOR_OPS:
@@ -370,17 +370,18 @@ class Sequencer(wiring.Component):
 
             def free(s, o=o, ins=ins):  # the engines allow slot s's command to go
                 f, bounds = s.v[o], s.bounds
-                terms = []
+                raws = []  # a MATMUL in flight writes operand k
                 for k, i in enumerate(ins):
                     sbuf, bank, addr = (getattr(f, f"{i}_{x}") for x in ("sbuf", "bank", "addr"))
-                    terms.append(matmul_writes(sbuf, bank, bounds.source(k, addr)))
-                raw = Cat(*terms).any() if terms else 0  # a MATMUL in flight writes an operand
-                return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*bounds.region))
-                        & ~raw)
+                    raws.append(matmul_writes(sbuf, bank, bounds.source(k, addr)))
+                return (~act_e & ~dma_e & ~coll_e
+                        & ~(te_e & te_r.overlaps(*bounds.region))), *raws
 
             with case(o) as go:
                 rect = bounds.region
-                m.d.comb += go.eq(~self.hold & early_head(free, f"{o.name.lower()}_go"))
+                name = o.name.lower()
+                m.d.comb += go.eq(~self.hold & early_terms(
+                    free, f"{name}_go", *(f"{name}_raw{k}" for k in range(len(ins)))))
                 with m.If(go & ok):
                     m.d.sync += self.act.valid.eq(1)
                 with m.If(~act_held):
@@ -561,6 +562,16 @@ class Sequencer(wiring.Component):
             for each slot and chosen by `cur` (so the compares read the slots' registers, not
             the head's wide multiplexer in front of their carry chains: timing)."""
             return early(Mux(cur, fn(slot_views[1]), fn(slot_views[0])), name)
+
+        def early_terms(fn, name, *waits):
+            """Whether the head may go, from ``fn``'s values for a slot: whether its engines
+            are free, then whether each wait holds (``waits`` names them), each term
+            ``early_head`` of its own (so the compares behind a wait and the engines' terms
+            meet after their registers, in the dispatch's gate: timing)."""
+            values = {id(view): fn(view) for view in slot_views}  # (free, *waits) a slot
+            terms = [early_head(lambda s, k=k: values[id(s)][k], term)
+                     for k, term in enumerate((name, *waits))]
+            return terms[0] & ~Cat(*terms[1:]).any() if waits else terms[0]
 
         # Each check's result enters the slot as a bit of `checks` (a late check's is registered
         # a cycle later); the first failing one's code is found in the slot two cycles after
@@ -816,11 +827,14 @@ class Sequencer(wiring.Component):
         # more. Held is one register: in cycle t + 1 it is `valid | (valid & ready, registered)
         # | busy, registered`, which is the cycle t's `dispatched to it | valid | busy` (a
         # stream's valid is set only by the dispatch and cleared as the engine takes it).
-        # Design note: each case's `go` is registered whole, formed in the cycle before from
-        # the compares' values and each engine's `valid | busy` (its held state in the next
-        # cycle if nothing is dispatched in this one: exact while `settled`), as `early` forms
-        # the compares; so between the registers and a dispatch's enables lie only the case's
-        # opcode bit, `ok` and `hold` (timing).
+        # Design note: each case's `go` is registered, formed in the cycle before from the
+        # compares' values and each engine's `valid | busy` (its held state in the next cycle
+        # if nothing is dispatched in this one: exact while `settled`), as `early` forms the
+        # compares; so between the registers and a dispatch's enables lie only the case's
+        # opcode bit, `ok` and `hold` (timing). A case whose command also waits on PSUM (a
+        # MATMUL's hazards, an operand a MATMUL writes) registers each wait beside the engines'
+        # term (`early_terms`): the compares behind a wait and the engines' terms meet in the
+        # gate after the registers, not in front of one.
         held_regs = []
 
         def held(name, streams, busy, ops):
@@ -924,10 +938,9 @@ class Sequencer(wiring.Component):
                        & act_src1.overlaps(0, stat_m, mm_.psum_addr, psum_hi)))
                 return (~te_e & ~coll_e
                         & ~(dma_e & dma_load & dma_r.overlaps(*rect_))
-                        & ~(act_e & act_r.overlaps(*rect_))
-                        & ~((s.op == Opcode.MATMUL) & (war | full)))
+                        & ~(act_e & act_r.overlaps(*rect_))), (s.op == Opcode.MATMUL) & (war | full)
 
-            m.d.comb += go_te.eq(early_head(te_free, "te_go"))
+            m.d.comb += go_te.eq(early_terms(te_free, "te_go", "te_mm_waits"))
             with m.If(~te_held):
                 m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
             with m.If(go_te & ok):
@@ -948,10 +961,10 @@ class Sequencer(wiring.Component):
                 a_ = s.v[Opcode.ACTIVATE]
                 # a MATMUL in flight writes PSUM words it reads
                 raw = matmul_writes(a_.src_sbuf, a_.src_bank, s.bounds.source(0, a_.src_addr))
-                return (~act_e & ~dma_e & ~coll_e & ~(te_e & te_r.overlaps(*s.bounds.region))
-                        & ~raw)
+                return (~act_e & ~dma_e & ~coll_e
+                        & ~(te_e & te_r.overlaps(*s.bounds.region))), raw
 
-            m.d.comb += go_act.eq(~self.hold & early_head(act_free, "act_go"))
+            m.d.comb += go_act.eq(~self.hold & early_terms(act_free, "act_go", "act_raw"))
             with m.If(~act_held):
                 m.d.sync += [self.act.payload.eq(head), *act_r.set(*rect), *act_src.set(*src),
                              act_psum.eq(~a.src_sbuf), act_bank.eq(a.src_bank),
@@ -960,7 +973,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += self.act.valid.eq(1)
         if self.vector_engine:
             self._vector_dispatch(m, hv, case, ok, head, te_e, te_r, dma_e, act_held,
-                                  act_e, coll_e, matmul_writes, act_r, act_srcs, early_head)
+                                  act_e, coll_e, matmul_writes, act_r, act_srcs, early_terms)
         with case(Opcode.SET_SEED) as go_seed:
             m.d.comb += go_seed.eq(early(~act_e, "seed_go"))
             with m.If(~act_held):
