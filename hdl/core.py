@@ -568,11 +568,15 @@ class _ActivationFeeder(wiring.Component):
             with m.If(out_idx + 1 == out_cols):
                 m.d.sync += state.eq(S.IDLE)
 
-        # TRANSPOSE: row k = idx of the source, its words out_idx .. out_idx + W - 1.
+        # TRANSPOSE: row k = idx of the source, its words out_idx .. out_idx + W - 1. Whether
+        # the window is its row's last and the row the last are registered as it is read
+        # (out_idx and idx hold until it is written): no sum and compare before the state.
+        last_window, last_row = Signal(), Signal()
         with m.If(state == S.TR_READ):
             m.d.comb += [self.rd_en.eq(1), self.rd_part.eq(part + idx),
                          self.rd_addr.eq(s0["addr"] + out_idx)]
-            m.d.sync += state.eq(S.TR_HOLD)
+            m.d.sync += [state.eq(S.TR_HOLD), last_window.eq(out_idx + W >= cols),
+                         last_row.eq(idx + 1 == rows)]
         tr_window = Signal(data.ArrayLayout(32, W))  # (registered as it leaves the block RAMs)
         # Word dst_addr + k of partition dst_part + out_idx + i takes window word i: which
         # partitions write, and which window word each takes, are worked out as the window
@@ -593,10 +597,9 @@ class _ActivationFeeder(wiring.Component):
             for p in range(n):
                 m.d.comb += [self.wr_data[p].eq(window[tr_sel[p]]),
                              self.wr_en[p].eq(tr_wen[p])]
-            last_window = out_idx + W >= cols
             m.d.sync += [out_idx.eq(Mux(last_window, 0, out_idx + W)),
                          idx.eq(idx + last_window), dst_addr.eq(dst_addr + last_window)]
-            with m.If(last_window & (idx + 1 == rows)):
+            with m.If(last_window & last_row):
                 m.d.sync += state.eq(S.IDLE)
             with m.Else():
                 m.d.sync += state.eq(S.TR_READ)
