@@ -368,7 +368,7 @@ class Sequencer(wiring.Component):
             ins = ([] if o == Opcode.TRANSPOSE else
                    ["in0"] + (["in1"] if o == Opcode.TENSOR_TENSOR else []))
 
-            def free(s, o=o, ins=ins):  # the engines allow slot s's command to go
+            def free(s, o=o, ins=ins):  # slot s's command: its engines free, its operands' RAW
                 f, bounds = s.v[o], s.bounds
                 raws = []  # a MATMUL in flight writes operand k
                 for k, i in enumerate(ins):
@@ -927,7 +927,7 @@ class Sequencer(wiring.Component):
             is_mm = op_is[Opcode.MATMUL.value]
             rect = bounds_q.region
 
-            def te_free(s):  # the engines allow slot s's command to go
+            def te_free(s):  # slot s's command: its engines free, a MATMUL's PSUM waits
                 mm_, rect_, psum_hi = s.v[Opcode.MATMUL], s.bounds.region, s.bounds.psum_hi
                 full = (bank_is(s) & Cat(*mm_full_d)).any()  # the bank counts _MAX_MATMULS
                 # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
@@ -957,7 +957,7 @@ class Sequencer(wiring.Component):
             rect = bounds_q.region
             src = bounds_q.source(0, a.src_addr)
 
-            def act_free(s):  # the engines allow slot s's command to go
+            def act_free(s):  # slot s's command: its engines free, its source's RAW
                 a_ = s.v[Opcode.ACTIVATE]
                 # a MATMUL in flight writes PSUM words it reads
                 raw = matmul_writes(a_.src_sbuf, a_.src_bank, s.bounds.source(0, a_.src_addr))
