@@ -126,8 +126,10 @@ FULL_ONLY.update({f"tests/hdl/test_fp_mul_pysim.py::test_{name}[{stages}]":
                   "-> stages 0 or 1, 5 (mixed) and 6" for name, counts in (
                       ("fp8_random_pipelined", (2, 3, 4, 5)), ("bf16_random", (1, 2, 3, 4, 5)),
                       ("bf16_fp8_mixed_random", (1, 2, 3, 4))) for stages in counts})
-FULL_ONLY.update({f"tests/hdl/test_fp32_mul_pysim.py::test_matches_golden[{stages}]":
+FULL_ONLY.update({f"tests/hdl/test_fp32_mul_pysim.py::test_matches_golden[{stages}-False]":
                   "-> stages 0, 3 and the RTL's" for stages in (1, 2)})
+FULL_ONLY["tests/hdl/test_fp32_mul_pysim.py::test_matches_golden[0-True]"] = (
+    "-> the most stages with the operand register, and the RTL's")
 _FULL_ONLY = {pattern: re.compile(re.escape(pattern).replace(r"\*", ".*")) for pattern in FULL_ONLY}
 
 
