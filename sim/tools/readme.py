@@ -69,7 +69,7 @@ def _area(r: dict) -> str:
 
 def _fmax(r: dict) -> str:
     f = fmax_mhz(r)
-    return f"{f:.0f} MHz" if f else "not placed"
+    return f"{f:.1f} MHz" if f else "not placed"  # (as the report: 99.8 is not 100)
 
 
 def _volume(r: dict) -> int:
