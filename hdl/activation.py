@@ -385,8 +385,8 @@ class ActivationEngine(wiring.Component):
         # goes to the SRU only: the next REDUCE may have set the accumulator's start by then).
         acc_write = (take if depth == 0 else tag_out.valid & en) & tag_out.to_acc
         ys = []  # each lane's result, after the relu
+        reg = bool(cut_x)
         for j in range(N):
-            reg = bool(cut_x)
             mul = shared(Fp32Multiplier(stages=ms, operand_register=reg),
                          "hdl.fp32_mul:Fp32Multiplier", {"stages": ms, "operand_register": reg},
                          clocked=ms > 0 or reg)

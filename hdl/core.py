@@ -240,11 +240,12 @@ class _TensorFeeder(wiring.Component):
         m.d.comb += [self.rd_en.eq(buf.room & more), buf.issue.eq(self.rd_en),
                      out.valid.eq(active & buf.out.valid), buf.out.ready.eq(active & out.ready)]
         m.d.sync += [idx.eq(Mux(first, 0, idx) + self.rd_en), state.eq(own)]
-        with m.If(out.valid & out.ready & (buf.pending == 1) & ~more):
+        last = out.valid & (buf.pending == 1) & ~more  # the last beat offered
+        with m.If(last & out.ready):
             m.d.sync += state.eq(self._State.IDLE)
         # (the same beat, taken while no command is pending: `ready` as the engine offers it
         # then, without the path from a command starting)
-        with m.If(out.valid & ready_held & (buf.pending == 1) & ~more):
+        with m.If(last & ready_held):
             m.d.comb += finishing.eq(~cmd_pending)
 
     def _load_by_rows(self, m, first, in_ls, ls, ls_rows, state, idx, cmd_pending, finishing):
@@ -292,11 +293,12 @@ class _TensorFeeder(wiring.Component):
             for j in range(n):
                 m.d.comb += self.weights.payload[j].eq(
                     self._lane(Array(tile[k][j] for k in range(n))[idx], ls.m > j))
+            last = self.weights.valid & (idx + 1 == ls_rows)  # the last beat offered
             with m.If(self.weights.valid & self.weights.ready):
                 m.d.sync += idx.eq(idx + 1)
-                with m.If(idx + 1 == ls_rows):
-                    m.d.sync += state.eq(S.IDLE)
-            with m.If(self.weights.valid & self.te_loading_ready & (idx + 1 == ls_rows)):
+            with m.If(last & self.weights.ready):
+                m.d.sync += state.eq(S.IDLE)
+            with m.If(last & self.te_loading_ready):
                 m.d.comb += finishing.eq(~cmd_pending)
 
 

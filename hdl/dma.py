@@ -1,6 +1,6 @@
 """The DMA engine: 2-D strided copies between DRAM (an AXI4 slave) and SBUF."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -140,12 +140,12 @@ class DmaEngine(wiring.Component):
             "error": Out(1),
         })
 
-    def _burst_walker(self, m, name, start, cmd, size_log):
+    def _burst_walker(self, m, name, start, cmd, first_size_log):
         """The address side (AR or AW): rows of bursts. Returns (active, valid, addr, beats,
         fire): ``valid`` offers the burst, the caller drives ``fire`` on a handshake. It takes
         the first row's address from the stream in the start cycle, and works out that row's
-        first burst in the next from ``cmd`` (the command, registered); ``size_log``: log2 of
-        the element's bytes."""
+        first burst in the next from ``cmd`` (the command, registered); ``first_size_log``:
+        log2 of the element's bytes of the command offered (read in the start cycle)."""
         # Design note: the beats to the 4 KiB boundary (`to_4k`) and the three compares that
         # choose a burst's length (the least of the beats left in the row, `to_4k` and
         # `max_burst`) and tell a row's last burst are registers, computed with the values
@@ -180,29 +180,45 @@ class DmaEngine(wiring.Component):
                                  Mux(to_4k_le_max, to_4k, self.max_burst)))
         last = left_le_max & left_le_4k  # the row's last burst (beats == left)
 
-        def load(new_addr, new_left, new_to_4k):
+        # 4096 - n and max_burst * B - n, n a row's bytes (registers set as the command is
+        # taken): a row of n bytes from byte offset o in its page (o_b in its beat) has
+        # ceil((o_b + n) / B) beats, which is <= max_burst iff o_b <= max_burst * B - n, and
+        # <= the beats to the 4 KiB boundary iff o <= 4096 - n. So a row's first burst
+        # compares its address's low bits with a register: no sum before the compare (a
+        # timing path).
+        nbytes = first.cols << first_size_log
+        span = Signal(range(B + (1 << len(nbytes))), name=f"{name}_span")  # n + B - 1
+        wide = signed(1 + max(len(nbytes), (4096).bit_length(),
+                              (self.max_burst * B).bit_length()))
+        to_end = Signal(wide, name=f"{name}_to_end")  # 4096 - n
+        to_max = Signal(wide, name=f"{name}_to_max")  # max_burst * B - n
+
+        def load(new_addr, new_left, new_to_4k, *, le_max=None, le_4k=None):
             m.d.sync += [addr.eq(new_addr), left.eq(new_left), to_4k.eq(new_to_4k),
-                         left_le_max.eq(new_left <= self.max_burst),
-                         left_le_4k.eq(new_left <= new_to_4k),
+                         left_le_max.eq(new_left <= self.max_burst if le_max is None
+                                        else le_max),
+                         left_le_4k.eq(new_left <= new_to_4k if le_4k is None else le_4k),
                          to_4k_le_max.eq(new_to_4k <= self.max_burst)]
 
-        def load_row(a, c, size_log):
+        def load_row(a):
             """The first burst of a row whose first byte is ``a``."""
-            load(Cat(Const(0, lg), a[lg:]), (a[:lg] + (c.cols << size_log) + B - 1) >> lg,
-                 page - a[lg:12])
+            load(Cat(Const(0, lg), a[lg:]), (a[:lg] + span) >> lg, page - a[lg:12],
+                 le_max=a[:lg] <= to_max, le_4k=a[:12] <= to_end)
 
         with m.If(start):
             m.d.sync += [active.eq(1), load_first.eq(1), row.eq(0),
                          row_start.eq(first.dram_addr),
-                         next_row.eq(first.dram_addr + first.dram_stride)]
+                         next_row.eq(first.dram_addr + first.dram_stride),
+                         span.eq(nbytes + B - 1), to_end.eq(4096 - nbytes),
+                         to_max.eq(self.max_burst * B - nbytes)]
         with m.Elif(load_first):
             m.d.sync += load_first.eq(0)
-            load_row(row_start, cmd, size_log)
+            load_row(row_start)
         with m.Elif(fire):
             with m.If(last):
                 m.d.sync += [row.eq(row + 1), row_start.eq(next_row),
                              next_row.eq(next_row + cmd.dram_stride)]
-                load_row(next_row, cmd, size_log)
+                load_row(next_row)
                 with m.If(row + 1 == cmd.rows):
                     m.d.sync += active.eq(0)
             with m.Else():
@@ -214,11 +230,15 @@ class DmaEngine(wiring.Component):
                 by_max = ~left_le_max & ~to_4k_le_max
                 mb = self.max_burst
                 past = left - to_4k  # the beats left after a burst to the boundary
+                # past <= page is left <= to_4k + page, and as 1 <= to_4k <= page (a power of
+                # 2), that sum is to_4k with page's bit set, or 2 * page: no adder.
+                k = page.bit_length() - 1
+                to_4k_plus_page = Mux(to_4k[k], 2 * page, to_4k | page)
                 m.d.sync += [addr.eq(addr + (beats << lg)),
                              left.eq(Mux(by_max, left - mb, past)),
                              to_4k.eq(Mux(by_max, to_4k - mb, page)),
                              left_le_max.eq(Mux(by_max, left <= 2 * mb, past <= mb)),
-                             left_le_4k.eq(Mux(by_max, left_le_4k, past <= page)),
+                             left_le_4k.eq(Mux(by_max, left_le_4k, left <= to_4k_plus_page)),
                              to_4k_le_max.eq(Mux(by_max, to_4k <= 2 * mb, int(page <= mb)))]
         return active, valid, addr, beats, fire
 
@@ -263,7 +283,7 @@ class DmaEngine(wiring.Component):
 
         # --- Address side. -------------------------------------------------------------------
         a_active, a_valid, a_addr, a_beats, a_fire = self._burst_walker(
-            m, "a", start, cmd_q, size_log)
+            m, "a", start, cmd_q, first_size_log)
         is_store = cmd_q.store
         m.submodules.bursts = bursts = fifo.SyncFIFO(width=9, depth=4)  # AW lengths for W
         # The walker hands its burst to a skid register, not to AR / AW: it steps whenever a

@@ -1,6 +1,6 @@
 """IEEE binary32 multiplier: ``result = a * b``, round to nearest even, subnormals kept."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -86,6 +86,18 @@ class _Normalised(data.Struct):
     man: _MAN_BITS
     round: 1
     sticky: 1
+
+
+def sum_of(*terms):
+    """The sum of ``terms`` (unsigned) with one carry chain: 3:2 compressors (a LUT level
+    each, no carries between bits) take three terms to two until two are left, then one
+    adder. (Yosys builds a sum of many terms as a chain of adders, one carry chain after
+    another.)"""
+    terms = [Value.cast(t).as_unsigned() for t in terms]
+    while len(terms) > 2:
+        x, y, z, *rest = terms
+        terms = [*rest, x ^ y ^ z, ((x & y) | (x & z) | (y & z)) << 1]
+    return terms[0] + terms[1] if len(terms) == 2 else terms[0]
 
 
 class Fp32Multiplier(wiring.Component):
@@ -222,8 +234,8 @@ class Fp32Multiplier(wiring.Component):
         m.d.comb += [
             prod.sign.eq(q.sign), prod.nan.eq(q.nan), prod.inf.eq(q.inf), prod.zero.eq(q.zero),
             prod.exp.eq(q.exp + q.subs),
-            prod.sig.eq(q.pp[0] + ((q.pp[1] + q.pp[2]) << half) + (q.pp[3] << _SIG_BITS)
-                        + (q.hidden << _MAN_BITS)),
+            prod.sig.eq(sum_of(Cat(q.pp[0], q.pp[3]), q.pp[1] << half, q.pp[2] << half,
+                               q.hidden << _MAN_BITS)),
         ]
         p = delay(m, prod, cut_mul, name="prod", en=self.en)
 

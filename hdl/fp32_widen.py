@@ -60,11 +60,12 @@ class Fp32Widen(wiring.Component):
                 m.d.comb += lead.eq(t)
         sub_exp = Signal(8, name=f"{name}_sub_exp")
         sub_man = Signal(23, name=f"{name}_sub_man")
-        m.d.comb += sub_exp.eq(lead + (127 - bias - p + 1))
         with m.Switch(lead):
             for t in range(p):
-                with m.Case(t):  # the bits below the leading one, left-justified
-                    m.d.comb += sub_man.eq(Cat(Const(0, 23 - t), man[:t]) if t else 0)
+                with m.Case(t):  # a constant exponent; the bits below the leading one,
+                    # left-justified (no adder after the leading one's search)
+                    m.d.comb += [sub_exp.eq(t + (127 - bias - p + 1)),
+                                 sub_man.eq(Cat(Const(0, 23 - t), man[:t]) if t else 0)]
         norm_exp = exp + (127 - bias)
         out_exp = Mux(special, 0xFF, Mux(exp == 0, Mux(man == 0, 0, sub_exp), norm_exp))
         out_man = Mux(exp == 0, Mux(man == 0, 0, sub_man), man << (23 - p))

@@ -565,11 +565,12 @@ class Sequencer(wiring.Component):
 
         def early_terms(fn, name, *waits):
             """Whether the head may go, from ``fn``'s values for a slot: whether its engines
-            are free, then whether each wait holds (``waits`` names them), each term
-            ``early_head`` of its own (so the compares behind a wait and the engines' terms
-            meet after their registers, in the dispatch's gate: timing)."""
-            values = {id(view): fn(view) for view in slot_views}  # (free, *waits) a slot
-            terms = [early_head(lambda s, k=k: values[id(s)][k], term)
+            are free, then whether each wait holds (``waits`` names them), each term chosen
+            for the head and registered on its own, as ``early_head`` does (so the compares
+            behind a wait and the engines' terms meet after their registers, in the
+            dispatch's gate: timing)."""
+            per_slot = [fn(view) for view in slot_views]  # (free, *waits) a slot
+            terms = [early(Mux(cur, per_slot[1][k], per_slot[0][k]), term)
                      for k, term in enumerate((name, *waits))]
             return terms[0] & ~Cat(*terms[1:]).any() if waits else terms[0]
 
@@ -936,9 +937,9 @@ class Sequencer(wiring.Component):
                      & act_src.overlaps(0, stat_m, mm_.psum_addr, psum_hi))
                     | (act_psum1 & (act_bank1 == mm_.bank)
                        & act_src1.overlaps(0, stat_m, mm_.psum_addr, psum_hi)))
-                return (~te_e & ~coll_e
-                        & ~(dma_e & dma_load & dma_r.overlaps(*rect_))
-                        & ~(act_e & act_r.overlaps(*rect_))), (s.op == Opcode.MATMUL) & (war | full)
+                free = (~te_e & ~coll_e & ~(dma_e & dma_load & dma_r.overlaps(*rect_))
+                        & ~(act_e & act_r.overlaps(*rect_)))
+                return free, (s.op == Opcode.MATMUL) & (war | full)
 
             m.d.comb += go_te.eq(early_terms(te_free, "te_go", "te_mm_waits"))
             with m.If(~te_held):
