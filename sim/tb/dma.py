@@ -183,6 +183,7 @@ class DmaTB:
         if near < 0.1:  # a row's first byte a few bursts short of a 4 KiB boundary: a burst
             # cut by max_burst before the one cut by the boundary
             lo = 4096 - int(rng.integers(1, 3 * self.max_burst * self.lanes + 1))
+            lo = min(max(lo, 0), DRAM_BYTES - span)  # (long bursts: beyond the DRAM's ends)
         elif near < 0.3:  # around a 4 KiB boundary
             lo = max(4096 - int(rng.integers(0, span + 1)), 0)
         else:
@@ -221,9 +222,11 @@ async def random_copies(dut):
 @cocotb.test(**tbutil.timeout(20))
 async def bursts_around_4k(dut):
     """One-row fp32 loads and stores of b beats starting a beats short of a 4 KiB boundary, a
-    and b at the edges of max_burst's multiples (1, M - 1 .. M + 1, 2M - 1 .. 2M + 2; M =
-    max_burst; b as far as a row of SBUF reaches): every way a burst is cut, by max_burst
-    or by the boundary, and the burst after it, at the edges of its compares."""
+    and b at the edges of max_burst's and the page's multiples (1, M - 1 .. M + 1, 2M - 1 ..
+    2M + 2; M = max_burst or a page's beats; a as far as the page reaches, b as far as a row
+    of SBUF does): every way a burst is cut, by max_burst or by the boundary, and the burst
+    after it, at the edges of its compares; and fp8 rows (any byte offset) ending a byte
+    either side of the boundary and at it."""
     tb = DmaTB(dut)
     await tb.start()
     dram = tbutil.rng(2).integers(0, 256, DRAM_BYTES, dtype=np.uint8)
@@ -231,20 +234,33 @@ async def bursts_around_4k(dut):
     iss = NeuronCoreISS(tb.cfg, dram=dram)
     iss.sbuf[:] = tb.sbuf
     mb, per_beat = tb.max_burst, tb.lanes // 4  # fp32 words a beat
-    edges = sorted({1, mb - 1, mb, mb + 1, 2 * mb - 1, 2 * mb, 2 * mb + 1, 2 * mb + 2} - {0})
+    page = 4096 // tb.lanes  # beats
+    edges = sorted(({1} | {e + d for e in (mb, page) for d in (-1, 0, 1)}
+                    | {2 * e + d for e in (mb, page) for d in (-1, 0, 1, 2)}) - {0})
     count = 0
-    for short in edges:
+
+    async def row(f, store, what):
+        nonlocal count
+        iss.execute(*iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD, **f)))
+        await tb.run(f, store)
+        count += 1
+        tb.check(iss, f"{'store' if store else 'load'} {f} ({what}, max_burst {mb})")
+
+    for short in (s for s in edges if s * tb.lanes <= 4096):
         for beats in (b for b in edges if b * per_beat <= tb.words):
-            store = bool((short + beats) % 2)
             f = {"dtype": int(Dtype.FP32), "part": 0, "rows": 1, "sbuf_addr": 0,
                  "cols": beats * per_beat, "dram_addr": 4096 - short * tb.lanes,
                  "dram_stride": 0}
-            iss.execute(*iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD,
-                                          **f)))
-            await tb.run(f, store)
-            count += 1
-            tb.check(iss, f"{'store' if store else 'load'} {f} ({short} beats short of "
-                          f"4 KiB, max_burst {mb})")
+            await row(f, bool((short + beats) % 2), f"{short} beats short of 4 KiB")
+    # fp8 rows of n bytes ending a byte short of the boundary, at it, and a byte past it (a
+    # row's first burst reaches the boundary iff its offset in the page is <= 4096 - n)
+    for n in sorted({1, tb.lanes - 1, tb.lanes, tb.lanes + 1, mb * tb.lanes - 1,
+                     mb * tb.lanes + 1} - {0}):
+        for end in (4095, 4096, 4097):
+            if n <= min(tb.words, end):
+                f = {"dtype": int(Dtype.FP8_E4M3), "part": 0, "rows": 1, "sbuf_addr": 0,
+                     "cols": n, "dram_addr": end - n, "dram_stride": 0}
+                await row(f, bool((n + end) % 2), f"fp8, its last byte at {end - 1}")
     assert not dut.error.value
     dut._log.info("DMA: %d rows around a 4 KiB boundary bit-exact with the ISS", count)
 
@@ -366,7 +382,7 @@ async def full_rate(dut):
         for shift in (0, size):  # an aligned row, then one starting an element into a beat
             for store in (False, True):
                 cols = tb.words - 1
-                rows = 2
+                rows = min(2, tb.n)
                 f = {"dtype": dtype, "part": 0, "rows": rows, "sbuf_addr": 1, "cols": cols,
                      "dram_addr": 256 + shift, "dram_stride": 1024}
                 op, fields = iss.check(encode(Opcode.DMA_STORE if store else Opcode.DMA_LOAD,

@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """The DMA engine in cocotb, Icarus and Verilator, with cocotbext-axi's AxiRam as DRAM, at data
-widths of 32, 64 and 256 bits: every SBUF word and DRAM byte equal to the golden ISS after
-every command, and one beat per cycle (``full_rate``)."""
+widths of 32, 64 and 256 bits (one with bursts of up to 256 beats, longer than a page): every
+SBUF word and DRAM byte equal to the golden ISS after every command, and one beat per cycle
+(``full_rate``)."""
 
 import pytest
 
@@ -9,7 +10,9 @@ from sim import runner
 
 CONFIGS = {"n4-w64": {"n": 4, "words": 64}, "n3-w40-b4": {"n": 3, "words": 40, "max_burst": 4},
            "n3-w40-b4-d64": {"n": 3, "words": 40, "max_burst": 4, "data_width": 64},
-           "n4-w64-d256": {"n": 4, "words": 64, "data_width": 256}}
+           "n4-w64-d256": {"n": 4, "words": 64, "data_width": 256},
+           # a page (128 beats) <= max_burst: a burst cut by the boundary can be a whole page
+           "n1-w2080-b256-d256": {"n": 1, "words": 2080, "max_burst": 256, "data_width": 256}}
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
