@@ -11,8 +11,9 @@ from sim import runner
 CONFIGS = {"n4-w64": {"n": 4, "words": 64}, "n3-w40-b4": {"n": 3, "words": 40, "max_burst": 4},
            "n3-w40-b4-d64": {"n": 3, "words": 40, "max_burst": 4, "data_width": 64},
            "n4-w64-d256": {"n": 4, "words": 64, "data_width": 256},
-           # a page (128 beats) <= max_burst: a burst cut by the boundary can be a whole page
-           "n1-w2080-b256-d256": {"n": 1, "words": 2080, "max_burst": 256, "data_width": 256}}
+           # a page (128 beats) <= max_burst: a burst cut by the boundary can be a whole page (in
+           # make test: the only config that reaches it)
+           "n1-w2080-d256-b256": {"n": 1, "words": 2080, "data_width": 256, "max_burst": 256}}
 
 
 @pytest.mark.parametrize("config", list(CONFIGS))
