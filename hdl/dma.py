@@ -193,17 +193,13 @@ class DmaEngine(wiring.Component):
         to_end = Signal(wide, name=f"{name}_to_end")  # 4096 - n
         to_max = Signal(wide, name=f"{name}_to_max")  # max_burst * B - n
 
-        def load(new_addr, new_left, new_to_4k, *, le_max=None, le_4k=None):
-            m.d.sync += [addr.eq(new_addr), left.eq(new_left), to_4k.eq(new_to_4k),
-                         left_le_max.eq(new_left <= self.max_burst if le_max is None
-                                        else le_max),
-                         left_le_4k.eq(new_left <= new_to_4k if le_4k is None else le_4k),
-                         to_4k_le_max.eq(new_to_4k <= self.max_burst)]
-
         def load_row(a):
             """The first burst of a row whose first byte is ``a``."""
-            load(Cat(Const(0, lg), a[lg:]), (a[:lg] + span) >> lg, page - a[lg:12],
-                 le_max=a[:lg] <= to_max, le_4k=a[:12] <= to_end)
+            new_to_4k = page - a[lg:12]
+            m.d.sync += [addr.eq(Cat(Const(0, lg), a[lg:])), left.eq((a[:lg] + span) >> lg),
+                         to_4k.eq(new_to_4k), left_le_max.eq(a[:lg] <= to_max),
+                         left_le_4k.eq(a[:12] <= to_end),
+                         to_4k_le_max.eq(new_to_4k <= self.max_burst)]
 
         with m.If(start):
             m.d.sync += [active.eq(1), load_first.eq(1), row.eq(0),
