@@ -329,7 +329,9 @@ class _ActivationFeeder(wiring.Component):
     port's responses are always taken: they come :data:`~hdl.tensor_engine.DRAIN_LATENCY`
     cycles after their requests). A single read (the bias, a TENSOR_TENSOR column, a
     TRANSPOSE window) is taken from the port :data:`SBUF_READ_LATENCY` cycles after it is
-    issued. ``busy`` until the last output is written."""
+    issued. The engine's command is offered from a register the cycle after CMD, and the
+    feeder reads its operands meanwhile (their beats wait until the engine has taken it).
+    ``busy`` until the last output is written."""
 
     class _State(enum.Enum):
         IDLE = 0
@@ -453,9 +455,19 @@ class _ActivationFeeder(wiring.Component):
         with m.If((state == S.BIAS_LATCH) & arrived):
             m.d.sync += [act.bias.eq(self.rd_data), state.eq(S.CMD)]
 
-        m.d.comb += [self.act_cmd.payload.eq(act), self.act_cmd.valid.eq(state == S.CMD)]
-        with m.If(self.act_cmd.valid & self.act_cmd.ready):
-            m.d.sync += state.eq(Mux(act.kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))
+        # The engine's command is offered from a register (`cmd_v`, set as CMD is left) and
+        # the feeder goes on without waiting for it to be taken: the beats wait at the
+        # engine's intake until it is (none is offered within a cycle of it: the first comes
+        # from a read). So the engine's `ready` (its intake's registers and our `ov`) reaches
+        # only cmd_v, never our state: on the ULX3S that round trip between the two blocks,
+        # placed 26 tiles apart, was the critical path (54 MHz).
+        cmd_v = Signal()
+        m.d.comb += [self.act_cmd.payload.eq(act), self.act_cmd.valid.eq(cmd_v)]
+        with m.If(self.act_cmd.ready):
+            m.d.sync += cmd_v.eq(0)
+        with m.If(state == S.CMD):
+            m.d.sync += [cmd_v.eq(1),
+                         state.eq(Mux(act.kind == CommandKind.TENSOR_TENSOR, S.TT_REQ0, S.RUN))]
 
         # Operands: SBUF words or PSUM rows, registered as they arrive (`raw_q`, with their
         # dtype) and widened from there: the SBUF's block RAMs put out their word 5.6 ns after

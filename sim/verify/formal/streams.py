@@ -99,8 +99,9 @@ _AF = {"n": 2, "words": 4, "banks": 1, "psum_words": 4, "window": 2}
 def _activation_feeder_env(m, top):
     """Commands are the engine's (ACTIVATE, TENSOR_TENSOR, TENSOR_SCALAR, TENSOR_REDUCE,
     TRANSPOSE) that passed the sequencer's checks (fields legal, sizes and ranges within the
-    memories); the activation engine gives one output beat per input beat taken, the tensor
-    engine one drain response per drain request. The SBUF port's words stay free in every
+    memories); the activation engine takes a command's beats only after the command and gives
+    one output beat per input beat taken, the tensor engine one drain response per drain
+    request. The SBUF port's words stay free in every
     cycle, as for the tensor feeders: a feeder takes a read's words in the cycle they arrive."""
     from amaranth.hdl import Assume
     from amaranth.lib import data
@@ -157,6 +158,9 @@ def _activation_feeder_env(m, top):
                      count.eq(d.act_cmd.payload.count), taken.eq(0)]
     with m.Elif(beat_in):
         m.d.sync += taken.eq(taken + 1)
+    # ... and takes a command's beats only after the command (the feeder offers its command
+    # from a register and goes on: its first beat may wait for the command to be taken).
+    m.d.comb += Assume(~d.act_i.ready | (taken < count), "act: beats of a taken command")
     responses_follow_requests(m, beat_in & (~reducing | (taken + 1 == count)), d.act_o.valid,
                               d.act_o.valid & d.act_o.ready, "act")
     responses_follow_requests(m, d.drain_req.valid & d.drain_req.ready, d.drain_resp.valid,
