@@ -142,19 +142,31 @@ def _yowasp_env() -> dict[str, str]:
     return env
 
 
+def bitstream_key(board: str, versions: dict | None = None) -> str:
+    """The key of ``board``'s bitstream: a digest of its configuration, the tools' versions
+    (``versions``, else :func:`~synth.fpga.tool_versions`), the seed, this flow and the HDL's
+    sources. A build whose report holds another key was built from an earlier design."""
+    from sim.runner import hdl_source_digest
+
+    from .fpga import tool_versions
+
+    return hashlib.sha256(json.dumps({"cfg": board_config(board),
+                                      "versions": versions or tool_versions(), "seed": SEED,
+                                      "flow": Path(__file__).read_text(),
+                                      "hdl": hdl_source_digest()}, sort_keys=True).encode()
+                          ).hexdigest()[:16]
+
+
 def build_bitstream(board: str, *, out_dir: Path | None = None, progress=print) -> dict:
     """Build the bitstream of ``board``; returns the report dict (also written as JSON)."""
-    from sim.runner import build_root, hdl_source_digest, locked
+    from sim.runner import build_root, locked
 
     from .fpga import ECP5_PLACER, ECP5_SYNTH_FIRST, ECP5_SYNTH_REST, tool_versions
 
     cfg = board_config(board)
     out_dir = Path(out_dir) if out_dir else build_root() / "board" / board
     versions = tool_versions()
-    key = hashlib.sha256(json.dumps({"cfg": cfg, "versions": versions, "seed": SEED,
-                                     "flow": Path(__file__).read_text(),
-                                     "hdl": hdl_source_digest()}, sort_keys=True).encode()
-                         ).hexdigest()[:16]
+    key = bitstream_key(board, versions)
     report_file = out_dir / "report.json"
     with locked(out_dir / ".lock"):
         if report_file.exists():

@@ -174,12 +174,14 @@ def _collect_results(futures, results: list, progress) -> None:
 def _board_builds() -> dict:
     """The reports of the bitstreams built so far (``make bitstream``), by board.
 
-    A board with no build here keeps the committed report's entry, marked ``stale`` (built
-    from an earlier design: the report says so until ``make bitstream`` rebuilds it).
+    A board with no build here keeps the committed report's entry, and a build whose key is
+    not the current design's (:func:`~synth.board.bitstream_key`) keeps its own: both marked
+    ``stale`` (built from an earlier design: the report says so until ``make bitstream``
+    rebuilds it).
     """
     from sim.runner import build_root
 
-    from .board import BOARDS
+    from .board import BOARDS, bitstream_key
 
     out = {}
     committed = REPORT_DIR / "report.json"
@@ -194,6 +196,8 @@ def _board_builds() -> dict:
         r = json.loads(f.read_text())
         out[board] = {k: r[k] for k in ("core", "clock_hz", "osc_hz", "baud", "seed", "fmax_mhz",
                                         "utilization", "bitstream_bytes") if k in r}
+        if r.get("key") != bitstream_key(board):
+            out[board]["stale"] = True
         pnr = f.parent / "work" / "nclite.pnr.json"
         if pnr.exists():
             from .fpga import _critical_path

@@ -145,6 +145,30 @@ def test_pll_parameters():
         pll_parameters({**cfg, "pll": {**cfg["pll"], "clkop_div": 4}})
 
 
+def test_report_marks_a_bitstream_of_another_design_stale(tmp_path, monkeypatch):
+    """The report shows a board's last build as current only while its key is the design's:
+    a build from other HDL sources is marked stale (once it was shown as current after the
+    core had changed), as is a board with no build (the committed report's entry)."""
+    import sim.runner
+    from synth.board import bitstream_key
+
+    monkeypatch.setenv("NCLITE_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(fpga, "tool_versions", lambda: {"yosys": "test"})
+    board = "ulx3s-85f"
+    assert "stale" in report._board_builds().get(board, {"stale": True})  # no build here
+    build = tmp_path / "board" / board
+    build.mkdir(parents=True)
+    (build / "report.json").write_text(json.dumps({
+        "key": bitstream_key(board), "core": {"n": 4}, "clock_hz": 75e6, "osc_hz": 25e6,
+        "baud": 115200, "seed": 1, "fmax_mhz": {"clk": 80.0}, "utilization": {},
+        "bitstream_bytes": 1}))
+    current = report._board_builds()[board]
+    assert current["fmax_mhz"] == {"clk": 80.0} and "stale" not in current
+    digest = sim.runner.hdl_source_digest()
+    monkeypatch.setattr(sim.runner, "hdl_source_digest", lambda: digest + "changed")
+    assert report._board_builds()[board]["stale"]
+
+
 def test_result_line_and_fmax():
     """The one log line of a synthesis result (report and sweep share it) and its Fmax."""
     from synth.fpga import fmax_mhz, result_line
