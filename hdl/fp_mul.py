@@ -273,9 +273,9 @@ class FpProduct(wiring.Component):
         #   multiplied | 8 x 8 significand multiply (a DSP block), exponent sum, class flags
         #   product    | the product in [1, 4) * 2^14 normalised to [1, 2) (one bit of shift,
         #              | carried into the exponent) and classified by its exponent field
-        #              | e + 127 (one adder, the carry as its carry-in): overflow (>= 255),
-        #              | normal (>= 1), or below 2^-126, then the right shift 1 - field
-        #              | (clamped at 25) that gives it the subnormal scale
+        #              | e + 127: overflow (>= 255), normal (>= 1), or below 2^-126 with the
+        #              | right shift 1 - field (clamped at 25) that gives it the subnormal
+        #              | scale (compares of e with constants, side by side)
         #   aligned    | the 24-bit significand shifted right by that amount: fraction and round
         #              | bit from a 25-bit window, and the sticky bit as "a one of the product
         #              | below bit shift - 9" (a mask compare, not the shifter's low half: the
@@ -314,24 +314,32 @@ class FpProduct(wiring.Component):
         r = boundary(raw, "multiplied")
 
         # Normalise to [2^15, 2^16) -- one bit of shift, carried into the exponent -- and
-        # classify by the biased exponent field (signed: below 1 is below the normal range).
+        # classify by the biased exponent field e + carry + 127: normal from 1, overflow from
+        # 255, below 1 the significand goes right by 1 - field, clamped at 25 (from there on
+        # every bit lies below the round bit). Each class is a compare of e with a constant,
+        # one for each value of the carry, all side by side: no compare waits for the field's
+        # sum (three carry chains in series were the core's critical path).
         carry = r.sig[-1]
-        field = Signal(signed(11))
-        m.d.comb += field.eq(r.exp + _FP32_BIAS + carry)
-        normal = ~field[-1] & field.any()
-        overflow = ~field[-1] & (field[8:-1].any() | field[:8].all())
-        # Below the normal range the significand goes right by 1 - field; from 25 on every bit
-        # lies below the round bit, so clamp there.
-        under = Signal(signed(11))
-        m.d.comb += under.eq(1 - field)
+
+        def exp_ge(bound):
+            """e + carry >= bound."""
+            return Mux(carry, r.exp >= bound - 1, r.exp >= bound)
+
+        normal = exp_ge(1 - _FP32_BIAS)
+        overflow = exp_ge(255 - _FP32_BIAS)
+        clamped = ~exp_ge(2 - _FP32_BIAS - _MAX_SHIFT)  # 1 - field >= 25
+        field = Signal(8)  # (its low bits: the exponent of a normal result)
+        under = Signal(5)  # 1 - field's low bits (1 - field mod 32, a shift below 25)
+        m.d.comb += [field.eq(r.exp[:8] + _FP32_BIAS + carry),
+                     under.eq(1 - _FP32_BIAS - r.exp[:5] - carry)]
         cls = Signal(_Classified)
         m.d.comb += [
             cls.sign.eq(r.sign),
             cls.nan.eq(r.nan),
             cls.inf.eq(r.inf | overflow),
             cls.zero.eq(r.zero),
-            cls.exp.eq(Mux(normal, field[:8], 0)),
-            cls.shift.eq(Mux(normal, 0, Mux(under >= _MAX_SHIFT, _MAX_SHIFT, under[:5]))),
+            cls.exp.eq(Mux(normal, field, 0)),
+            cls.shift.eq(Mux(normal, 0, Mux(clamped, _MAX_SHIFT, under))),
             cls.sig.eq(Mux(carry, r.sig, r.sig << 1)),
         ]
         c = boundary(cls, "product")

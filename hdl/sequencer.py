@@ -930,18 +930,21 @@ class Sequencer(wiring.Component):
 
             def te_free(s):  # slot s's command: its engines free, a MATMUL's PSUM waits
                 mm_, rect_, psum_hi = s.v[Opcode.MATMUL], s.bounds.region, s.bounds.psum_hi
+                is_mm_ = s.op == Opcode.MATMUL
                 full = (bank_is(s) & Cat(*mm_full_d)).any()  # the bank counts _MAX_MATMULS
-                # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank.
-                war = act_e & (
-                    (act_psum & (act_bank == mm_.bank)
-                     & act_src.overlaps(0, stat_m, mm_.psum_addr, psum_hi))
-                    | (act_psum1 & (act_bank1 == mm_.bank)
-                       & act_src1.overlaps(0, stat_m, mm_.psum_addr, psum_hi)))
+                # A MATMUL writes PSUM partitions 0 .. m-1, the words it names of its bank:
+                # it waits while an ACTIVATE reads them (from either of its sources; each
+                # source's wait a term of its own).
+                war = [is_mm_ & act_e & psum_ & (bank_ == mm_.bank)
+                       & src_.overlaps(0, stat_m, mm_.psum_addr, psum_hi)
+                       for psum_, bank_, src_ in ((act_psum, act_bank, act_src),
+                                                  (act_psum1, act_bank1, act_src1))]
                 free = (~te_e & ~coll_e & ~(dma_e & dma_load & dma_r.overlaps(*rect_))
                         & ~(act_e & act_r.overlaps(*rect_)))
-                return free, (s.op == Opcode.MATMUL) & (war | full)
+                return free, is_mm_ & full, *war
 
-            m.d.comb += go_te.eq(early_terms(te_free, "te_go", "te_mm_waits"))
+            m.d.comb += go_te.eq(early_terms(te_free, "te_go", "te_mm_full", "te_mm_war0",
+                                             "te_mm_war1"))
             with m.If(~te_held):
                 m.d.sync += [self.te.payload.eq(head), *te_r.set(*rect)]
             with m.If(go_te & ok):

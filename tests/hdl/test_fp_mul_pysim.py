@@ -8,8 +8,9 @@ Coverage: all 256 x 256 pairs of every fp8 format combination at stages 0, 1, 3 
 FP_MUL_MAX_CUTS (pysim needs ~130 us a vector: these runs are marked ``slow``, for make
 test-full; make test checks every fp8 product of the combinational multiplier in Icarus and
 Verilator, ``tests/hdl/test_arith_rtl.py::test_fp8_products_exhaustive``); random fp8 pairs,
-bf16 x bf16 (random with exponents steered at the overflow and fp32-subnormal regions, plus
-all pairs of special values) and bf16 x fp8 at every stage count up to FP_MUL_MAX_CUTS + 1
+bf16 x bf16 (random with exponents steered at the overflow and fp32-subnormal regions,
+every exponent of the product with and without the normalising carry, and all pairs of
+special values) and bf16 x fp8 at every stage count up to FP_MUL_MAX_CUTS + 1
 (each register placement, and one extra output register), pipelined runs with a random clock
 enable; reserved/disabled format tags; parameter validation; Verilog conversion.
 Seed: ``NCLITE_SEED`` (default 1).
@@ -229,6 +230,34 @@ def test_bf16_random(stages):
             "exact subnormal": np.sum(finite & (r == exact) & (np.abs(r) < 2.0**-126)),
         }
     assert min(cover.values()) >= 3, f"seed={SEED}: weak coverage {cover}"
+
+
+def exponent_sweep_pairs():
+    """bf16 pairs whose product's exponent takes every value from -266 to 254, each with
+    significands that do and do not carry into the exponent (1 x 1, 1.5 x 1, 1.5 x 1.5,
+    1.9921875 x 1.9921875: products in [1, 2) and [2, 4)), signs alternating: every class
+    boundary of the product (overflow from 2^128, normal from 2^-126, the subnormal shift
+    clamped at 25) on both sides and both carries."""
+    pairs = []
+    for e in range(-266, 255):
+        ea = e // 2  # (both normal from -252 on)
+        for k, (ma, mb) in enumerate(((1.0, 1.0), (1.5, 1.0), (1.5, 1.5),
+                                      (1.9921875, 1.9921875))):
+            a, b = ma * 2.0**ea * (-1) ** (e + k), mb * 2.0**(e - ea)
+            ra, rb = (np.array(v, dtype=ml_dtypes.bfloat16) for v in (a, b))
+            if float(ra) == a and float(rb) == b:  # (a subnormal holds fewer bits)
+                pairs.append((int(ra.view(np.uint16)), int(rb.view(np.uint16))))
+    return np.array(pairs).T
+
+
+@pytest.mark.parametrize("stages", STAGES)
+def test_bf16_exponent_sweep(stages):
+    a, b = exponent_sweep_pairs()
+    sums = {round(np.log2(abs(float(x)))) for x in
+            widen(a, np.zeros(len(a))).astype(np.float64) * widen(b, np.zeros(len(b)))}
+    assert {-266, -151, -150, -127, -126, 127, 128, 254} <= sums
+    check(FpMultiplier(stages=stages), a, np.zeros(len(a)), b, np.zeros(len(b)),
+          what="bf16 product exponent sweep")
 
 
 # --- bf16 x fp8 ----------------------------------------------------------------------------
