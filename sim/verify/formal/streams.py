@@ -101,8 +101,8 @@ def _activation_feeder_env(m, top):
     TRANSPOSE) that passed the sequencer's checks (fields legal, sizes and ranges within the
     memories); the activation engine takes a command's beats only after the command and gives
     one output beat per input beat taken, the tensor engine one drain response per drain
-    request. The SBUF port's words stay free in every
-    cycle, as for the tensor feeders: a feeder takes a read's words in the cycle they arrive."""
+    request. The SBUF port's words stay free in every cycle, as for the tensor feeders: a
+    feeder takes a read's words in the cycle they arrive."""
     from amaranth.hdl import Assume
     from amaranth.lib import data
 
