@@ -180,6 +180,7 @@ def test_gate_level_units(simulator, design, params, test_module, testcase, env)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # (Icarus's run alone is longer than the suite's 900 s default)
 def test_gate_level_board_gemm(simulator):
     """The board top after synth_ecp5 runs the board's UART GEMM test (the host tool's code,
     through the UART pins; its mixed-fp8 GEMM, 2x4 e4m3 by 4x3 e5m2), bit-exact with
