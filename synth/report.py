@@ -153,8 +153,9 @@ def collect(*, quick: bool = False, workers: int = 2, selected: list[Job] | None
         pool.shutdown(wait=False, cancel_futures=True)  # the queued jobs do not start
         raise
     pool.shutdown()
-    return {"schema": SCHEMA, "seed": SEED, "target_mhz": TARGET_MHZ, "tools": tool_versions(),
-            "boards": _board_builds(),
+    versions = tool_versions()
+    return {"schema": SCHEMA, "seed": SEED, "target_mhz": TARGET_MHZ, "tools": versions,
+            "boards": _board_builds(versions),
             "devices": {k: {"part": v.part, "luts": v.luts, "dsps": v.dsps, "brams": v.brams}
                         for k, v in DEVICES.items()},
             "defaults": _defaults(), "anchors": ANCHORS, "results": results,
@@ -171,8 +172,9 @@ def _collect_results(futures, results: list, progress) -> None:
         results.append(r)
 
 
-def _board_builds() -> dict:
-    """The reports of the bitstreams built so far (``make bitstream``), by board.
+def _board_builds(versions: dict | None = None) -> dict:
+    """The reports of the bitstreams built so far (``make bitstream``), by board (``versions``:
+    the tools', as :func:`~synth.fpga.tool_versions` gives them, if known).
 
     A board with no build here keeps the committed report's entry, and a build whose key is
     not the current design's (:func:`~synth.board.bitstream_key`) keeps its own: both marked
@@ -196,7 +198,7 @@ def _board_builds() -> dict:
         r = json.loads(f.read_text())
         out[board] = {k: r[k] for k in ("core", "clock_hz", "osc_hz", "baud", "seed", "fmax_mhz",
                                         "utilization", "bitstream_bytes") if k in r}
-        if r.get("key") != bitstream_key(board):
+        if r.get("key") != bitstream_key(board, versions):
             out[board]["stale"] = True
         pnr = f.parent / "work" / "nclite.pnr.json"
         if pnr.exists():
